@@ -1,0 +1,171 @@
+// The interface the model's forward pass is written against. A backend owns device memory and
+// runs ops asynchronously; only read() and sample() wait for results.
+//
+// Batches are packed: a forward pass covers several sequences, each contributing a slice of new
+// tokens at its own cache position, all flattened into T rows ("tokens") of 2-D activations.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/core/host_tensor.h"
+#include "engine/generate/sampling_params.h"
+
+namespace hearth {
+
+class QuantizedWeight;
+
+// A 2-D tensor in a backend's memory: rows × cols, row-major, contiguous. A cheap view; the
+// backend owns the storage.
+struct DeviceTensor {
+  void* data = nullptr;
+  DType dtype = DType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+
+  DeviceTensor first_rows(int64_t n) const { return {data, dtype, n, cols}; }
+  size_t nbytes() const { return static_cast<size_t>(rows * cols) * dtype_size(dtype); }
+};
+
+// Weights that live on a backend; opaque to the model.
+class BackendWeight {
+ public:
+  virtual ~BackendWeight() = default;
+  virtual size_t device_bytes() const = 0;
+};
+
+// What a linear layer is made of, as read from the files.
+struct LinearSource {
+  std::string name;                                  // e.g. "model.layers.0.mlp.up_proj"
+  HostTensor weight;                                 // dense [out, in], unless quantized
+  std::optional<HostTensor> bias;                    // [out]
+  std::shared_ptr<const QuantizedWeight> quantized;  // EXL2 / GPTQ weights, when quantized
+};
+
+// One sequence's part of a forward pass.
+struct SequenceSlice {
+  std::span<const int32_t> tokens;      // new tokens, at positions start_pos, start_pos + 1, ...
+  int32_t start_pos = 0;                // tokens already in this sequence's KV cache
+  std::span<const int32_t> page_table;  // its cache pages in order, covering all positions
+  bool all_logits = false;              // logits for every new token, not only the last
+};
+
+struct BatchDesc {
+  std::vector<SequenceSlice> seqs;
+  int64_t total_tokens() const;
+  int64_t logit_rows() const;  // sum over sequences of (all_logits ? tokens : 1)
+  bool is_decode() const;      // every sequence has exactly one new token
+};
+
+// Sizes the backend chose for a batch: padded row counts that the ops run over (the first
+// batch.total_tokens() / logit_rows() rows are real), and a graph key when the step may be
+// captured and replayed.
+struct PreparedBatch {
+  int64_t tokens = 0;
+  int64_t logit_rows = 0;
+  std::optional<int64_t> graph_key;
+};
+
+enum class KvCacheType { kF16, kF32 };
+
+// The KV cache pool: for every layer, `num_pages` pages of `page_size` positions, each position
+// holding num_kv_heads × head_dim keys and as many values.
+struct KvCacheSpec {
+  int64_t num_layers = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t page_size = 256;
+  int64_t num_pages = 0;
+  KvCacheType type = KvCacheType::kF16;
+  size_t bytes() const;  // total storage for keys and values of all layers
+};
+
+class KvCacheStorage {
+ public:
+  virtual ~KvCacheStorage() = default;
+  virtual const KvCacheSpec& spec() const = 0;
+};
+
+// Rotary embedding of every position: angle = position × inv_freq[i], cos/sin scaled by
+// attention_factor, rotate-half (NEOX) layout over the first rotary_dim dims of each head.
+struct RopeParams {
+  const BackendWeight* inv_freq = nullptr;  // F32 [rotary_dim / 2]
+  float attention_factor = 1.0f;
+  int64_t head_dim = 0;
+  int64_t rotary_dim = 0;
+};
+
+struct AttentionParams {
+  int64_t layer = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  float scale = 1.0f;  // softmax scale, usually head_dim^-0.5
+};
+
+struct MemoryUsage {
+  size_t weights = 0;
+  size_t kv_cache = 0;
+  size_t activations = 0;
+  size_t workspace = 0;
+  size_t device_free = 0;   // whole device, now
+  size_t device_total = 0;  // whole device
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // "cpu (2 threads)", "cuda:0 NVIDIA H100 80GB HBM3"
+  virtual DType activation_dtype() const = 0;
+
+  // --- memory (all may throw Error(kOutOfMemory)) ---
+  // Small tensors: norm weights, embedding tables, rope tables.
+  virtual std::unique_ptr<BackendWeight> upload(const HostTensor& tensor) = 0;
+  virtual std::unique_ptr<BackendWeight> upload_linear(const LinearSource& source) = 0;
+  // An activation buffer that lives as long as the backend.
+  virtual DeviceTensor alloc_activation(int64_t rows, int64_t cols) = 0;
+  virtual std::unique_ptr<KvCacheStorage> create_kv_cache(const KvCacheSpec& spec) = 0;
+  virtual MemoryUsage memory_usage() const = 0;
+
+  // --- one forward pass ---
+  // Sends the batch layout (ids, positions, offsets, page tables, logit rows) to the device.
+  virtual PreparedBatch prepare_batch(const BatchDesc& batch) = 0;
+  // Runs `record`, which issues the ops below for the prepared batch: directly, or, with a
+  // graph key, captured once and replayed on later calls with the same key.
+  virtual void run(const std::function<void()>& record, std::optional<int64_t> graph_key) = 0;
+
+  // --- ops over the prepared batch; T = prepared tokens, L = prepared logit rows ---
+  // out[T, H] = table[token ids]
+  virtual void embed(const BackendWeight& table, DeviceTensor out) = 0;
+  // out = x / rms(x) * w, per row
+  virtual void rms_norm(DeviceTensor x, const BackendWeight& w, float eps, DeviceTensor out) = 0;
+  // residual += delta; out = rms_norm(residual) * w
+  virtual void add_rms_norm(DeviceTensor residual, DeviceTensor delta, const BackendWeight& w,
+                            float eps, DeviceTensor out) = 0;
+  // out[R, N] = x[R, K] · Wᵀ (+ bias), R = x.rows
+  virtual void linear(const BackendWeight& w, DeviceTensor x, DeviceTensor out) = 0;
+  // In place on q[T, heads × head_dim] and k[T, kv_heads × head_dim] at the batch positions.
+  virtual void rope(DeviceTensor q, DeviceTensor k, const RopeParams& params) = 0;
+  // Stores k, v [T, kv_heads × head_dim] into the cache at the batch positions, then
+  // out[T, heads × head_dim] = causal softmax(q·kᵀ·scale)·v over each sequence's cache.
+  virtual void attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCacheStorage& cache,
+                         const AttentionParams& params, DeviceTensor out) = 0;
+  // out = silu(gate) * up
+  virtual void silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) = 0;
+  // out[L, H] = x[logit rows]
+  virtual void gather_logit_rows(DeviceTensor x, DeviceTensor out) = 0;
+
+  // --- results (these wait for the device) ---
+  // The first `rows` rows of t, as float.
+  virtual std::vector<float> read(DeviceTensor t, int64_t rows) = 0;
+  // One token per request, request i sampling from logits row i.
+  virtual std::vector<int32_t> sample(DeviceTensor logits,
+                                      std::span<const SampleRequest> requests) = 0;
+};
+
+}  // namespace hearth

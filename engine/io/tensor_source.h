@@ -1,0 +1,36 @@
+// A model's weight tensors by their Hugging Face names ("model.layers.0.self_attn.q_proj.weight"),
+// whatever file format holds them. Loaders read through this interface only.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/core/host_tensor.h"
+
+namespace hearth {
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kF32;      // the dtype `get` returns
+  std::vector<int64_t> shape;     // in Hugging Face order ([out_features, in_features] for linears)
+  std::string stored_type;        // the type in the file ("F16", "Q4_1", ...)
+  std::string file;               // the file that holds it (for messages)
+};
+
+class TensorSource {
+ public:
+  virtual ~TensorSource() = default;
+  virtual std::vector<std::string> tensor_names() const = 0;
+  virtual bool has(std::string_view name) const = 0;
+  // Throws Error(kInvalidFile) when the tensor does not exist.
+  virtual TensorInfo info(std::string_view name) const = 0;
+  // The tensor's contents. safetensors tensors are views into the mapped file (no copy);
+  // block-quantized GGUF tensors are dequantized to F32 on each call.
+  virtual HostTensor get(std::string_view name) const = 0;
+  // Bytes the weights occupy in their files (for "size on disk" and memory estimates).
+  virtual uint64_t file_bytes() const = 0;
+};
+
+}  // namespace hearth
