@@ -21,3 +21,11 @@ Error::Error(ErrorCode code, const std::string& message) : std::runtime_error(me
 void fail(ErrorCode code, const std::string& message) { throw Error(code, message); }
 
 }  // namespace hearth
+
+#include "engine/core/cancel.h"
+
+namespace hearth {
+void CancelToken::throw_if_cancelled() const {
+  if (cancelled()) fail(ErrorCode::kCancelled, "cancelled");
+}
+}  // namespace hearth

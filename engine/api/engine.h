@@ -1,0 +1,151 @@
+// The engine as the app, the CLI and the server use it: inspect a model, plan its memory, load
+// it on a backend, and generate text. Not thread-safe: one thread drives an Engine (the app's
+// worker thread, the CLI's main thread, the server's generation thread).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/core/cancel.h"
+#include "engine/generate/sampling_params.h"
+#include "engine/model/model_config.h"
+#include "engine/tokenizer/chat_template.h"
+
+namespace hearth {
+
+class Tokenizer;
+
+enum class DeviceKind { kCpu, kCuda };
+
+struct LoadOptions {
+  std::filesystem::path model_path;  // a model folder or a .gguf file
+  DeviceKind device = DeviceKind::kCpu;
+  int cuda_device = 0;
+  int64_t max_seq_len = 0;  // 0: the model's trained context, capped at kDefaultMaxSeqLen
+  std::optional<RopeScaling> rope_scaling;  // overrides the model's rope_scaling
+  std::optional<double> ntk_alpha;          // NTK-aware base scaling, 1 = off
+  int64_t cache_tokens = 0;                 // KV-cache capacity; 0: max_seq_len (+ batch slack)
+  int max_batch = 8;                        // sequences generated together
+  int cpu_threads = 0;                      // 0: every core
+
+  static constexpr int64_t kDefaultMaxSeqLen = 8192;
+};
+
+enum class ModelFormat { kSafetensors, kGguf, kExl2, kGptq };
+const char* model_format_name(ModelFormat f);  // "fp16", "gguf", "exl2", "gptq"
+
+struct ModelInfo {
+  std::filesystem::path path;
+  std::string name;
+  ModelFormat format = ModelFormat::kSafetensors;
+  ModelConfig config;
+  int64_t parameters = 0;
+  double bits_per_weight = 16.0;  // as stored in the files
+  uint64_t file_bytes = 0;        // size on disk of the weights
+  std::string stored_types;       // e.g. "Q4_1 ×210, F32 ×61, Q8_0 ×1"
+  std::string quantization;       // quantization_config, human-readable, if any
+  bool has_chat_template = false;
+};
+
+// What a load will need, computed before anything is allocated.
+struct MemoryPlan {
+  size_t weights = 0;
+  size_t kv_cache = 0;
+  size_t activations = 0;
+  size_t workspace = 0;
+  size_t needed() const { return weights + kv_cache + activations + workspace; }
+  size_t device_free = 0;
+  size_t device_total = 0;
+  bool fits = true;
+  std::string advice;  // when it does not fit: what to change
+  std::string device_name;
+};
+
+struct LoadProgress {
+  std::string stage;  // "reading", "uploading", "allocating cache"
+  int64_t done = 0;
+  int64_t total = 0;
+};
+
+enum class FinishReason { kEos, kStopString, kLength, kCancelled, kContextFull, kError };
+const char* finish_reason_name(FinishReason r);  // "stop", "stop", "length", "cancelled", ...
+
+struct GenerationRequest {
+  std::string prompt;                 // raw text (ignored when messages is not empty)
+  std::vector<ChatMessage> messages;  // rendered with the model's chat template
+  SamplingParams sampling;
+  int32_t max_tokens = 512;
+  std::vector<std::string> stop_strings;
+  bool ignore_eos = false;
+};
+
+struct GenerationStats {
+  int64_t prompt_tokens = 0;
+  int64_t generated_tokens = 0;
+  double prompt_seconds = 0;
+  double decode_seconds = 0;
+  double prompt_tokens_per_s() const;
+  double decode_tokens_per_s() const;
+};
+
+struct GenerationResult {
+  std::string text;
+  std::vector<int32_t> tokens;
+  FinishReason finish = FinishReason::kEos;
+  GenerationStats stats;
+};
+
+// Streamed while a request runs: each text piece as it becomes final (never a partial UTF-8
+// character, never a piece of a stop string).
+using TextCallback = std::function<void(const std::string& piece)>;
+using ProgressCallback = std::function<void(const LoadProgress&)>;
+
+class Engine {
+ public:
+  Engine();
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Reads a model's config and tensor list without loading its weights.
+  static ModelInfo inspect(const std::filesystem::path& model_path);
+  // What load(options) would need, against what the device has free now.
+  static MemoryPlan plan(const LoadOptions& options);
+
+  // Loads a model (replacing any loaded one). Throws Error; on any failure nothing stays loaded
+  // and all memory is released. Throws Error(kOutOfMemory) with the plan's numbers and advice
+  // when the model cannot fit.
+  void load(const LoadOptions& options, const ProgressCallback& progress = {},
+            const CancelToken& cancel = {});
+  void unload();
+  bool loaded() const;
+  const ModelInfo& info() const;
+  const LoadOptions& load_options() const;
+  const Tokenizer& tokenizer() const;
+  int64_t max_seq_len() const;
+  MemoryUsage memory_usage() const;
+
+  // The model's chat template applied to messages (ChatML when the model has none).
+  std::string render_chat(const std::vector<ChatMessage>& messages,
+                          bool add_generation_prompt = true) const;
+
+  // Runs one request to the end on the calling thread, streaming text pieces.
+  GenerationResult generate(const GenerationRequest& request, const TextCallback& on_text = {},
+                            const CancelToken& cancel = {});
+  // Several requests batched together; callback i receives request i's pieces.
+  std::vector<GenerationResult> generate_batch(const std::vector<GenerationRequest>& requests,
+                                               const std::vector<TextCallback>& on_text = {},
+                                               const CancelToken& cancel = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hearth
