@@ -77,6 +77,7 @@ enum class FinishReason { kEos, kStopString, kLength, kCancelled, kContextFull, 
 const char* finish_reason_name(FinishReason r);  // "stop", "stop", "length", "cancelled", ...
 
 struct GenerationRequest {
+  std::vector<int32_t> prompt_tokens;  // token ids, used as they are when not empty
   std::string prompt;                 // raw text (ignored when messages is not empty)
   std::vector<ChatMessage> messages;  // rendered with the model's chat template
   SamplingParams sampling;

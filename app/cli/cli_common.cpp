@@ -1,0 +1,90 @@
+#include "app/cli/cli_common.h"
+
+#include <cstdio>
+
+#include "engine/api/paths.h"
+
+namespace hearth::cli {
+
+std::set<std::string> merge(std::set<std::string> a, const std::set<std::string>& b) {
+  a.insert(b.begin(), b.end());
+  return a;
+}
+
+std::set<std::string> load_flags() {
+  return {"model",         "backend",      "threads",      "max-seq-len", "cache-tokens",
+          "device",        "max-batch",    "rope-scaling", "rope-factor", "ntk-alpha",
+          "rope-original-context"};
+}
+
+LoadOptions load_options_from(const ArgParser& args) {
+  LoadOptions o;
+  o.model_path = args.get("model").value_or(default_model_path().string());
+  const std::string backend = args.get("backend").value_or("cpu");
+  if (backend == "cpu") {
+    o.device = DeviceKind::kCpu;
+  } else if (backend == "cuda") {
+    o.device = DeviceKind::kCuda;
+  } else {
+    throw UsageError("--backend must be cpu or cuda, got '" + backend + "'");
+  }
+  o.cuda_device = static_cast<int>(args.get_int("device", 0, 0, 64));
+  o.cpu_threads = static_cast<int>(args.get_int("threads", 0, 0, 1024));
+  o.max_seq_len = args.get_int("max-seq-len", 0, 0, 1 << 22);
+  o.cache_tokens = args.get_int("cache-tokens", 0, 0, 1 << 26);
+  o.max_batch = static_cast<int>(args.get_int("max-batch", 8, 1, 256));
+  if (auto type = args.get("rope-scaling")) {
+    RopeScaling rs;
+    if (*type == "none") {
+      rs.type = RopeScalingType::kNone;
+    } else if (*type == "linear") {
+      rs.type = RopeScalingType::kLinear;
+    } else if (*type == "dynamic") {
+      rs.type = RopeScalingType::kDynamic;
+    } else if (*type == "yarn") {
+      rs.type = RopeScalingType::kYarn;
+    } else if (*type == "llama3") {
+      rs.type = RopeScalingType::kLlama3;
+    } else {
+      throw UsageError("--rope-scaling must be none, linear, dynamic, yarn or llama3");
+    }
+    rs.factor = args.get_double("rope-factor", 1.0, 1.0, 1024.0);
+    rs.original_max_position_embeddings = args.get_int("rope-original-context", 0, 0, 1 << 24);
+    o.rope_scaling = rs;
+  } else if (args.has("rope-factor")) {
+    throw UsageError("--rope-factor needs --rope-scaling");
+  }
+  if (args.has("ntk-alpha")) o.ntk_alpha = args.get_double("ntk-alpha", 1.0, 1.0, 1000.0);
+  return o;
+}
+
+std::set<std::string> sampling_flags() {
+  return {"temperature",       "top-k",           "top-p", "min-p", "repetition-penalty",
+          "frequency-penalty", "presence-penalty", "seed"};
+}
+
+SamplingParams sampling_from(const ArgParser& args) {
+  SamplingParams s;
+  s.temperature = static_cast<float>(args.get_double("temperature", 0.0, 0.0, 100.0));
+  s.top_k = static_cast<int32_t>(args.get_int("top-k", 0, 0, 1 << 24));
+  s.top_p = static_cast<float>(args.get_double("top-p", 1.0, 1e-6, 1.0));
+  s.min_p = static_cast<float>(args.get_double("min-p", 0.0, 0.0, 1.0));
+  s.repetition_penalty =
+      static_cast<float>(args.get_double("repetition-penalty", 1.0, 1e-3, 100.0));
+  s.frequency_penalty = static_cast<float>(args.get_double("frequency-penalty", 0.0, -100, 100));
+  s.presence_penalty = static_cast<float>(args.get_double("presence-penalty", 0.0, -100, 100));
+  s.seed = static_cast<uint64_t>(args.get_int("seed", 0, 0, INT64_MAX));
+  return s;
+}
+
+void load_engine(Engine& engine, const LoadOptions& options, bool show_progress) {
+  engine.load(options, [&](const LoadProgress& p) {
+    if (!show_progress) return;
+    std::fprintf(stderr, "\r%s %lld/%lld   ", p.stage.c_str(), static_cast<long long>(p.done),
+                 static_cast<long long>(p.total));
+    if (p.stage == "ready") std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  });
+}
+
+}  // namespace hearth::cli

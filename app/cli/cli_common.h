@@ -1,0 +1,27 @@
+// Flags shared by hearth-cli commands: which model, which backend, how to sample.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "app/cli/arg_parser.h"
+#include "engine/api/engine.h"
+
+namespace hearth::cli {
+
+// --model --backend --threads --max-seq-len --cache-tokens --device --max-batch
+// --rope-scaling --rope-factor --ntk-alpha
+std::set<std::string> load_flags();
+LoadOptions load_options_from(const ArgParser& args);
+
+// --temperature --top-k --top-p --min-p --repetition-penalty --frequency-penalty
+// --presence-penalty --seed
+std::set<std::string> sampling_flags();
+SamplingParams sampling_from(const ArgParser& args);
+
+std::set<std::string> merge(std::set<std::string> a, const std::set<std::string>& b);
+
+// Loads the model, with a progress line on stderr when `show_progress`.
+void load_engine(Engine& engine, const LoadOptions& options, bool show_progress);
+
+}  // namespace hearth::cli

@@ -1,0 +1,79 @@
+// hearth-cli bench: prompt and decode speed of a model on a backend.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "engine/api/memory_planner.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace hearth::cli {
+
+int run_bench(const std::vector<std::string>& raw) {
+  const ArgParser args(raw, merge(load_flags(), {"prompt-len", "gen-len", "batch", "repeat"}),
+                       {"json"});
+  LoadOptions options = load_options_from(args);
+  const int64_t prompt_len = args.get_int("prompt-len", 128, 1, 1 << 20);
+  const auto gen_len = static_cast<int32_t>(args.get_int("gen-len", 64, 2, 1 << 20));
+  const int batch = static_cast<int>(args.get_int("batch", 1, 1, 256));
+  const int repeat = static_cast<int>(args.get_int("repeat", 3, 1, 100));
+  options.max_batch = std::max(options.max_batch, batch);
+  if (options.max_seq_len == 0) options.max_seq_len = prompt_len + gen_len + 1;
+  if (options.cache_tokens == 0) options.cache_tokens = (prompt_len + gen_len + 256) * batch;
+
+  Engine engine;
+  load_engine(engine, options, !args.has("json"));
+  std::mt19937 rng(1234);
+  const int32_t vocab = engine.tokenizer().vocab_size();
+  std::uniform_int_distribution<int32_t> token(0, vocab - 1);
+
+  // Each run: `batch` prompts of random tokens, generated to gen_len with eos ignored. The
+  // best run counts (the first also warms caches).
+  double best_prompt = 0, best_decode = 0;
+  for (int r = 0; r < repeat; ++r) {
+    std::vector<GenerationRequest> requests(batch);
+    for (auto& req : requests) {
+      req.prompt_tokens.resize(static_cast<size_t>(prompt_len));
+      for (auto& t : req.prompt_tokens) t = token(rng);
+      req.max_tokens = gen_len;
+      req.ignore_eos = true;
+    }
+    const auto results = engine.generate_batch(requests);
+    double prompt_s = 0, decode_s = 0;
+    int64_t decoded = 0;
+    for (const auto& res : results) {
+      prompt_s = std::max(prompt_s, res.stats.prompt_seconds);
+      decode_s = std::max(decode_s, res.stats.decode_seconds);
+      decoded += res.stats.generated_tokens - 1;
+    }
+    const double prompt_tps = prompt_s > 0 ? static_cast<double>(prompt_len * batch) / prompt_s : 0;
+    const double decode_tps = decode_s > 0 ? static_cast<double>(decoded) / decode_s : 0;
+    best_prompt = std::max(best_prompt, prompt_tps);
+    best_decode = std::max(best_decode, decode_tps);
+  }
+
+  const MemoryUsage mem = engine.memory_usage();
+  nlohmann::json j;
+  j["model"] = engine.info().name;
+  j["backend"] = options.device == DeviceKind::kCuda ? "cuda" : "cpu";
+  j["prompt_len"] = prompt_len;
+  j["gen_len"] = gen_len;
+  j["batch"] = batch;
+  j["prompt_tokens_per_s"] = best_prompt;
+  j["decode_tokens_per_s"] = best_decode;
+  j["weights_bytes"] = mem.weights;
+  if (args.has("json")) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("%s on %s, batch %d: prompt %lld tokens at %.1f tok/s, decode %.1f tok/s "
+                "(weights %s)\n",
+                engine.info().name.c_str(), j["backend"].get<std::string>().c_str(), batch,
+                static_cast<long long>(prompt_len), best_prompt, best_decode,
+                format_bytes(mem.weights).c_str());
+  }
+  return 0;
+}
+
+}  // namespace hearth::cli

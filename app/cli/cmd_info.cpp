@@ -1,0 +1,82 @@
+// hearth-cli info: what a model is, without loading its weights.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "engine/api/memory_planner.h"
+
+namespace hearth::cli {
+
+int run_info(const std::vector<std::string>& raw) {
+  const ArgParser args(raw, load_flags(), {"json"});
+  const LoadOptions options = load_options_from(args);
+  const ModelInfo info = Engine::inspect(options.model_path);
+  const ModelConfig& c = info.config;
+  const MemoryPlan plan = Engine::plan(options);
+
+  nlohmann::json j;
+  j["path"] = info.path.string();
+  j["name"] = info.name;
+  j["format"] = model_format_name(info.format);
+  j["architecture"] = c.architecture;
+  j["parameters"] = info.parameters;
+  j["bits_per_weight"] = info.bits_per_weight;
+  j["file_bytes"] = info.file_bytes;
+  j["tensor_types"] = info.stored_types;
+  j["context_length"] = c.max_position_embeddings;
+  j["vocab_size"] = c.vocab_size;
+  j["hidden_size"] = c.hidden_size;
+  j["intermediate_size"] = c.intermediate_size;
+  j["layers"] = c.num_layers;
+  j["heads"] = c.num_heads;
+  j["kv_heads"] = c.num_kv_heads;
+  j["head_dim"] = c.head_dim;
+  j["rope_theta"] = c.rope_theta;
+  j["rope_scaling"] = rope_scaling_name(c.rope_scaling.type);
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  j["eos_token_ids"] = c.eos_token_ids;
+  j["chat_template"] = info.has_chat_template;
+  if (!info.quantization.empty()) {
+    j["quantization_config"] = nlohmann::json::parse(info.quantization, nullptr, false);
+  }
+  j["memory"] = {{"device", plan.device_name},
+                 {"weights", plan.weights},
+                 {"kv_cache", plan.kv_cache},
+                 {"activations", plan.activations},
+                 {"workspace", plan.workspace},
+                 {"needed", plan.needed()},
+                 {"device_free", plan.device_free},
+                 {"fits", plan.fits}};
+
+  if (args.has("json")) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%s\n", info.name.c_str());
+  std::printf("  path           %s\n", info.path.c_str());
+  std::printf("  format         %s (%s)\n", model_format_name(info.format), info.stored_types.c_str());
+  std::printf("  architecture   %s\n", c.architecture.c_str());
+  std::printf("  parameters     %.1f M (%.2f bits per weight, %s on disk)\n",
+              static_cast<double>(info.parameters) / 1e6, info.bits_per_weight,
+              format_bytes(info.file_bytes).c_str());
+  std::printf("  layers         %lld, hidden %lld, mlp %lld, heads %lld (kv %lld), head dim %lld\n",
+              static_cast<long long>(c.num_layers), static_cast<long long>(c.hidden_size),
+              static_cast<long long>(c.intermediate_size), static_cast<long long>(c.num_heads),
+              static_cast<long long>(c.num_kv_heads), static_cast<long long>(c.head_dim));
+  std::printf("  vocabulary     %lld tokens%s\n", static_cast<long long>(c.vocab_size),
+              c.tie_word_embeddings ? ", head tied to the embeddings" : "");
+  std::printf("  context        %lld tokens, rope theta %g, scaling %s\n",
+              static_cast<long long>(c.max_position_embeddings), c.rope_theta,
+              rope_scaling_name(c.rope_scaling.type));
+  if (!info.quantization.empty()) std::printf("  quantization   %s\n", info.quantization.c_str());
+  std::printf("  memory on %s: %s needed (weights %s, cache %s, activations %s), %s free%s\n",
+              plan.device_name.c_str(), format_bytes(plan.needed()).c_str(),
+              format_bytes(plan.weights).c_str(), format_bytes(plan.kv_cache).c_str(),
+              format_bytes(plan.activations).c_str(), format_bytes(plan.device_free).c_str(),
+              plan.fits ? "" : " — does not fit");
+  return 0;
+}
+
+}  // namespace hearth::cli

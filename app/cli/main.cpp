@@ -1,0 +1,60 @@
+// hearth-cli: the engine from a terminal (info, generate, chat, tokenize, bench).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "app/cli/arg_parser.h"
+#include "app/cli/commands.h"
+#include "engine/core/error.h"
+
+namespace {
+
+const char* kUsage = R"(usage: hearth-cli <command> [flags]
+
+commands:
+  info      [--model PATH] [--json]
+  generate  [--model PATH] --prompt TEXT [--max-tokens N] [--temperature T] [--top-k K]
+            [--top-p P] [--min-p P] [--repetition-penalty R] [--frequency-penalty F]
+            [--presence-penalty F] [--seed S] [--stop TEXT] [--backend cpu|cuda] [--chat]
+            [--system TEXT] [--json]
+  chat      [--model PATH] [--system TEXT] [sampling flags] [--backend cpu|cuda]
+  tokenize  [--model PATH] --text TEXT
+  bench     [--model PATH] [--prompt-len N] [--gen-len N] [--batch N] [--backend cpu|cuda]
+            [--json]
+
+load flags (every command that runs the model):
+  --backend cpu|cuda  --device N  --threads N  --max-seq-len N  --cache-tokens N
+  --max-batch N  --rope-scaling none|linear|dynamic|yarn|llama3  --rope-factor F
+  --rope-original-context N  --ntk-alpha A
+
+Without --model, the default model (SmolLM2-135M-Instruct) is used. PATH is a model
+folder or a .gguf file.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (command == "info") return hearth::cli::run_info(args);
+    if (command == "generate") return hearth::cli::run_generate(args);
+    if (command == "chat") return hearth::cli::run_chat(args);
+    if (command == "tokenize") return hearth::cli::run_tokenize(args);
+    if (command == "bench") return hearth::cli::run_bench(args);
+    throw hearth::cli::UsageError("unknown command '" + command + "'");
+  } catch (const hearth::cli::UsageError& e) {
+    std::fprintf(stderr, "hearth-cli: %s\n\n%s", e.what(), kUsage);
+    return 2;
+  } catch (const hearth::Error& e) {
+    std::fprintf(stderr, "hearth-cli: %s: %s\n", hearth::error_code_name(e.code()), e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hearth-cli: %s\n", e.what());
+    return 1;
+  }
+}

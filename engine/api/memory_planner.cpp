@@ -1,0 +1,106 @@
+#include "engine/api/memory_planner.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "engine/core/error.h"
+
+namespace hearth {
+
+std::string format_bytes(size_t bytes) {
+  char buf[64];
+  const double b = static_cast<double>(bytes);
+  if (b >= (1ull << 30)) {
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1ull << 30));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f MiB", b / (1ull << 20));
+  }
+  return buf;
+}
+
+ResolvedLoad resolve_load(const LoadOptions& options, const ModelInfo& info) {
+  ResolvedLoad r;
+  const ModelConfig& c = info.config;
+  if (options.max_seq_len < 0) fail(ErrorCode::kInvalidArgument, "max_seq_len must be >= 0");
+  if (options.max_batch < 1 || options.max_batch > 256) {
+    fail(ErrorCode::kInvalidArgument, "max_batch must be in 1..256");
+  }
+  r.max_seq_len = options.max_seq_len > 0
+                      ? options.max_seq_len
+                      : std::min<int64_t>(c.max_position_embeddings, LoadOptions::kDefaultMaxSeqLen);
+  if (r.max_seq_len > (1 << 22)) fail(ErrorCode::kInvalidArgument, "max_seq_len is too large");
+  r.max_batch = options.max_batch;
+  r.cache_tokens = options.cache_tokens > 0 ? options.cache_tokens : r.max_seq_len;
+  r.num_pages = (r.cache_tokens + r.page_size - 1) / r.page_size;
+  r.max_batch_tokens = options.device == DeviceKind::kCuda ? 2048 : 512;
+  r.max_logit_rows = r.max_batch;
+  return r;
+}
+
+MemoryPlan estimate_memory(const LoadOptions& options, const ModelInfo& info,
+                           const ResolvedLoad& r) {
+  const ModelConfig& c = info.config;
+  const bool cuda = options.device == DeviceKind::kCuda;
+  const size_t act_size = cuda ? 2 : 4;
+  MemoryPlan plan;
+  const auto params = static_cast<size_t>(info.parameters);
+  switch (info.format) {
+    case ModelFormat::kGguf:  // dequantized on import: fp32 on the CPU, fp16 on the GPU
+      plan.weights = params * act_size;
+      break;
+    case ModelFormat::kSafetensors:
+      plan.weights = cuda ? params * 2 : info.file_bytes;
+      break;
+    case ModelFormat::kExl2:
+    case ModelFormat::kGptq:
+      plan.weights = info.file_bytes;
+      break;
+  }
+  KvCacheSpec spec;
+  spec.num_layers = c.num_layers;
+  spec.num_kv_heads = c.num_kv_heads;
+  spec.head_dim = c.head_dim;
+  spec.page_size = r.page_size;
+  spec.num_pages = r.num_pages;
+  spec.type = cuda ? KvCacheType::kF16 : KvCacheType::kF32;
+  plan.kv_cache = spec.bytes();
+  const auto T = static_cast<size_t>(r.max_batch_tokens);
+  const auto per_row = static_cast<size_t>(4 * c.hidden_size + 2 * c.q_dim() + 2 * c.kv_dim() +
+                                           2 * c.intermediate_size);
+  plan.activations = (T * per_row + static_cast<size_t>(r.max_logit_rows) *
+                                        static_cast<size_t>(c.hidden_size + c.vocab_size)) *
+                     act_size;
+  plan.workspace = cuda ? (size_t{256} << 20) : (size_t{16} << 20);
+  return plan;
+}
+
+void judge_plan(MemoryPlan& plan, const LoadOptions& options, const ResolvedLoad& r) {
+  // Keep a margin: the rest of the system (and the display, on a GPU) needs memory too.
+  const size_t margin = options.device == DeviceKind::kCuda ? (size_t{256} << 20)
+                                                            : (size_t{512} << 20);
+  plan.fits = plan.needed() + margin <= plan.device_free;
+  if (plan.fits) return;
+  std::string advice = "needs " + format_bytes(plan.needed()) + " (weights " +
+                       format_bytes(plan.weights) + ", cache " + format_bytes(plan.kv_cache) +
+                       ", activations " + format_bytes(plan.activations) + ") but " +
+                       format_bytes(plan.device_free) + " is free on " + plan.device_name + ".";
+  if (plan.weights + margin > plan.device_free) {
+    advice += options.device == DeviceKind::kCuda
+                  ? " The weights alone do not fit: choose a smaller quantization (fewer bits "
+                    "per weight) or load on the CPU."
+                  : " The weights alone do not fit: choose a smaller quantization.";
+  } else {
+    const size_t fixed = margin + plan.weights + plan.activations + plan.workspace;
+    const size_t room = plan.device_free > fixed ? plan.device_free - fixed : 0;
+    const size_t per_token = r.num_pages > 0
+                                 ? plan.kv_cache / static_cast<size_t>(r.num_pages * r.page_size)
+                                 : 1;
+    const size_t tokens = per_token ? room / per_token : 0;
+    advice += " Lower max_seq_len / cache size to about " + std::to_string(tokens / 256 * 256) +
+              " tokens" +
+              (options.device == DeviceKind::kCuda ? ", or load on the CPU." : ".");
+  }
+  plan.advice = advice;
+}
+
+}  // namespace hearth

@@ -1,0 +1,102 @@
+// Internal declaration of the CPU backend; ops are implemented across cpu_*.cpp files.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/core/thread_pool.h"
+#include "engine/quant/quantized_weight.h"
+
+namespace hearth::cpu {
+
+// Norm weights, embedding tables, rope tables: kept as uploaded (F32, F16 or BF16), usually a
+// view into the mapped file, converted to float where used.
+class CpuTensorWeight final : public BackendWeight {
+ public:
+  explicit CpuTensorWeight(HostTensor t);
+  size_t device_bytes() const override { return tensor.nbytes(); }
+  // Row r of a 2-D tensor (or the whole 1-D tensor) as float.
+  void row_as_float(int64_t r, float* out) const;
+  const float* f32() const { return floats.empty() ? tensor.as<float>() : floats.data(); }
+
+  HostTensor tensor;
+  std::vector<float> floats;  // 1-D tensors converted once (norm weights, rope tables)
+};
+
+class CpuLinearWeight final : public BackendWeight {
+ public:
+  size_t device_bytes() const override;
+  int64_t out_features = 0;
+  int64_t in_features = 0;
+  HostTensor weight;                                 // [N, K] F32/F16/BF16 when dense
+  std::shared_ptr<const QuantizedWeight> quantized;  // or quantized
+  std::vector<float> bias;                           // [N] or empty
+};
+
+class CpuKvCache final : public KvCacheStorage {
+ public:
+  explicit CpuKvCache(const KvCacheSpec& spec);
+  const KvCacheSpec& spec() const override { return spec_; }
+  // Key/value vector of (layer, page, slot, kv head): head_dim floats.
+  float* key(int64_t layer, int64_t page, int64_t slot, int64_t head);
+  float* value(int64_t layer, int64_t page, int64_t slot, int64_t head);
+
+ private:
+  size_t offset(int64_t layer, int64_t page, int64_t slot, int64_t head) const;
+  KvCacheSpec spec_;
+  std::vector<float> keys_;
+  std::vector<float> values_;
+};
+
+// The prepared batch, flattened per token.
+struct CpuBatch {
+  std::vector<int32_t> tokens;         // [T]
+  std::vector<int32_t> positions;      // [T]
+  std::vector<int32_t> token_seq;      // [T] sequence index of each token
+  std::vector<int32_t> seq_start_pos;  // [S]
+  std::vector<std::vector<int32_t>> page_tables;  // [S][pages]
+  std::vector<int64_t> logit_rows;     // [L] token row of each logit row
+};
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads);
+  std::string name() const override;
+  DType activation_dtype() const override { return DType::kF32; }
+
+  std::unique_ptr<BackendWeight> upload(const HostTensor& tensor) override;
+  std::unique_ptr<BackendWeight> upload_linear(const LinearSource& source) override;
+  DeviceTensor alloc_activation(int64_t rows, int64_t cols) override;
+  std::unique_ptr<KvCacheStorage> create_kv_cache(const KvCacheSpec& spec) override;
+  MemoryUsage memory_usage() const override;
+
+  PreparedBatch prepare_batch(const BatchDesc& batch) override;
+  void run(const std::function<void()>& record, std::optional<int64_t> graph_key) override;
+
+  void embed(const BackendWeight& table, DeviceTensor out) override;
+  void rms_norm(DeviceTensor x, const BackendWeight& w, float eps, DeviceTensor out) override;
+  void add_rms_norm(DeviceTensor residual, DeviceTensor delta, const BackendWeight& w, float eps,
+                    DeviceTensor out) override;
+  void linear(const BackendWeight& w, DeviceTensor x, DeviceTensor out) override;
+  void rope(DeviceTensor q, DeviceTensor k, const RopeParams& params) override;
+  void attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCacheStorage& cache,
+                 const AttentionParams& params, DeviceTensor out) override;
+  void silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) override;
+  void gather_logit_rows(DeviceTensor x, DeviceTensor out) override;
+
+  std::vector<float> read(DeviceTensor t, int64_t rows) override;
+  std::vector<int32_t> sample(DeviceTensor logits,
+                              std::span<const SampleRequest> requests) override;
+
+ private:
+  ThreadPool pool_;
+  CpuBatch batch_;
+  std::vector<std::unique_ptr<float[]>> activations_;
+  size_t activation_bytes_ = 0;
+  size_t weight_bytes_ = 0;
+  size_t cache_bytes_ = 0;
+};
+
+}  // namespace hearth::cpu

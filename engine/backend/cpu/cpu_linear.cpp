@@ -1,0 +1,67 @@
+// out[R, N] = x[R, K] · Wᵀ + bias. Work is split over blocks of output features; each block of
+// W rows is brought to fp32 once (converted or dequantized into a small per-thread buffer) and
+// used for every input row, so quantized weights never exist whole in fp32.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "engine/backend/cpu/cpu_backend_impl.h"
+#include "engine/backend/cpu/cpu_math.h"
+#include "engine/core/error.h"
+
+namespace hearth::cpu {
+namespace {
+
+constexpr int64_t kBlock = 16;  // output features per work item
+
+}  // namespace
+
+void CpuBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTensor out) {
+  const auto& w = static_cast<const CpuLinearWeight&>(weight);
+  const int64_t K = w.in_features;
+  const int64_t N = w.out_features;
+  HEARTH_CHECK(x.cols == K, "linear: input has " + std::to_string(x.cols) + " columns, weight " +
+                                std::to_string(K));
+  HEARTH_CHECK(out.cols == N && out.rows >= x.rows, "linear: output shape");
+  const int64_t R = x.rows;
+  const float* xs = static_cast<const float*>(x.data);
+  float* ys = static_cast<float*>(out.data);
+  const bool direct = !w.quantized && w.weight.dtype == DType::kF32;
+  const int64_t blocks = (N + kBlock - 1) / kBlock;
+
+  pool_.parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<float> buffer(direct ? 0 : static_cast<size_t>(kBlock * K));
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t n0 = blk * kBlock;
+      const int64_t n1 = std::min(N, n0 + kBlock);
+      const float* rows;
+      if (direct) {
+        rows = w.weight.as<float>() + n0 * K;
+      } else if (w.quantized) {
+        w.quantized->dequantize_rows(n0, n1, buffer.data());
+        rows = buffer.data();
+      } else {
+        const size_t esize = dtype_size(w.weight.dtype);
+        convert_to_float(w.weight.dtype,
+                         static_cast<const std::byte*>(w.weight.data) + n0 * K * esize,
+                         buffer.data(), static_cast<size_t>((n1 - n0) * K));
+        rows = buffer.data();
+      }
+      for (int64_t r = 0; r < R; ++r) {
+        const float* xr = xs + r * K;
+        float* yr = ys + r * N;
+        int64_t n = n0;
+        for (; n + 4 <= n1; n += 4) {
+          const float* w0 = rows + (n - n0) * K;
+          dot4(xr, w0, w0 + K, w0 + 2 * K, w0 + 3 * K, K, yr + n);
+        }
+        for (; n < n1; ++n) yr[n] = dot(xr, rows + (n - n0) * K, K);
+        if (!w.bias.empty()) {
+          for (int64_t j = n0; j < n1; ++j) yr[j] += w.bias[j];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace hearth::cpu

@@ -1,0 +1,44 @@
+// A fixed set of worker threads that split loops into contiguous ranges. The calling thread
+// takes part, so a pool of one thread runs everything inline.
+#pragma once
+
+#include <condition_variable>
+#include <exception>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace hearth {
+
+class ThreadPool {
+ public:
+  // threads <= 0: one per hardware thread.
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+  // Calls fn(begin, end) on disjoint ranges covering [0, n), in parallel, and waits. Ranges
+  // hold at least `grain` items. fn must not throw.
+  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+ private:
+  void worker_loop(int index);
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable start_cv_;
+  std::condition_variable done_cv_;
+  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  int64_t job_n_ = 0;
+  int64_t job_chunks_ = 0;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  std::exception_ptr error_;
+  bool stop_ = false;
+};
+
+}  // namespace hearth

@@ -1,0 +1,264 @@
+#include "engine/generate/generator.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/core/error.h"
+
+namespace hearth {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+}  // namespace
+
+struct Generator::Job {
+  int64_t id = 0;
+  JobRequest request;
+  std::vector<int32_t> tokens;  // prompt, then generated tokens
+  int64_t prompt_len = 0;
+  int64_t cached = 0;           // tokens whose keys/values are in the cache
+  std::vector<int32_t> pages;
+  std::unique_ptr<StreamingDetokenizer> detokenizer;
+  std::unique_ptr<StopMatcher> stops;
+  JobResult result;
+  bool cancelled = false;
+  bool done = false;
+  Clock::time_point admitted, first_token;
+};
+
+Generator::Generator(LlamaModel& model, KvCacheStorage& cache, const Tokenizer& tokenizer,
+                     const GeneratorOptions& options)
+    : model_(model),
+      cache_(cache),
+      tokenizer_(tokenizer),
+      options_(options),
+      pages_(cache.spec().num_pages, cache.spec().page_size) {
+  HEARTH_CHECK(options_.max_batch > 0 && options_.max_batch_tokens > 0, "generator options");
+  HEARTH_CHECK(options_.max_batch <= model.options().max_logit_rows,
+               "max_batch exceeds the model's logit rows");
+}
+
+Generator::~Generator() = default;
+
+int64_t Generator::submit(JobRequest request) {
+  if (request.prompt.empty()) fail(ErrorCode::kInvalidArgument, "the prompt is empty");
+  const auto prompt_len = static_cast<int64_t>(request.prompt.size());
+  if (prompt_len >= options_.max_seq_len) {
+    fail(ErrorCode::kInvalidArgument,
+         "the prompt has " + std::to_string(prompt_len) + " tokens; the context holds " +
+             std::to_string(options_.max_seq_len) + " (raise max_seq_len or shorten the prompt)");
+  }
+  if (pages_.pages_for(prompt_len + 1) > pages_.num_pages()) {
+    fail(ErrorCode::kInvalidArgument, "the prompt does not fit in the KV cache");
+  }
+  const int64_t vocab = model_.config().vocab_size;
+  for (int32_t id : request.prompt) {
+    if (id < 0 || id >= vocab) {
+      fail(ErrorCode::kInvalidArgument,
+           "token id " + std::to_string(id) + " is outside the vocabulary");
+    }
+  }
+  if (request.max_tokens < 0) fail(ErrorCode::kInvalidArgument, "max_tokens must be >= 0");
+  request.sampling.validate();
+
+  auto job = std::make_unique<Job>();
+  job->id = next_id_++;
+  job->prompt_len = prompt_len;
+  job->tokens = request.prompt;
+  job->stops = std::make_unique<StopMatcher>(request.stop_strings);
+  job->detokenizer = std::make_unique<StreamingDetokenizer>(tokenizer_, true);
+  job->result.prompt_tokens = prompt_len;
+  job->request = std::move(request);
+  const int64_t id = job->id;
+  if (job->request.max_tokens == 0) {  // nothing to generate: done without a forward pass
+    job->admitted = job->first_token = Clock::now();
+    finish(*job, JobEnd::kLength);
+    return id;
+  }
+  queued_.push_back(std::move(job));
+  return id;
+}
+
+void Generator::cancel(int64_t id) {
+  for (auto& j : running_) {
+    if (j->id == id) j->cancelled = true;
+  }
+  for (auto it = queued_.begin(); it != queued_.end(); ++it) {
+    if ((*it)->id == id) {
+      (*it)->admitted = (*it)->first_token = Clock::now();
+      finish(**it, JobEnd::kCancelled);
+      queued_.erase(it);
+      return;
+    }
+  }
+}
+
+bool Generator::idle() const { return queued_.empty() && running_.empty(); }
+
+std::optional<JobResult> Generator::take_result(int64_t id) {
+  for (auto it = finished_.begin(); it != finished_.end(); ++it) {
+    if (it->first == id) {
+      JobResult r = std::move(it->second);
+      finished_.erase(it);
+      return r;
+    }
+  }
+  return std::nullopt;
+}
+
+void Generator::admit() {
+  // A job reserves the pages for its whole run (prompt + max_tokens, within max_seq_len), so a
+  // running job never stalls for cache space.
+  while (!queued_.empty() && static_cast<int>(running_.size()) < options_.max_batch) {
+    Job& job = *queued_.front();
+    const int64_t need_tokens =
+        std::min<int64_t>(options_.max_seq_len, job.prompt_len + job.request.max_tokens);
+    auto pages = pages_.allocate(pages_.pages_for(std::max<int64_t>(need_tokens, 1)));
+    if (!pages) {
+      // Not enough room now. If nothing runs, it can never fit: shorten the reservation to what
+      // the cache holds (the job ends with kContextFull when it runs out).
+      if (!running_.empty()) break;
+      pages = pages_.allocate(pages_.free_pages());
+      if (!pages || static_cast<int64_t>(pages->size()) * pages_.page_size() <= job.prompt_len) {
+        break;
+      }
+    }
+    job.pages = std::move(*pages);
+    job.admitted = Clock::now();
+    running_.push_back(std::move(queued_.front()));
+    queued_.pop_front();
+  }
+}
+
+void Generator::emit(Job& job, const std::string& text) {
+  if (text.empty()) return;
+  job.result.text += text;
+  if (job.request.on_text) job.request.on_text(text);
+}
+
+void Generator::finish(Job& job, JobEnd end) {
+  if (job.done) return;
+  job.done = true;
+  if (end != JobEnd::kStopString) {
+    // Whatever the detokenizer and the stop matcher still hold is final now.
+    std::string tail = job.stops->push(job.detokenizer->flush());
+    if (!job.stops->stopped()) tail += job.stops->flush();
+    emit(job, tail);
+  }
+  job.result.end = end;
+  const auto now = Clock::now();
+  if (job.result.tokens.empty()) {
+    job.result.prompt_seconds = seconds_between(job.admitted, now);
+  } else {
+    job.result.decode_seconds = seconds_between(job.first_token, now);
+  }
+  pages_.release(job.pages);
+  job.pages.clear();
+  finished_.emplace_back(job.id, std::move(job.result));
+}
+
+bool Generator::step() {
+  admit();
+  // Cancelled jobs leave before the forward pass.
+  for (auto& j : running_) {
+    if (j->cancelled) finish(*j, JobEnd::kCancelled);
+  }
+  std::erase_if(running_, [](const auto& j) { return j->done; });
+  if (running_.empty()) return !queued_.empty();
+
+  // Decode steps first (one token each), then prompt chunks within the token budget.
+  BatchDesc batch;
+  std::vector<Job*> in_batch;
+  std::vector<bool> samples;  // whether the job samples a token from this pass
+  int64_t budget = options_.max_batch_tokens;
+  auto add = [&](Job& job, int64_t count) {
+    SequenceSlice s;
+    s.tokens = std::span<const int32_t>(job.tokens).subspan(static_cast<size_t>(job.cached),
+                                                            static_cast<size_t>(count));
+    s.start_pos = static_cast<int32_t>(job.cached);
+    s.page_table = job.pages;
+    batch.seqs.push_back(s);
+    in_batch.push_back(&job);
+    samples.push_back(job.cached + count == static_cast<int64_t>(job.tokens.size()));
+    budget -= count;
+  };
+  for (auto& j : running_) {
+    if (j->cached >= j->prompt_len && budget > 0) add(*j, 1);
+  }
+  for (auto& j : running_) {
+    if (j->cached < j->prompt_len && budget > 0) {
+      add(*j, std::min<int64_t>(budget, j->prompt_len - j->cached));
+    }
+  }
+
+  const DeviceTensor logits = model_.forward(batch, cache_);
+
+  std::vector<SampleRequest> requests;
+  std::vector<Job*> sampling_jobs;
+  std::vector<int64_t> rows;
+  for (size_t i = 0; i < in_batch.size(); ++i) {
+    Job& job = *in_batch[i];
+    job.cached += static_cast<int64_t>(batch.seqs[i].tokens.size());
+    if (!samples[i]) continue;
+    SampleRequest r;
+    r.params = &job.request.sampling;
+    r.history = job.tokens;
+    r.generated_count = static_cast<int32_t>(job.result.tokens.size());
+    r.draw_index = job.result.tokens.size();
+    requests.push_back(r);
+    sampling_jobs.push_back(&job);
+    rows.push_back(static_cast<int64_t>(i));
+  }
+  if (!requests.empty()) {
+    // Rows of logits whose jobs sample, in batch order; the others (mid-prompt chunks) are
+    // skipped by sampling only a prefix when they trail, else by compacting.
+    std::vector<int32_t> ids;
+    bool contiguous = true;
+    for (size_t i = 0; i < rows.size(); ++i) contiguous = contiguous && rows[i] == static_cast<int64_t>(i);
+    if (contiguous) {
+      ids = model_.backend().sample(logits, requests);
+    } else {
+      ids.resize(requests.size());
+      for (size_t i = 0; i < rows.size(); ++i) {
+        DeviceTensor row{static_cast<char*>(logits.data) +
+                             static_cast<size_t>(rows[i] * logits.cols) * dtype_size(logits.dtype),
+                         logits.dtype, 1, logits.cols};
+        ids[i] = model_.backend().sample(row, std::span(&requests[i], 1))[0];
+      }
+    }
+    const auto now = Clock::now();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      Job& job = *sampling_jobs[i];
+      const int32_t id = ids[i];
+      if (job.result.tokens.empty()) {
+        job.first_token = now;
+        job.result.prompt_seconds = seconds_between(job.admitted, now);
+      }
+      job.result.tokens.push_back(id);
+      job.tokens.push_back(id);
+      const bool is_eos = std::find(job.request.eos_ids.begin(), job.request.eos_ids.end(), id) !=
+                          job.request.eos_ids.end();
+      if (is_eos && !job.request.ignore_eos) {
+        finish(job, JobEnd::kEos);
+        continue;
+      }
+      emit(job, job.stops->push(job.detokenizer->feed(id)));
+      if (job.stops->stopped()) {
+        finish(job, JobEnd::kStopString);
+      } else if (static_cast<int64_t>(job.result.tokens.size()) >= job.request.max_tokens) {
+        finish(job, JobEnd::kLength);
+      } else if (static_cast<int64_t>(job.tokens.size()) >= options_.max_seq_len ||
+                 static_cast<int64_t>(job.tokens.size()) >
+                     static_cast<int64_t>(job.pages.size()) * pages_.page_size()) {
+        finish(job, JobEnd::kContextFull);
+      }
+    }
+  }
+  std::erase_if(running_, [](const auto& j) { return j->done; });
+  return true;
+}
+
+}  // namespace hearth

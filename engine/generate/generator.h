@@ -1,0 +1,86 @@
+// Runs generation jobs over a LlamaModel: admits jobs while cache pages and batch slots allow,
+// packs their prompt chunks and decode steps into one forward pass per step (decode first,
+// then prefill chunks up to the token budget), samples, detokenizes, and ends each job on an
+// eos id, a stop string, its token limit or a full context.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/generate/page_pool.h"
+#include "engine/generate/sampling_params.h"
+#include "engine/generate/stop_matcher.h"
+#include "engine/model/llama_model.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace hearth {
+
+enum class JobEnd { kEos, kStopString, kLength, kContextFull, kCancelled };
+
+struct JobRequest {
+  std::vector<int32_t> prompt;  // token ids, not empty
+  SamplingParams sampling;
+  int32_t max_tokens = 256;
+  std::vector<std::string> stop_strings;
+  std::vector<int32_t> eos_ids;  // any of these ends the job (not emitted as text)
+  bool ignore_eos = false;
+  // Text pieces as they become final (whole UTF-8 characters, stop strings held back).
+  std::function<void(const std::string&)> on_text;
+};
+
+struct JobResult {
+  std::string text;
+  std::vector<int32_t> tokens;  // generated ids (an ending eos id included)
+  JobEnd end = JobEnd::kEos;
+  int64_t prompt_tokens = 0;
+  double prompt_seconds = 0;  // from admission until the first token was sampled
+  double decode_seconds = 0;  // from the first token until the end
+};
+
+struct GeneratorOptions {
+  int max_batch = 8;               // jobs running together
+  int64_t max_seq_len = 4096;      // positions per sequence
+  int64_t max_batch_tokens = 512;  // tokens per forward pass
+};
+
+class Generator {
+ public:
+  Generator(LlamaModel& model, KvCacheStorage& cache, const Tokenizer& tokenizer,
+            const GeneratorOptions& options);
+  ~Generator();
+
+  // Queues a job; returns its id. Throws Error(kInvalidArgument) on a bad request (empty or
+  // over-long prompt, bad sampling values, token ids outside the vocabulary).
+  int64_t submit(JobRequest request);
+  void cancel(int64_t id);
+  // Runs one forward pass over the running jobs (admitting queued ones first). Returns false
+  // when there was nothing to do.
+  bool step();
+  bool idle() const;
+  // The result of a finished job (nullopt while it runs); removes it.
+  std::optional<JobResult> take_result(int64_t id);
+
+ private:
+  struct Job;
+  void admit();
+  void finish(Job& job, JobEnd end);
+  void emit(Job& job, const std::string& text);
+
+  LlamaModel& model_;
+  KvCacheStorage& cache_;
+  const Tokenizer& tokenizer_;
+  GeneratorOptions options_;
+  PagePool pages_;
+  int64_t next_id_ = 1;
+  std::deque<std::unique_ptr<Job>> queued_;
+  std::vector<std::unique_ptr<Job>> running_;
+  std::vector<std::pair<int64_t, JobResult>> finished_;
+};
+
+}  // namespace hearth

@@ -1,0 +1,262 @@
+#include "engine/model/llama_model.h"
+
+#include <cmath>
+
+#include "engine/core/error.h"
+#include "engine/model/rope.h"
+#include "engine/quant/quantized_linear_loader.h"
+
+namespace hearth {
+
+struct LlamaModel::Layer {
+  std::unique_ptr<BackendWeight> input_norm, post_attention_norm;
+  std::unique_ptr<BackendWeight> q, k, v, o;
+  std::unique_ptr<BackendWeight> gate, up, down;
+};
+
+struct LlamaModel::Activations {
+  DeviceTensor residual, normed, q, k, v, attn, attn_out, gate, up, mlp_out, head_in, logits;
+};
+
+namespace {
+
+std::string layer_prefix(int64_t i) { return "model.layers." + std::to_string(i) + "."; }
+
+void check_shape(const TensorInfo& info, std::vector<int64_t> expected) {
+  if (info.shape != expected) {
+    std::string want = "[";
+    for (size_t i = 0; i < expected.size(); ++i) want += (i ? ", " : "") + std::to_string(expected[i]);
+    std::string got = "[";
+    for (size_t i = 0; i < info.shape.size(); ++i) got += (i ? ", " : "") + std::to_string(info.shape[i]);
+    fail(ErrorCode::kInvalidFile, info.file + ": tensor " + info.name + " has shape " + got +
+                                      "], the config needs " + want + "]");
+  }
+}
+
+HostTensor read_tensor(const TensorSource& weights, const std::string& name,
+                       std::vector<int64_t> expected) {
+  if (!weights.has(name)) fail(ErrorCode::kInvalidFile, "the model has no tensor " + name);
+  check_shape(weights.info(name), std::move(expected));
+  return weights.get(name);
+}
+
+}  // namespace
+
+LinearSource read_linear(const TensorSource& weights, const std::string& prefix,
+                         int64_t out_features, int64_t in_features, const ModelConfig& config) {
+  LinearSource src;
+  src.name = prefix;
+  switch (detect_linear_format(weights, prefix)) {
+    case LinearFormat::kDense:
+      src.weight = read_tensor(weights, prefix + ".weight", {out_features, in_features});
+      break;
+    case LinearFormat::kExl2:
+    case LinearFormat::kGptq:
+      src.quantized = load_quantized_linear(weights, prefix, config.quantization_config_json);
+      if (src.quantized->out_features() != out_features ||
+          src.quantized->in_features() != in_features) {
+        fail(ErrorCode::kInvalidFile,
+             prefix + ": quantized layer is " + std::to_string(src.quantized->in_features()) +
+                 " → " + std::to_string(src.quantized->out_features()) + ", the config needs " +
+                 std::to_string(in_features) + " → " + std::to_string(out_features));
+      }
+      break;
+  }
+  if (weights.has(prefix + ".bias")) {
+    HostTensor bias = weights.get(prefix + ".bias");
+    if (bias.numel() != out_features) {
+      fail(ErrorCode::kInvalidFile, prefix + ".bias has " + std::to_string(bias.numel()) +
+                                        " values, the layer has " + std::to_string(out_features) +
+                                        " outputs");
+    }
+    // All-zero biases (GPTQ writers emit them) are dropped: they cost a pass for nothing.
+    const std::vector<float> values = bias.to_floats();
+    bool all_zero = true;
+    for (float f : values) all_zero = all_zero && f == 0.0f;
+    if (!all_zero) src.bias = std::move(bias);
+  }
+  return src;
+}
+
+LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, const TensorSource& weights,
+                       const LlamaModelOptions& options, const WeightProgress& progress,
+                       const CancelToken& cancel)
+    : config_(config), options_(options), backend_(backend) {
+  config_.validate();
+  const int64_t H = config_.hidden_size;
+  const int64_t I = config_.intermediate_size;
+  const int64_t V = config_.vocab_size;
+  const int64_t total = 3 + config_.num_layers * 9;
+  int64_t done = 0;
+  auto step = [&] {
+    cancel.throw_if_cancelled();
+    if (progress) progress(++done, total);
+  };
+
+  embedding_ = backend_.upload(read_tensor(weights, "model.embed_tokens.weight", {V, H}));
+  step();
+  layers_.resize(static_cast<size_t>(config_.num_layers));
+  for (int64_t i = 0; i < config_.num_layers; ++i) {
+    const std::string p = layer_prefix(i);
+    Layer& L = layers_[static_cast<size_t>(i)];
+    auto linear = [&](const std::string& name, int64_t out, int64_t in) {
+      auto w = backend_.upload_linear(read_linear(weights, p + name, out, in, config_));
+      step();
+      return w;
+    };
+    L.input_norm = backend_.upload(read_tensor(weights, p + "input_layernorm.weight", {H}));
+    L.q = linear("self_attn.q_proj", config_.q_dim(), H);
+    L.k = linear("self_attn.k_proj", config_.kv_dim(), H);
+    L.v = linear("self_attn.v_proj", config_.kv_dim(), H);
+    L.o = linear("self_attn.o_proj", H, config_.q_dim());
+    L.post_attention_norm =
+        backend_.upload(read_tensor(weights, p + "post_attention_layernorm.weight", {H}));
+    step();
+    L.gate = linear("mlp.gate_proj", I, H);
+    L.up = linear("mlp.up_proj", I, H);
+    L.down = linear("mlp.down_proj", H, I);
+  }
+  final_norm_ = backend_.upload(read_tensor(weights, "model.norm.weight", {H}));
+  step();
+  // A quantized or separate head wins over tying (EXL2 writes lm_head even for tied models).
+  if (weights.has("lm_head.weight") || weights.has("lm_head.q_weight") ||
+      weights.has("lm_head.qweight")) {
+    lm_head_ = backend_.upload_linear(read_linear(weights, "lm_head", V, H, config_));
+  } else if (config_.tie_word_embeddings) {
+    LinearSource tied;
+    tied.name = "lm_head (tied to model.embed_tokens)";
+    tied.weight = weights.get("model.embed_tokens.weight");
+    lm_head_ = backend_.upload_linear(tied);
+  } else {
+    fail(ErrorCode::kInvalidFile, "the model has no lm_head and does not tie its embeddings");
+  }
+  step();
+
+  const RopeFrequencies rope = compute_rope_frequencies(config_, options_.max_seq_len);
+  inv_freq_ = backend_.upload(HostTensor::from_floats(
+      rope.inv_freq, {static_cast<int64_t>(rope.inv_freq.size())}));
+  rope_attention_factor_ = rope.attention_factor;
+
+  const int64_t T = options_.max_batch_tokens;
+  const int64_t Lr = options_.max_logit_rows;
+  act_ = std::make_unique<Activations>();
+  Activations& a = *act_;
+  a.residual = backend_.alloc_activation(T, H);
+  a.normed = backend_.alloc_activation(T, H);
+  a.q = backend_.alloc_activation(T, config_.q_dim());
+  a.k = backend_.alloc_activation(T, config_.kv_dim());
+  a.v = backend_.alloc_activation(T, config_.kv_dim());
+  a.attn = backend_.alloc_activation(T, config_.q_dim());
+  a.attn_out = backend_.alloc_activation(T, H);
+  a.gate = backend_.alloc_activation(T, I);
+  a.up = backend_.alloc_activation(T, I);
+  a.mlp_out = backend_.alloc_activation(T, H);
+  a.head_in = backend_.alloc_activation(Lr, H);
+  a.logits = backend_.alloc_activation(Lr, V);
+}
+
+LlamaModel::~LlamaModel() = default;
+
+KvCacheSpec LlamaModel::kv_cache_spec(int64_t num_pages, int64_t page_size) const {
+  KvCacheSpec spec;
+  spec.num_layers = config_.num_layers;
+  spec.num_kv_heads = config_.num_kv_heads;
+  spec.head_dim = config_.head_dim;
+  spec.page_size = page_size;
+  spec.num_pages = num_pages;
+  spec.type = backend_.activation_dtype() == DType::kF32 ? KvCacheType::kF32 : KvCacheType::kF16;
+  return spec;
+}
+
+DeviceTensor LlamaModel::forward(const BatchDesc& batch, KvCacheStorage& cache) {
+  const int64_t tokens = batch.total_tokens();
+  if (tokens == 0) fail(ErrorCode::kInvalidArgument, "forward: the batch has no tokens");
+  if (tokens > options_.max_batch_tokens) {
+    fail(ErrorCode::kInvalidArgument, "forward: " + std::to_string(tokens) +
+                                          " tokens exceed the batch limit of " +
+                                          std::to_string(options_.max_batch_tokens));
+  }
+  if (batch.logit_rows() > options_.max_logit_rows) {
+    fail(ErrorCode::kInvalidArgument, "forward: too many logit rows in one batch");
+  }
+  for (const SequenceSlice& s : batch.seqs) {
+    const int64_t end = s.start_pos + static_cast<int64_t>(s.tokens.size());
+    if (s.start_pos < 0 || end > options_.max_seq_len) {
+      fail(ErrorCode::kInvalidArgument, "forward: positions up to " + std::to_string(end) +
+                                            " exceed max_seq_len " +
+                                            std::to_string(options_.max_seq_len));
+    }
+    const int64_t page_size = cache.spec().page_size;
+    if (static_cast<int64_t>(s.page_table.size()) * page_size < end) {
+      fail(ErrorCode::kInternal, "forward: a sequence's page table does not cover its tokens");
+    }
+    for (int32_t page : s.page_table) {
+      if (page < 0 || page >= cache.spec().num_pages) {
+        fail(ErrorCode::kInternal, "forward: page id out of range");
+      }
+    }
+    for (int32_t id : s.tokens) {
+      if (id < 0 || id >= config_.vocab_size) {
+        fail(ErrorCode::kInvalidArgument,
+             "forward: token id " + std::to_string(id) + " is outside the vocabulary");
+      }
+    }
+  }
+  const PreparedBatch prepared = backend_.prepare_batch(batch);
+  HEARTH_CHECK(prepared.tokens <= options_.max_batch_tokens &&
+                   prepared.logit_rows <= options_.max_logit_rows,
+               "backend padded the batch beyond the activation buffers");
+  backend_.run([&] { record_forward(prepared.tokens, prepared.logit_rows, cache); },
+               prepared.graph_key);
+  return act_->logits.first_rows(prepared.logit_rows);
+}
+
+void LlamaModel::record_forward(int64_t T, int64_t logit_rows, KvCacheStorage& cache) {
+  Activations& a = *act_;
+  const auto eps = static_cast<float>(config_.rms_norm_eps);
+  const DeviceTensor x = a.residual.first_rows(T), h = a.normed.first_rows(T);
+  const DeviceTensor q = a.q.first_rows(T), k = a.k.first_rows(T), v = a.v.first_rows(T);
+  const DeviceTensor attn = a.attn.first_rows(T), attn_out = a.attn_out.first_rows(T);
+  const DeviceTensor gate = a.gate.first_rows(T), up = a.up.first_rows(T);
+  const DeviceTensor mlp_out = a.mlp_out.first_rows(T);
+
+  RopeParams rope;
+  rope.inv_freq = inv_freq_.get();
+  rope.attention_factor = rope_attention_factor_;
+  rope.head_dim = config_.head_dim;
+  rope.rotary_dim = config_.rotary_dim();
+  AttentionParams ap;
+  ap.num_heads = config_.num_heads;
+  ap.num_kv_heads = config_.num_kv_heads;
+  ap.head_dim = config_.head_dim;
+  ap.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
+
+  backend_.embed(*embedding_, x);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& L = layers_[i];
+    // The previous layer's MLP output joins the residual stream here, fused with the norm.
+    if (i == 0) {
+      backend_.rms_norm(x, *L.input_norm, eps, h);
+    } else {
+      backend_.add_rms_norm(x, mlp_out, *L.input_norm, eps, h);
+    }
+    backend_.linear(*L.q, h, q);
+    backend_.linear(*L.k, h, k);
+    backend_.linear(*L.v, h, v);
+    backend_.rope(q, k, rope);
+    ap.layer = static_cast<int64_t>(i);
+    backend_.attention(q, k, v, cache, ap, attn);
+    backend_.linear(*L.o, attn, attn_out);
+    backend_.add_rms_norm(x, attn_out, *L.post_attention_norm, eps, h);
+    backend_.linear(*L.gate, h, gate);
+    backend_.linear(*L.up, h, up);
+    backend_.silu_mul(gate, up, gate);
+    backend_.linear(*L.down, gate, mlp_out);
+  }
+  backend_.add_rms_norm(x, mlp_out, *final_norm_, eps, h);
+  const DeviceTensor head_in = a.head_in.first_rows(logit_rows);
+  backend_.gather_logit_rows(h, head_in);
+  backend_.linear(*lm_head_, head_in, a.logits.first_rows(logit_rows));
+}
+
+}  // namespace hearth
