@@ -69,13 +69,10 @@ RopeFrequencies compute_rope_frequencies(const ModelConfig& config, int64_t max_
       break;
     }
     case RopeScalingType::kYarn: {
-      double factor = rs.factor;
-      double original = static_cast<double>(config.max_position_embeddings);
-      if (rs.original_max_position_embeddings > 0) {
-        original = static_cast<double>(rs.original_max_position_embeddings);
-        factor = static_cast<double>(config.max_position_embeddings) / original;
-        if (factor < 1.0) factor = rs.factor;
-      }
+      const double factor = rs.factor;
+      const double original = rs.original_max_position_embeddings > 0
+                                  ? static_cast<double>(rs.original_max_position_embeddings)
+                                  : static_cast<double>(config.max_position_embeddings);
       if (rs.attention_factor) {
         out.attention_factor = static_cast<float>(*rs.attention_factor);
       } else if (rs.mscale && rs.mscale_all_dim) {
