@@ -1,6 +1,7 @@
 #include "app/cli/cli_common.h"
 
 #include <cstdio>
+#include <unistd.h>
 
 #include "engine/api/paths.h"
 
@@ -78,11 +79,19 @@ SamplingParams sampling_from(const ArgParser& args) {
 }
 
 void load_engine(Engine& engine, const LoadOptions& options, bool show_progress) {
+  // A single self-overwriting line, only on a terminal and only when the percentage moves.
+  show_progress = show_progress && isatty(fileno(stderr));
+  int last_percent = -1;
   engine.load(options, [&](const LoadProgress& p) {
     if (!show_progress) return;
-    std::fprintf(stderr, "\r%s %lld/%lld   ", p.stage.c_str(), static_cast<long long>(p.done),
-                 static_cast<long long>(p.total));
-    if (p.stage == "ready") std::fprintf(stderr, "\r\033[K");
+    const int percent = p.total > 0 ? static_cast<int>(100 * p.done / p.total) : 0;
+    if (percent == last_percent && p.stage != "ready") return;
+    last_percent = percent;
+    if (p.stage == "ready") {
+      std::fprintf(stderr, "\r\033[K");
+    } else {
+      std::fprintf(stderr, "\r\033[K%s %d%%", p.stage.c_str(), percent);
+    }
     std::fflush(stderr);
   });
 }

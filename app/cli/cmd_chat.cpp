@@ -5,6 +5,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "engine/core/error.h"
 
 namespace hearth::cli {
 namespace {

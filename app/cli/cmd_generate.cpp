@@ -47,7 +47,7 @@ int run_generate(const std::vector<std::string>& raw) {
     j["prompt_tokens_per_s"] = result.stats.prompt_tokens_per_s();
     j["decode_tokens_per_s"] = result.stats.decode_tokens_per_s();
     j["finish_reason"] = finish_reason_name(result.finish);
-    std::cout << j.dump(nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::printf("\n");
     std::fprintf(stderr, "[%lld prompt tokens at %.1f tok/s, %lld generated at %.1f tok/s, %s]\n",
