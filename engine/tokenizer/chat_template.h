@@ -14,7 +14,7 @@
 namespace hearth {
 
 struct ChatMessage {
-  std::string role;     // "system", "user", "assistant", ...
+  std::string role;  // "system", "user", "assistant", ...
   std::string content;
 };
 
@@ -36,6 +36,9 @@ class ChatTemplate {
   // Renders with an arbitrary context object (messages, add_generation_prompt, bos_token, ...),
   // the way transformers' apply_chat_template does (trim_blocks and lstrip_blocks on).
   std::string render(const nlohmann::json& context) const;
+  // The same with dict key order kept (nlohmann::json sorts keys): transformers renders tool
+  // definitions in the order they were written, so callers with such data should use this.
+  std::string render(const nlohmann::ordered_json& context) const;
   // Convenience: messages plus the usual variables.
   std::string apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                     const std::string& bos_token, const std::string& eos_token) const;
