@@ -1,0 +1,564 @@
+// The CUDA backend's setup, memory, batch preparation, graph capture and reads. Ops are in
+// cuda_ops.cpp, weight streaming in cuda_upload.cpp, sampling in cuda_sampling.cpp.
+#include "engine/backend/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+
+#include "engine/backend/cuda/cuda_backend_impl.h"
+#include "engine/backend/cuda/cuda_check.h"
+#include "engine/core/error.h"
+
+namespace hearth {
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+CudaDeviceInfo cuda_device_info(int device) {
+  const int count = cuda_device_count();
+  if (device < 0 || device >= count) {
+    fail(ErrorCode::kInvalidArgument, "CUDA device " + std::to_string(device) +
+                                          " does not exist (" + std::to_string(count) +
+                                          " device(s) found)");
+  }
+  cuda::DeviceGuard guard(device);
+  cudaDeviceProp prop{};
+  cuda::check_cuda(cudaGetDeviceProperties(&prop, device), "reading the device properties");
+  CudaDeviceInfo info;
+  info.index = device;
+  info.name = prop.name;
+  info.compute_major = prop.major;
+  info.compute_minor = prop.minor;
+  info.multiprocessors = prop.multiProcessorCount;
+  int mem_clock_khz = 0, bus_bits = 0;
+  if (cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess) {
+    info.memory_bandwidth_gbs = 2.0 * mem_clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+  }
+  cudaGetLastError();
+  cuda::check_cuda(cudaMemGetInfo(&info.free_bytes, &info.total_bytes), "reading free memory");
+  return info;
+}
+
+size_t cuda_free_memory(int device) {
+  return cuda_device_info(device).free_bytes;
+}
+
+int64_t cuda_decode_bucket(int64_t sequences) {
+  if (sequences <= 1) return 1;
+  if (sequences <= 2) return 2;
+  if (sequences <= 4) return 4;
+  if (sequences > 256) return sequences;
+  return (sequences + 7) / 8 * 8;
+}
+
+size_t cuda_workspace_bytes(int64_t max_batch_tokens, int64_t max_logit_rows, int64_t vocab,
+                            int64_t num_heads, int64_t head_dim, int64_t max_out_features) {
+  const size_t cublas = size_t(32) << 20;
+  const size_t gemv = size_t(64) << 20;  // split-K partials are capped at this
+  const size_t rows = static_cast<size_t>(std::max<int64_t>(max_logit_rows, 1));
+  const size_t decode =
+      kernels::decode_partial_floats(static_cast<int>(rows), static_cast<int>(num_heads),
+                                     static_cast<int>(head_dim)) *
+      sizeof(float);
+  const size_t meta = static_cast<size_t>(max_batch_tokens) * 3 * 4 + (size_t(1) << 20);
+  const size_t sampling = rows * static_cast<size_t>(vocab) * 16 +
+                          kernels::sort_rows_scratch_bytes(static_cast<int64_t>(rows), vocab);
+  const size_t staging = size_t(2) * (size_t(32) << 20);
+  (void)max_out_features;
+  return cublas + gemv + decode + meta + sampling + staging;
+}
+
+std::unique_ptr<Backend> create_cuda_backend(const CudaBackendOptions& options) {
+  return std::make_unique<cuda::CudaBackend>(options);
+}
+
+namespace cuda {
+
+kernels::Elem to_elem(DType dtype) {
+  switch (dtype) {
+    case DType::kF16:
+      return kernels::Elem::kF16;
+    case DType::kBF16:
+      return kernels::Elem::kBF16;
+    case DType::kF32:
+      return kernels::Elem::kF32;
+    default:
+      fail(ErrorCode::kUnsupported, "the CUDA backend handles F32, F16 and BF16 tensors, not " +
+                                        std::string(dtype_name(dtype)));
+  }
+}
+
+// Thrown by scratch growth while a graph is being captured; run() then runs the step directly.
+struct CaptureInvalidated : std::exception {
+  const char* what() const noexcept override { return "scratch grew during graph capture"; }
+};
+
+CudaBackend::CudaBackend(const CudaBackendOptions& options) : options_(options) {
+  if (options.activation_dtype != DType::kF16 && options.activation_dtype != DType::kBF16) {
+    fail(ErrorCode::kInvalidArgument, "the CUDA backend runs fp16 or bf16 activations");
+  }
+  if (cuda_device_count() == 0) fail(ErrorCode::kBackend, "no CUDA device is available");
+  info_ = cuda_device_info(options.device);
+  if (info_.compute_major < 8) {
+    fail(ErrorCode::kUnsupported, info_.name + " (compute capability " +
+                                      std::to_string(info_.compute_major) + "." +
+                                      std::to_string(info_.compute_minor) +
+                                      ") is too old: Hearth's kernels need sm_80 or newer");
+  }
+  name_ = "cuda:" + std::to_string(options.device) + " " + info_.name;
+  try {
+    check_cuda(cudaSetDevice(options.device), "selecting the device");
+    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
+    check_cublas(cublasCreate(&cublas_), "creating the cuBLAS handle");
+    check_cublas(cublasSetStream(cublas_, stream_), "setting the cuBLAS stream");
+    cublas_workspace_ = DeviceBuffer(options.cublas_workspace_bytes, MemoryCategory::kWorkspace,
+                                     counters_, "the cuBLAS workspace");
+    check_cublas(cublasSetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_.size()),
+                 "setting the cuBLAS workspace");
+    check_cuda(kernels::prepare_device(), "setting kernel attributes");
+    for (auto& e : meta_copied_) {
+      check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "creating an event");
+    }
+    for (auto& e : upload_done_) {
+      check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "creating an event");
+    }
+    launch_ = {stream_, options.pdl && info_.compute_major >= 9};
+    ensure_meta_capacity(1024, 64, 64, 4096);
+    // Counters for split-K reductions start at zero and every kernel leaves them at zero.
+    ensure_gemv_scratch(0, 65536);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+CudaBackend::~CudaBackend() {
+  release();
+}
+
+void CudaBackend::release() noexcept {
+  if (stream_) cudaStreamSynchronize(stream_);
+  for (auto& [key, graph] : graphs_) cudaGraphExecDestroy(graph.exec);
+  graphs_.clear();
+  if (cublas_) cublasDestroy(cublas_);
+  cublas_ = nullptr;
+  for (auto& e : meta_copied_) {
+    if (e) cudaEventDestroy(e);
+    e = nullptr;
+  }
+  for (auto& e : upload_done_) {
+    if (e) cudaEventDestroy(e);
+    e = nullptr;
+  }
+  if (stream_) cudaStreamDestroy(stream_);
+  stream_ = nullptr;
+  cudaGetLastError();
+}
+
+void CudaBackend::set_pdl(bool on) {
+  launch_.pdl = on && info_.compute_major >= 9;
+  invalidate_graphs();
+}
+
+void CudaBackend::set_cuda_graphs(bool on) {
+  options_.cuda_graphs = on;
+  invalidate_graphs();
+}
+
+void CudaBackend::invalidate_graphs() {
+  ++*epoch_;
+}
+
+void CudaBackend::synchronize() {
+  check_cuda(cudaStreamSynchronize(stream_), "waiting for the GPU");
+}
+
+DeviceBuffer CudaBackend::alloc_workspace(size_t bytes, const std::string& what) {
+  DeviceGuard guard(options_.device);
+  return DeviceBuffer(bytes, MemoryCategory::kWorkspace, counters_, what);
+}
+
+bool CudaBackend::capturing() const {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream_, &status) != cudaSuccess) return false;
+  return status == cudaStreamCaptureStatusActive;
+}
+
+void CudaBackend::grow_guard() const {
+  if (capturing()) throw CaptureInvalidated();
+}
+
+void CudaBackend::ensure_gemv_scratch(size_t partial_floats, size_t counters) {
+  if (gemv_partials_.size() < partial_floats * sizeof(float)) {
+    grow_guard();
+    const size_t bytes = std::max(partial_floats * sizeof(float), gemv_partials_.size() * 3 / 2);
+    gemv_partials_.reset();
+    gemv_partials_ =
+        DeviceBuffer(bytes, MemoryCategory::kWorkspace, counters_, "GEMV split-K partial sums");
+    invalidate_graphs();
+  }
+  if (gemv_counters_.size() < counters * sizeof(int32_t)) {
+    grow_guard();
+    gemv_counters_.reset();
+    gemv_counters_ = DeviceBuffer(counters * sizeof(int32_t), MemoryCategory::kWorkspace, counters_,
+                                  "GEMV split-K counters");
+    check_cuda(cudaMemsetAsync(gemv_counters_.get(), 0, gemv_counters_.size(), stream_),
+               "clearing GEMV counters");
+    invalidate_graphs();
+  }
+}
+
+void CudaBackend::ensure_decode_scratch(size_t partial_floats, size_t counters) {
+  if (decode_partials_.size() < partial_floats * sizeof(float)) {
+    grow_guard();
+    decode_partials_.reset();
+    decode_partials_ = DeviceBuffer(partial_floats * sizeof(float), MemoryCategory::kWorkspace,
+                                    counters_, "decode attention partial results");
+    invalidate_graphs();
+  }
+  if (decode_counters_.size() < counters * sizeof(int32_t)) {
+    grow_guard();
+    decode_counters_.reset();
+    decode_counters_ = DeviceBuffer(counters * sizeof(int32_t), MemoryCategory::kWorkspace,
+                                    counters_, "decode attention counters");
+    check_cuda(cudaMemsetAsync(decode_counters_.get(), 0, decode_counters_.size(), stream_),
+               "clearing decode counters");
+    invalidate_graphs();
+  }
+}
+
+void CudaBackend::ensure_meta_capacity(int64_t tokens, int64_t seqs, int64_t logit_rows,
+                                       int64_t pages) {
+  if (meta_device_ && tokens <= meta_.tokens && seqs <= meta_.seqs &&
+      logit_rows <= meta_.logit_rows && pages <= meta_.pages) {
+    return;
+  }
+  // Wait for copies out of the old slots before they go.
+  check_cuda(cudaStreamSynchronize(stream_), "waiting for the GPU");
+  auto grown = [&](int64_t need, int64_t have) {
+    if (need <= have) return std::max<int64_t>(have, 1);
+    return std::max<int64_t>(need, meta_device_ ? have * 2 : need);
+  };
+  MetaLayout m;
+  m.tokens = grown(tokens, meta_.tokens);
+  m.seqs = grown(seqs, meta_.seqs);
+  m.logit_rows = grown(logit_rows, meta_.logit_rows);
+  m.pages = grown(pages, meta_.pages);
+  auto align = [](size_t n) { return (n + 31) / 32 * 32; };  // 128-byte regions
+  size_t at = 0;
+  m.tokens_at = at;
+  at += align(m.tokens);
+  m.positions_at = at;
+  at += align(m.tokens);
+  m.token_seq_at = at;
+  at += align(m.tokens);
+  m.q_start_at = at;
+  at += align(m.seqs + 1);
+  m.kv_len_at = at;
+  at += align(m.seqs);
+  m.seq_pages_at = at;
+  at += align(m.seqs);
+  m.logit_rows_at = at;
+  at += align(m.logit_rows);
+  m.pages_at = at;
+  at += align(m.pages);
+  m.total = at;
+  meta_device_.reset();
+  meta_device_ = DeviceBuffer(m.total * sizeof(int32_t), MemoryCategory::kWorkspace, counters_,
+                              "batch layout");
+  for (auto& slot : meta_host_) slot = PinnedBuffer(m.total * sizeof(int32_t));
+  meta_ = m;
+  invalidate_graphs();
+}
+
+kernels::BatchView CudaBackend::batch_view() const {
+  const auto* base = meta_device_.as<int32_t>();
+  kernels::BatchView b;
+  b.tokens = base + meta_.tokens_at;
+  b.positions = base + meta_.positions_at;
+  b.token_seq = base + meta_.token_seq_at;
+  b.seq_q_start = base + meta_.q_start_at;
+  b.seq_kv_len = base + meta_.kv_len_at;
+  b.seq_pages = base + meta_.seq_pages_at;
+  b.pages = base + meta_.pages_at;
+  b.logit_rows = base + meta_.logit_rows_at;
+  b.num_tokens = static_cast<int32_t>(prepared_.padded_tokens);
+  b.num_seqs = static_cast<int32_t>(prepared_.padded_seqs);
+  b.num_logit_rows = static_cast<int32_t>(prepared_.padded_logit_rows);
+  return b;
+}
+
+// ---- memory ----
+
+std::unique_ptr<BackendWeight> CudaBackend::upload(const HostTensor& tensor) {
+  DeviceGuard guard(options_.device);
+  if (tensor.dtype != DType::kF32 && tensor.dtype != DType::kF16 && tensor.dtype != DType::kBF16) {
+    fail(ErrorCode::kUnsupported, "cuda backend: tensors must be F32, F16 or BF16, got " +
+                                      std::string(dtype_name(tensor.dtype)));
+  }
+  if (tensor.shape.empty() || tensor.shape.size() > 2) {
+    fail(ErrorCode::kInvalidArgument,
+         "cuda backend: only 1-D and 2-D tensors are uploaded, got " + tensor.shape_string());
+  }
+  auto w = std::make_unique<CudaTensorWeight>(epoch_);
+  // 1-D tensors (norm weights, rope tables) stay in f32; tables in the activation dtype.
+  w->dtype = tensor.shape.size() == 1 ? DType::kF32 : options_.activation_dtype;
+  w->shape = tensor.shape;
+  const int64_t count = tensor.numel();
+  w->buffer =
+      DeviceBuffer(static_cast<size_t>(count) * dtype_size(w->dtype), MemoryCategory::kWeights,
+                   counters_, "a " + tensor.shape_string() + " tensor");
+  stream_to_device(tensor.data, tensor.dtype, count, w->buffer.get(), w->dtype,
+                   "a " + tensor.shape_string() + " tensor");
+  return w;
+}
+
+DeviceTensor CudaBackend::alloc_activation(int64_t rows, int64_t cols) {
+  DeviceGuard guard(options_.device);
+  if (rows <= 0 || cols <= 0) {
+    fail(ErrorCode::kInvalidArgument,
+         "activation of " + std::to_string(rows) + " x " + std::to_string(cols));
+  }
+  const size_t bytes = static_cast<size_t>(rows * cols) * dtype_size(options_.activation_dtype);
+  DeviceBuffer buffer(bytes, MemoryCategory::kActivations, counters_,
+                      "activations [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
+  check_cuda(cudaMemsetAsync(buffer.get(), 0, bytes, stream_), "clearing activations");
+  DeviceTensor t{buffer.get(), options_.activation_dtype, rows, cols};
+  activations_.push_back(std::move(buffer));
+  return t;
+}
+
+CudaKvCache::CudaKvCache(GraphEpoch epoch, const KvCacheSpec& spec, DeviceBuffer pool,
+                         kernels::Elem elem)
+    : on_destroy_(std::move(epoch)), spec_(spec), pool_(std::move(pool)), elem_(elem) {}
+
+kernels::KvLayerView CudaKvCache::layer(int64_t index) const {
+  const int64_t half = spec_.num_kv_heads * spec_.page_size * spec_.head_dim;
+  kernels::KvLayerView v;
+  v.base = static_cast<char*>(pool_.get()) +
+           index * 2 * half * static_cast<int64_t>(kernels::elem_size(elem_));
+  v.page_stride = spec_.num_layers * 2 * half;
+  v.v_offset = half;
+  v.page_size = static_cast<int32_t>(spec_.page_size);
+  v.num_kv_heads = static_cast<int32_t>(spec_.num_kv_heads);
+  v.head_dim = static_cast<int32_t>(spec_.head_dim);
+  v.num_pages = static_cast<int32_t>(spec_.num_pages);
+  return v;
+}
+
+std::unique_ptr<KvCacheStorage> CudaBackend::create_kv_cache(const KvCacheSpec& spec) {
+  DeviceGuard guard(options_.device);
+  if (spec.num_layers <= 0 || spec.num_kv_heads <= 0 || spec.head_dim <= 0 || spec.page_size <= 0 ||
+      spec.num_pages <= 0 || spec.num_pages > (int64_t(1) << 30)) {
+    fail(ErrorCode::kInvalidArgument, "invalid KV cache spec");
+  }
+  if (spec.head_dim % 8 != 0) {
+    fail(ErrorCode::kUnsupported, "the CUDA backend needs a head_dim that is a multiple of 8");
+  }
+  // 16-bit in the activation dtype whatever was asked (the CPU backend likewise keeps f32).
+  KvCacheSpec s = spec;
+  s.type = KvCacheType::kF16;
+  DeviceBuffer pool(s.bytes(), MemoryCategory::kKvCache, counters_,
+                    "a KV cache of " + std::to_string(s.num_pages) + " pages of " +
+                        std::to_string(s.page_size) + " tokens");
+  check_cuda(cudaMemsetAsync(pool.get(), 0, pool.size(), stream_), "clearing the KV cache");
+  kv_page_size_ = s.page_size;
+  return std::make_unique<CudaKvCache>(epoch_, s, std::move(pool),
+                                       to_elem(options_.activation_dtype));
+}
+
+MemoryUsage CudaBackend::memory_usage() const {
+  MemoryUsage m;
+  const MemoryCounters& c = *counters_;
+  m.weights = c[MemoryCategory::kWeights];
+  m.kv_cache = c[MemoryCategory::kKvCache];
+  m.activations = c[MemoryCategory::kActivations];
+  m.workspace = c[MemoryCategory::kWorkspace];
+  DeviceGuard guard(options_.device);
+  if (cudaMemGetInfo(&m.device_free, &m.device_total) != cudaSuccess) cudaGetLastError();
+  return m;
+}
+
+// ---- one forward pass ----
+
+PreparedBatch CudaBackend::prepare_batch(const BatchDesc& batch) {
+  DeviceGuard guard(options_.device);
+  if (batch.seqs.empty()) fail(ErrorCode::kInvalidArgument, "empty batch");
+  PreparedLayout p;
+  p.seqs = static_cast<int64_t>(batch.seqs.size());
+  p.tokens = batch.total_tokens();
+  p.logit_rows = batch.logit_rows();
+  p.decode = batch.is_decode();
+  if (p.tokens <= 0) fail(ErrorCode::kInvalidArgument, "a batch without tokens");
+  int64_t pages = 0;
+  for (const auto& s : batch.seqs) {
+    if (s.start_pos < 0) fail(ErrorCode::kInvalidArgument, "negative start position");
+    const int64_t n = static_cast<int64_t>(s.tokens.size());
+    p.max_q_len = std::max(p.max_q_len, n);
+    p.max_kv_len = std::max(p.max_kv_len, s.start_pos + n);
+    if (kv_page_size_ > 0 &&
+        static_cast<int64_t>(s.page_table.size()) * kv_page_size_ < s.start_pos + n) {
+      fail(ErrorCode::kInvalidArgument, "page table of " + std::to_string(s.page_table.size()) +
+                                            " pages does not cover " +
+                                            std::to_string(s.start_pos + n) + " positions");
+    }
+    for (int32_t page : s.page_table) {
+      if (page < 0) fail(ErrorCode::kInvalidArgument, "negative page id");
+      p.max_page = std::max<int64_t>(p.max_page, page);
+    }
+    pages += static_cast<int64_t>(s.page_table.size());
+  }
+  if (p.max_kv_len >= (int64_t(1) << 31)) fail(ErrorCode::kInvalidArgument, "sequence too long");
+  if (p.decode && options_.cuda_graphs && p.seqs <= 256) {
+    p.padded_seqs = cuda_decode_bucket(p.seqs);
+    p.graph_key = p.padded_seqs;
+  } else {
+    p.padded_seqs = p.seqs;
+  }
+  p.padded_tokens = p.decode ? p.padded_seqs : p.tokens;
+  p.padded_logit_rows = p.decode ? p.padded_seqs : p.logit_rows;
+  ensure_meta_capacity(p.padded_tokens, p.padded_seqs, p.padded_logit_rows, pages);
+
+  // The slot's previous copy has normally long finished; wait in case the host ran ahead.
+  meta_slot_ ^= 1;
+  check_cuda(cudaEventSynchronize(meta_copied_[meta_slot_]), "waiting for a metadata copy");
+  auto* h = meta_host_[meta_slot_].as<int32_t>();
+  int32_t* tokens = h + meta_.tokens_at;
+  int32_t* positions = h + meta_.positions_at;
+  int32_t* token_seq = h + meta_.token_seq_at;
+  int32_t* q_start = h + meta_.q_start_at;
+  int32_t* kv_len = h + meta_.kv_len_at;
+  int32_t* seq_pages = h + meta_.seq_pages_at;
+  int32_t* logit_rows = h + meta_.logit_rows_at;
+  int32_t* page_ids = h + meta_.pages_at;
+  int32_t row = 0, page_at = 0, logit = 0;
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    const SequenceSlice& seq = batch.seqs[s];
+    const auto n = static_cast<int32_t>(seq.tokens.size());
+    q_start[s] = row;
+    kv_len[s] = seq.start_pos + n;
+    seq_pages[s] = page_at;
+    std::memcpy(page_ids + page_at, seq.page_table.data(), seq.page_table.size() * 4);
+    page_at += static_cast<int32_t>(seq.page_table.size());
+    for (int32_t i = 0; i < n; ++i) {
+      tokens[row + i] = seq.tokens[i];
+      positions[row + i] = seq.start_pos + i;
+      token_seq[row + i] = static_cast<int32_t>(s);
+    }
+    if (seq.all_logits) {
+      for (int32_t i = 0; i < n; ++i) logit_rows[logit++] = row + i;
+    } else if (n > 0) {
+      logit_rows[logit++] = row + n - 1;
+    }
+    row += n;
+  }
+  for (int64_t r = row; r < p.padded_tokens; ++r) {
+    tokens[r] = 0;
+    positions[r] = -1;
+    token_seq[r] = -1;
+  }
+  for (int64_t s = p.seqs; s < p.padded_seqs; ++s) {
+    q_start[s] = row;
+    kv_len[s] = 0;
+    seq_pages[s] = 0;
+  }
+  q_start[p.padded_seqs] = row;
+  for (int64_t l = logit; l < p.padded_logit_rows; ++l) logit_rows[l] = -1;
+
+  const size_t bytes = (meta_.pages_at + static_cast<size_t>(pages)) * sizeof(int32_t);
+  check_cuda(cudaMemcpyAsync(meta_device_.get(), h, bytes, cudaMemcpyHostToDevice, stream_),
+             "sending the batch layout");
+  check_cuda(cudaEventRecord(meta_copied_[meta_slot_], stream_), "recording an event");
+  prepared_ = p;
+
+  PreparedBatch out;
+  out.tokens = p.padded_tokens;
+  out.logit_rows = p.padded_logit_rows;
+  out.graph_key = p.graph_key;
+  return out;
+}
+
+void CudaBackend::drop_stale_graphs() {
+  if (graphs_epoch_ == epoch_->load()) return;
+  check_cuda(cudaStreamSynchronize(stream_), "waiting for the GPU");
+  for (auto& [key, graph] : graphs_) cudaGraphExecDestroy(graph.exec);
+  graphs_.clear();
+  warmed_keys_.clear();
+  graphs_epoch_ = epoch_->load();
+}
+
+void CudaBackend::run(const std::function<void()>& record, std::optional<int64_t> graph_key) {
+  DeviceGuard guard(options_.device);
+  if (!graph_key || !options_.cuda_graphs) {
+    record();
+    return;
+  }
+  drop_stale_graphs();
+  if (auto it = graphs_.find(*graph_key); it != graphs_.end()) {
+    check_cuda(cudaGraphLaunch(it->second.exec, stream_), "launching a CUDA graph");
+    return;
+  }
+  // The first step of a key runs directly: scratch buffers get their final sizes then (and
+  // graphs of other keys are dropped if that moved anything they use).
+  if (!warmed_keys_.count(*graph_key)) {
+    record();
+    drop_stale_graphs();
+    warmed_keys_.insert(*graph_key);
+    return;
+  }
+  check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+             "starting graph capture");
+  try {
+    record();
+  } catch (const CaptureInvalidated&) {
+    cudaGraph_t graph = nullptr;
+    cudaStreamEndCapture(stream_, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    record();  // runs directly and grows what it needs
+    drop_stale_graphs();
+    warmed_keys_.insert(*graph_key);
+    return;
+  } catch (...) {
+    cudaGraph_t graph = nullptr;
+    cudaStreamEndCapture(stream_, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    throw;
+  }
+  cudaGraph_t graph = nullptr;
+  check_cuda(cudaStreamEndCapture(stream_, &graph), "ending graph capture");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  check_cuda(status, "instantiating a CUDA graph");
+  graphs_[*graph_key] = Graph{exec};
+  check_cuda(cudaGraphLaunch(exec, stream_), "launching a CUDA graph");
+}
+
+// ---- results ----
+
+std::vector<float> CudaBackend::read(DeviceTensor t, int64_t rows) {
+  DeviceGuard guard(options_.device);
+  HEARTH_CHECK(t.data != nullptr && rows >= 0 && rows <= t.rows, "read: bad rows");
+  const size_t count = static_cast<size_t>(rows * t.cols);
+  const size_t bytes = count * dtype_size(t.dtype);
+  if (read_host_.size() < bytes) read_host_ = PinnedBuffer(std::max(bytes, read_host_.size() * 2));
+  check_cuda(cudaMemcpyAsync(read_host_.get(), t.data, bytes, cudaMemcpyDeviceToHost, stream_),
+             "reading a tensor");
+  check_cuda(cudaStreamSynchronize(stream_), "waiting for the GPU");
+  std::vector<float> out(count);
+  convert_to_float(t.dtype, read_host_.get(), out.data(), count);
+  return out;
+}
+
+}  // namespace cuda
+}  // namespace hearth

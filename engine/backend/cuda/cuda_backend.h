@@ -1,0 +1,57 @@
+// The CUDA backend: the Backend interface on one NVIDIA GPU (sm_80 and newer), and the device
+// queries the engine needs before it loads anything. Only compiled when HEARTH_CUDA is on
+// (HEARTH_WITH_CUDA is then defined for every engine user).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/backend/backend.h"
+
+namespace hearth {
+
+struct CudaBackendOptions {
+  int device = 0;
+  DType activation_dtype = DType::kF16;  // kF16 or kBF16: activations, weights and KV cache
+  bool cuda_graphs = true;  // capture decode steps per batch-size bucket and replay them
+  bool pdl = true;          // programmatic dependent launch between kernels (sm_90+ only)
+  // Up to this many rows a linear layer runs on Hearth's tensor-core GEMV; above, on cuBLAS.
+  int64_t gemv_max_rows = 32;
+  size_t cublas_workspace_bytes = size_t(32) << 20;
+};
+
+struct CudaDeviceInfo {
+  int index = 0;
+  std::string name;
+  int compute_major = 0;
+  int compute_minor = 0;
+  int multiprocessors = 0;
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  double memory_bandwidth_gbs = 0;  // from the memory clock and bus width (nominal)
+};
+
+// Devices CUDA can use; 0 without a driver or a GPU. Never throws.
+int cuda_device_count();
+// Throws Error(kInvalidArgument) for a bad index, Error(kBackend) when the driver fails.
+CudaDeviceInfo cuda_device_info(int device);
+// Free memory on `device` now, in bytes (for the engine's load plan).
+size_t cuda_free_memory(int device);
+
+// What the backend allocates besides weights, KV cache and activations, for the load plan:
+// cuBLAS workspace, split-K scratch of the GEMV and of decode attention, batch metadata and the
+// sampler's scratch (sized for sorting `max_logit_rows` rows of `vocab` logits).
+size_t cuda_workspace_bytes(int64_t max_batch_tokens, int64_t max_logit_rows, int64_t vocab,
+                            int64_t num_heads, int64_t head_dim, int64_t max_out_features);
+
+// Throws Error(kBackend) / Error(kInvalidArgument) when the device cannot be used.
+std::unique_ptr<Backend> create_cuda_backend(const CudaBackendOptions& options = {});
+
+// How the CUDA backend pads decode batches (PreparedBatch::tokens and logit_rows): sequences
+// counts are rounded up to 1, 2, 4, 8, then multiples of 8 up to 256; larger decode batches and
+// all other batches are not padded. Activations must have room for the padded rows.
+int64_t cuda_decode_bucket(int64_t sequences);
+
+}  // namespace hearth

@@ -1,0 +1,227 @@
+// Internal declaration of the CUDA backend; its parts are implemented across cuda_*.cpp.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/cuda/device_memory.h"
+#include "kernels/kernels.h"
+
+namespace hearth::cuda {
+
+class CudaBackend;
+
+kernels::Elem to_elem(DType dtype);  // F16 / BF16 / F32, else throws kUnsupported
+
+// Captured graphs hold raw device pointers. Whatever frees memory a graph may use (a weight, a
+// cache, grown scratch) advances this counter, and the backend drops its graphs when it moved.
+using GraphEpoch = std::shared_ptr<std::atomic<uint64_t>>;
+
+class EpochOnDestroy {
+ public:
+  explicit EpochOnDestroy(GraphEpoch epoch) : epoch_(std::move(epoch)) {}
+  ~EpochOnDestroy() {
+    if (epoch_) ++*epoch_;
+  }
+  EpochOnDestroy(const EpochOnDestroy&) = delete;
+  EpochOnDestroy& operator=(const EpochOnDestroy&) = delete;
+
+ private:
+  GraphEpoch epoch_;
+};
+
+// Norm weights and rope tables (1-D) are kept in f32; embedding tables (2-D) in the activation
+// dtype.
+class CudaTensorWeight final : public BackendWeight {
+ public:
+  explicit CudaTensorWeight(GraphEpoch epoch) : on_destroy(std::move(epoch)) {}
+  size_t device_bytes() const override { return buffer.size(); }
+  EpochOnDestroy on_destroy;
+  DeviceBuffer buffer;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+};
+
+// A linear layer [out_features, in_features]. Dense fp16/bf16 today; quantized formats (EXL2,
+// GPTQ) will keep their packed tensors in further members and pick their kernel in linear().
+class CudaLinearWeight final : public BackendWeight {
+ public:
+  explicit CudaLinearWeight(GraphEpoch epoch) : on_destroy(std::move(epoch)) {}
+  size_t device_bytes() const override { return weight.size() + bias.size(); }
+  EpochOnDestroy on_destroy;
+  std::string name;
+  DeviceBuffer weight;  // [N, K] in the activation dtype
+  DeviceBuffer bias;    // [N] f32, or empty
+  int64_t out_features = 0;
+  int64_t in_features = 0;
+  DType dtype = DType::kF16;
+};
+
+// The paged KV pool. Page-major: page p holds, layer after layer, [keys | values], each
+// [num_kv_heads][page_size][head_dim] (see kernels::KvLayerView). A page of every layer is one
+// contiguous block, so copying or evicting a page is one memcpy; quantized caches will add
+// their scales inside the same per-layer block.
+class CudaKvCache final : public KvCacheStorage {
+ public:
+  CudaKvCache(GraphEpoch epoch, const KvCacheSpec& spec, DeviceBuffer pool, kernels::Elem elem);
+  const KvCacheSpec& spec() const override { return spec_; }
+  kernels::KvLayerView layer(int64_t index) const;
+  kernels::Elem elem() const { return elem_; }
+
+ private:
+  EpochOnDestroy on_destroy_;
+  KvCacheSpec spec_;
+  DeviceBuffer pool_;
+  kernels::Elem elem_;
+};
+
+// The batch as prepared, on the host side (sizes the ops need when they are issued).
+struct PreparedLayout {
+  int64_t tokens = 0;         // real
+  int64_t seqs = 0;           // real
+  int64_t logit_rows = 0;     // real
+  int64_t padded_tokens = 0;  // T the ops run over
+  int64_t padded_seqs = 0;
+  int64_t padded_logit_rows = 0;
+  int64_t max_q_len = 0;
+  int64_t max_kv_len = 0;
+  bool decode = false;
+  int64_t max_page = -1;  // largest page id used (validated against the cache in attention)
+  std::optional<int64_t> graph_key;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const CudaBackendOptions& options);
+  ~CudaBackend() override;
+
+  std::string name() const override { return name_; }
+  DType activation_dtype() const override { return options_.activation_dtype; }
+
+  std::unique_ptr<BackendWeight> upload(const HostTensor& tensor) override;
+  std::unique_ptr<BackendWeight> upload_linear(const LinearSource& source) override;
+  DeviceTensor alloc_activation(int64_t rows, int64_t cols) override;
+  std::unique_ptr<KvCacheStorage> create_kv_cache(const KvCacheSpec& spec) override;
+  MemoryUsage memory_usage() const override;
+
+  PreparedBatch prepare_batch(const BatchDesc& batch) override;
+  void run(const std::function<void()>& record, std::optional<int64_t> graph_key) override;
+
+  void embed(const BackendWeight& table, DeviceTensor out) override;
+  void rms_norm(DeviceTensor x, const BackendWeight& w, float eps, DeviceTensor out) override;
+  void add_rms_norm(DeviceTensor residual, DeviceTensor delta, const BackendWeight& w, float eps,
+                    DeviceTensor out) override;
+  void linear(const BackendWeight& w, DeviceTensor x, DeviceTensor out) override;
+  void rope(DeviceTensor q, DeviceTensor k, const RopeParams& params) override;
+  void attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCacheStorage& cache,
+                 const AttentionParams& params, DeviceTensor out) override;
+  void silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) override;
+  void gather_logit_rows(DeviceTensor x, DeviceTensor out) override;
+
+  std::vector<float> read(DeviceTensor t, int64_t rows) override;
+  std::vector<int32_t> sample(DeviceTensor logits,
+                              std::span<const SampleRequest> requests) override;
+
+  // --- beyond the interface (benchmarks, tests) ---
+  const CudaDeviceInfo& device_info() const { return info_; }
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t cublas() const { return cublas_; }
+  int device() const { return options_.device; }
+  void set_pdl(bool on);
+  bool pdl() const { return launch_.pdl; }
+  void set_cuda_graphs(bool on);
+  void set_gemv_max_rows(int64_t rows) { options_.gemv_max_rows = rows; }
+  // Drops every captured graph (buffers they point to changed or went away).
+  void invalidate_graphs();
+  void synchronize();
+  // Allocates a device buffer counted as workspace (benchmarks).
+  DeviceBuffer alloc_workspace(size_t bytes, const std::string& what);
+
+ private:
+  kernels::Launch launch() const { return launch_; }
+  kernels::Launch launch_plain() const { return {stream_, false}; }
+  kernels::BatchView batch_view() const;
+  void check_rows(const DeviceTensor& t, int64_t rows, const char* op) const;
+  void ensure_gemv_scratch(size_t partial_floats, size_t counters);
+  void ensure_decode_scratch(size_t partial_floats, size_t counters);
+  void ensure_meta_capacity(int64_t tokens, int64_t seqs, int64_t logit_rows, int64_t pages);
+  bool capturing() const;
+  void grow_guard() const;  // throws CaptureInvalidated while capturing: scratch must not move
+  void release() noexcept;
+  void drop_stale_graphs();
+
+  // Weight streaming (cuda_upload.cpp).
+  void stream_to_device(const void* src, DType src_dtype, int64_t count, void* dst, DType dst_dtype,
+                        const std::string& what);
+  void stream_quantized(const QuantizedWeight& q, void* dst, const std::string& what);
+
+  void linear_cublas(const CudaLinearWeight& w, const DeviceTensor& x, const DeviceTensor& out);
+
+  CudaBackendOptions options_;
+  CudaDeviceInfo info_;
+  std::string name_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  kernels::Launch launch_;
+  std::shared_ptr<MemoryCounters> counters_ = std::make_shared<MemoryCounters>();
+  GraphEpoch epoch_ = std::make_shared<std::atomic<uint64_t>>(0);
+
+  DeviceBuffer cublas_workspace_;
+  DeviceBuffer gemv_partials_;
+  DeviceBuffer gemv_counters_;
+  DeviceBuffer decode_partials_;
+  DeviceBuffer decode_counters_;
+  std::vector<DeviceBuffer> activations_;
+
+  // Batch metadata: one int32 block with regions at offsets fixed by the capacities (so graphs
+  // keep pointing at the right places), filled in a pinned slot and copied in one transfer.
+  struct MetaLayout {
+    int64_t tokens = 0, seqs = 0, logit_rows = 0, pages = 0;  // capacities
+    size_t tokens_at = 0, positions_at = 0, token_seq_at = 0, q_start_at = 0, kv_len_at = 0,
+           seq_pages_at = 0, logit_rows_at = 0, pages_at = 0, total = 0;  // int32 offsets
+  };
+  MetaLayout meta_;
+  DeviceBuffer meta_device_;
+  std::array<PinnedBuffer, 2> meta_host_;
+  std::array<cudaEvent_t, 2> meta_copied_{};
+  int meta_slot_ = 0;
+  PreparedLayout prepared_;
+
+  // Upload staging: two pinned slots and two device slots (for conversions), with events.
+  std::array<PinnedBuffer, 2> upload_host_;
+  std::array<DeviceBuffer, 2> upload_device_;
+  std::array<cudaEvent_t, 2> upload_done_{};
+
+  // Reads and sampling.
+  PinnedBuffer read_host_;
+  DeviceBuffer sample_logits_;  // f32 [rows, vocab]
+  DeviceBuffer sample_sorted_;  // f32 [rows, vocab]
+  DeviceBuffer sample_ids_in_;
+  DeviceBuffer sample_ids_out_;
+  DeviceBuffer sample_offsets_;
+  DeviceBuffer sample_scratch_;
+  DeviceBuffer sample_small_;  // params, penalties, chosen ids
+  PinnedBuffer sample_host_;
+
+  // CUDA graphs per key.
+  struct Graph {
+    cudaGraphExec_t exec = nullptr;
+  };
+  std::map<int64_t, Graph> graphs_;
+  std::set<int64_t> warmed_keys_;
+  uint64_t graphs_epoch_ = 0;  // the epoch the graphs were captured in
+  int64_t kv_page_size_ = 0;   // of the newest cache (for validating page tables)
+};
+
+}  // namespace hearth::cuda

@@ -1,0 +1,220 @@
+// The forward-pass ops of the CUDA backend: checks on the host, then one or two kernel launches
+// each (nothing here waits for the GPU, so a whole step can be captured as a graph).
+#include <cublas_v2.h>
+
+#include "engine/backend/cuda/cuda_backend_impl.h"
+#include "engine/backend/cuda/cuda_check.h"
+#include "engine/core/error.h"
+
+namespace hearth::cuda {
+namespace {
+
+const CudaTensorWeight& tensor_weight(const BackendWeight& w, const char* op) {
+  const auto* t = dynamic_cast<const CudaTensorWeight*>(&w);
+  HEARTH_CHECK(t != nullptr, std::string(op) + ": weight is not a CUDA tensor");
+  return *t;
+}
+
+cudaDataType_t cublas_type(DType t) {
+  switch (t) {
+    case DType::kF16:
+      return CUDA_R_16F;
+    case DType::kBF16:
+      return CUDA_R_16BF;
+    default:
+      return CUDA_R_32F;
+  }
+}
+
+// Split-K partial sums above this size make the GEMV give way to cuBLAS.
+constexpr size_t kMaxGemvScratchBytes = size_t(64) << 20;
+
+}  // namespace
+
+void CudaBackend::check_rows(const DeviceTensor& t, int64_t rows, const char* op) const {
+  HEARTH_CHECK(t.data != nullptr, std::string(op) + ": null tensor");
+  HEARTH_CHECK(t.dtype == options_.activation_dtype,
+               std::string(op) + ": tensor dtype " + std::string(dtype_name(t.dtype)));
+  HEARTH_CHECK(t.rows >= rows, std::string(op) + ": tensor has " + std::to_string(t.rows) +
+                                   " rows, needs " + std::to_string(rows));
+}
+
+void CudaBackend::embed(const BackendWeight& table, DeviceTensor out) {
+  const CudaTensorWeight& t = tensor_weight(table, "embed");
+  HEARTH_CHECK(t.shape.size() == 2 && t.shape[1] == out.cols, "embed: table shape");
+  HEARTH_CHECK(out.rows <= prepared_.padded_tokens, "embed: more rows than the batch");
+  check_rows(out, out.rows, "embed");
+  check_launch(kernels::embed(launch(), to_elem(t.dtype), t.buffer.get(), t.shape[0], t.shape[1],
+                              batch_view(), out.rows, out.data),
+               "embed");
+}
+
+void CudaBackend::rms_norm(DeviceTensor x, const BackendWeight& w, float eps, DeviceTensor out) {
+  const CudaTensorWeight& t = tensor_weight(w, "rms_norm");
+  HEARTH_CHECK(t.shape.size() == 1 && t.shape[0] == x.cols && out.cols == x.cols,
+               "rms_norm: shapes");
+  check_rows(x, x.rows, "rms_norm");
+  check_rows(out, x.rows, "rms_norm");
+  check_launch(kernels::rms_norm(launch(), to_elem(x.dtype), x.data, t.buffer.get(), eps, x.rows,
+                                 x.cols, out.data),
+               "rms_norm");
+}
+
+void CudaBackend::add_rms_norm(DeviceTensor residual, DeviceTensor delta, const BackendWeight& w,
+                               float eps, DeviceTensor out) {
+  const CudaTensorWeight& t = tensor_weight(w, "add_rms_norm");
+  HEARTH_CHECK(t.shape.size() == 1 && t.shape[0] == residual.cols && delta.cols == residual.cols &&
+                   out.cols == residual.cols,
+               "add_rms_norm: shapes");
+  check_rows(residual, residual.rows, "add_rms_norm");
+  check_rows(delta, residual.rows, "add_rms_norm");
+  check_rows(out, residual.rows, "add_rms_norm");
+  check_launch(kernels::add_rms_norm(launch(), to_elem(residual.dtype), residual.data, delta.data,
+                                     t.buffer.get(), eps, residual.rows, residual.cols, out.data),
+               "add_rms_norm");
+}
+
+void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTensor out) {
+  const auto* w = dynamic_cast<const CudaLinearWeight*>(&weight);
+  HEARTH_CHECK(w != nullptr, "linear: weight is not a CUDA linear weight");
+  const int64_t rows = x.rows;
+  HEARTH_CHECK(x.cols == w->in_features && out.cols == w->out_features,
+               "linear " + w->name + ": x has " + std::to_string(x.cols) + " columns, out " +
+                   std::to_string(out.cols) + ", weight is [" + std::to_string(w->out_features) +
+                   ", " + std::to_string(w->in_features) + "]");
+  check_rows(x, rows, "linear");
+  HEARTH_CHECK(out.data != nullptr && out.rows >= rows, "linear: output rows");
+  HEARTH_CHECK(out.dtype == options_.activation_dtype || out.dtype == DType::kF32,
+               "linear: output dtype");
+  if (rows <= 0) return;
+  const int64_t n = w->out_features;
+  const int64_t k = w->in_features;
+  if (rows <= options_.gemv_max_rows && kernels::gemv_supported(n, k, rows)) {
+    const size_t partials = kernels::gemv_partial_floats(n, k, rows);
+    if (partials * sizeof(float) <= kMaxGemvScratchBytes) {
+      ensure_gemv_scratch(partials, kernels::gemv_counters(n));
+      const kernels::GemvScratch scratch{gemv_partials_.as<float>(), gemv_counters_.as<int32_t>()};
+      check_launch(kernels::gemv(launch(), to_elem(w->dtype), w->weight.get(),
+                                 w->bias ? w->bias.as<float>() : nullptr, x.data, rows, n, k,
+                                 out.data, to_elem(out.dtype), scratch),
+                   "gemv");
+      return;
+    }
+  }
+  linear_cublas(*w, x, out);
+}
+
+void CudaBackend::linear_cublas(const CudaLinearWeight& w, const DeviceTensor& x,
+                                const DeviceTensor& out) {
+  const float alpha = 1.0f;
+  const float beta = 0.0f;
+  const int n = static_cast<int>(w.out_features);
+  const int k = static_cast<int>(w.in_features);
+  const int rows = static_cast<int>(x.rows);
+  // Column-major view: out^T [N, R] = W [N, K] (stored as K×N, transposed) · x^T [K, R].
+  check_cublas(
+      cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, n, rows, k, &alpha, w.weight.get(),
+                   cublas_type(w.dtype), k, x.data, cublas_type(x.dtype), k, &beta, out.data,
+                   cublas_type(out.dtype), n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      ("matrix product of " + w.name).c_str());
+  if (w.bias) {
+    check_launch(
+        kernels::add_bias(launch(), to_elem(out.dtype), out.data, w.bias.as<float>(), rows, n),
+        "add_bias");
+  }
+}
+
+void CudaBackend::rope(DeviceTensor q, DeviceTensor k, const RopeParams& params) {
+  HEARTH_CHECK(params.inv_freq != nullptr, "rope: no frequency table");
+  const CudaTensorWeight& inv = tensor_weight(*params.inv_freq, "rope");
+  HEARTH_CHECK(params.head_dim > 0 && params.rotary_dim <= params.head_dim &&
+                   params.rotary_dim % 2 == 0 && inv.shape.size() == 1 &&
+                   inv.shape[0] * 2 >= params.rotary_dim,
+               "rope: parameters");
+  HEARTH_CHECK(q.cols % params.head_dim == 0 && k.cols % params.head_dim == 0, "rope: shapes");
+  HEARTH_CHECK(q.rows == k.rows && q.rows <= prepared_.padded_tokens, "rope: rows");
+  check_rows(q, q.rows, "rope");
+  check_rows(k, k.rows, "rope");
+  check_launch(
+      kernels::rope(launch(), to_elem(q.dtype), q.data, q.cols, k.data, k.cols, q.rows,
+                    batch_view().positions, inv.buffer.as<float>(), params.attention_factor,
+                    static_cast<int>(params.head_dim), static_cast<int>(params.rotary_dim)),
+      "rope");
+}
+
+void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCacheStorage& storage,
+                            const AttentionParams& p, DeviceTensor out) {
+  auto* cache = dynamic_cast<CudaKvCache*>(&storage);
+  HEARTH_CHECK(cache != nullptr, "attention: cache is not a CUDA cache");
+  const KvCacheSpec& spec = cache->spec();
+  HEARTH_CHECK(p.head_dim == spec.head_dim && p.num_kv_heads == spec.num_kv_heads &&
+                   p.num_heads > 0 && p.num_heads % p.num_kv_heads == 0,
+               "attention: heads do not match the cache");
+  HEARTH_CHECK(p.layer >= 0 && p.layer < spec.num_layers, "attention: layer out of range");
+  HEARTH_CHECK(q.cols == p.num_heads * p.head_dim && k.cols == p.num_kv_heads * p.head_dim &&
+                   v.cols == k.cols && out.cols == q.cols,
+               "attention: shapes");
+  const int64_t rows = prepared_.padded_tokens;
+  check_rows(q, rows, "attention");
+  check_rows(k, rows, "attention");
+  check_rows(v, rows, "attention");
+  check_rows(out, rows, "attention");
+  if (prepared_.max_page >= spec.num_pages) {
+    fail(ErrorCode::kInvalidArgument, "page " + std::to_string(prepared_.max_page) +
+                                          " is beyond the cache's " +
+                                          std::to_string(spec.num_pages) + " pages");
+  }
+  if (kv_page_size_ != spec.page_size) {
+    // Page tables were not checked against this cache's page size in prepare_batch.
+    HEARTH_CHECK(!capturing(), "attention: cache changed during capture");
+  }
+  const kernels::KvLayerView view = cache->layer(p.layer);
+  const kernels::BatchView batch = batch_view();
+  const kernels::Elem elem = to_elem(q.dtype);
+  const int heads = static_cast<int>(p.num_heads);
+  const bool fast = kernels::attention_fast_supported(static_cast<int>(p.head_dim), heads,
+                                                      static_cast<int>(p.num_kv_heads));
+  if (prepared_.decode && fast) {
+    ensure_decode_scratch(
+        kernels::decode_partial_floats(batch.num_seqs, heads, static_cast<int>(p.head_dim)),
+        static_cast<size_t>(batch.num_seqs) * static_cast<size_t>(p.num_kv_heads));
+    const kernels::DecodeScratch scratch{decode_partials_.as<float>(),
+                                         decode_counters_.as<int32_t>()};
+    check_launch(kernels::attention_decode(launch(), elem, q.data, k.data, v.data, batch, view,
+                                           heads, p.scale, out.data, scratch),
+                 "attention_decode");
+    return;
+  }
+  check_launch(kernels::kv_store(launch(), elem, k.data, v.data, batch, view), "kv_store");
+  if (fast) {
+    check_launch(kernels::attention_prefill(launch(), elem, q.data, batch, view, heads, p.scale,
+                                            static_cast<int>(prepared_.max_q_len), out.data),
+                 "attention_prefill");
+  } else {
+    check_launch(
+        kernels::attention_generic(launch(), elem, q.data, batch, view, heads, p.scale, out.data),
+        "attention_generic");
+  }
+}
+
+void CudaBackend::silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) {
+  HEARTH_CHECK(gate.cols == up.cols && gate.cols == out.cols, "silu_mul: shapes");
+  check_rows(gate, gate.rows, "silu_mul");
+  check_rows(up, gate.rows, "silu_mul");
+  check_rows(out, gate.rows, "silu_mul");
+  check_launch(kernels::silu_mul(launch(), to_elem(gate.dtype), gate.data, up.data, out.data,
+                                 gate.rows * gate.cols),
+               "silu_mul");
+}
+
+void CudaBackend::gather_logit_rows(DeviceTensor x, DeviceTensor out) {
+  HEARTH_CHECK(x.cols == out.cols && x.dtype == out.dtype, "gather_logit_rows: shapes");
+  HEARTH_CHECK(out.rows <= prepared_.padded_logit_rows, "gather_logit_rows: too many rows");
+  check_rows(x, prepared_.padded_tokens, "gather_logit_rows");
+  check_rows(out, out.rows, "gather_logit_rows");
+  check_launch(kernels::gather_rows(launch(), to_elem(x.dtype), x.data, x.cols,
+                                    batch_view().logit_rows, out.rows, out.data),
+               "gather_logit_rows");
+}
+
+}  // namespace hearth::cuda

@@ -1,0 +1,359 @@
+// Row and element-wise kernels: embedding gather, RMSNorm (with the residual add fused), RoPE,
+// SwiGLU, logit-row gather, dtype conversion, bias add and random fill. All arithmetic in fp32;
+// results rounded once to the storage type.
+#include "kernels/common.cuh"
+
+namespace hearth::kernels {
+namespace {
+
+bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+
+// ---- embedding ----
+template <class T, int VEC>
+__global__ void embed_kernel(const T* __restrict__ table, int64_t vocab, int64_t hidden,
+                             const int32_t* tokens, int64_t rows, T* out) {
+  pdl_launch_dependents();
+  pdl_wait();
+  const int64_t per_row = hidden / VEC;
+  const int64_t total = rows * per_row;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / per_row;
+    const int64_t c = (i % per_row) * VEC;
+    const int32_t id = tokens[r];
+    T* dst = out + r * hidden + c;
+    if (id < 0 || id >= vocab) {
+      if constexpr (VEC == 8) {
+        *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+      } else {
+        *dst = from_f<T>(0.0f);
+      }
+      continue;
+    }
+    const T* src = table + int64_t(id) * hidden + c;
+    if constexpr (VEC == 8) {
+      *reinterpret_cast<uint4*>(dst) = load16(src);
+    } else {
+      *dst = *src;
+    }
+  }
+}
+
+// ---- RMSNorm ----
+// One block per row. With `delta`, the residual is updated first (rounded to T) and the norm is
+// taken of the rounded residual, exactly what the next layer will read.
+template <class T, int VEC>
+__global__ void rms_norm_kernel(T* x, const T* delta, const float* __restrict__ w, float eps,
+                                int64_t cols, T* out) {
+  __shared__ float scratch[32];
+  pdl_launch_dependents();
+  pdl_wait();
+  const int64_t row = blockIdx.x;
+  T* xr = x + row * cols;
+  const T* dr = delta ? delta + row * cols : nullptr;
+  float sum = 0.0f;
+  for (int64_t c = threadIdx.x * int64_t(VEC); c < cols; c += int64_t(blockDim.x) * VEC) {
+    float v[VEC];
+    if constexpr (VEC == 8) {
+      unpack8<T>(load16(xr + c), v);
+      if (dr) {
+        float d[8];
+        unpack8<T>(load16(dr + c), d);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = to_f(from_f<T>(v[i] + d[i]));
+        *reinterpret_cast<uint4*>(xr + c) = pack8<T>(v);
+      }
+    } else {
+      v[0] = to_f(xr[c]);
+      if (dr) {
+        v[0] = to_f(from_f<T>(v[0] + to_f(dr[c])));
+        xr[c] = from_f<T>(v[0]);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) sum += v[i] * v[i];
+  }
+  sum = block_sum(sum, scratch);
+  const float inv = 1.0f / sqrtf(sum / static_cast<float>(cols) + eps);
+  T* orow = out + row * cols;
+  for (int64_t c = threadIdx.x * int64_t(VEC); c < cols; c += int64_t(blockDim.x) * VEC) {
+    float v[VEC];
+    if constexpr (VEC == 8) {
+      unpack8<T>(load16(xr + c), v);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = w[c + i] * (v[i] * inv);
+      *reinterpret_cast<uint4*>(orow + c) = pack8<T>(v);
+    } else {
+      orow[c] = from_f<T>(w[c] * (to_f(xr[c]) * inv));
+    }
+  }
+}
+
+// ---- RoPE ----
+// One thread per (row, head, i < rotary_dim/2) pair of q and k heads.
+template <class T>
+__global__ void rope_kernel(T* q, int64_t q_cols, T* k, int64_t k_cols, const int32_t* positions,
+                            const float* __restrict__ inv_freq, float attention_factor,
+                            int head_dim, int half) {
+  pdl_launch_dependents();
+  pdl_wait();
+  const int64_t row = blockIdx.y;
+  const int pos = positions[row];
+  if (pos < 0) return;
+  const int q_heads = static_cast<int>(q_cols / head_dim);
+  const int k_heads = static_cast<int>(k_cols / head_dim);
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= (q_heads + k_heads) * half) return;
+  const int head = j / half;
+  const int i = j - head * half;
+  T* v = head < q_heads ? q + row * q_cols + int64_t(head) * head_dim
+                        : k + row * k_cols + int64_t(head - q_heads) * head_dim;
+  const float angle = __fmul_rn(static_cast<float>(pos), inv_freq[i]);
+  float s, c;
+  sincosf(angle, &s, &c);
+  c = __fmul_rn(c, attention_factor);
+  s = __fmul_rn(s, attention_factor);
+  const float x1 = to_f(v[i]);
+  const float x2 = to_f(v[i + half]);
+  // The same operations as the CPU reference, without fused multiply-adds.
+  v[i] = from_f<T>(__fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s)));
+  v[i + half] = from_f<T>(__fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s)));
+}
+
+// ---- SwiGLU ----
+__device__ __forceinline__ float silu(float g) {
+  return g / (1.0f + expf(-g));
+}
+
+template <class T, int VEC>
+__global__ void silu_mul_kernel(const T* gate, const T* up, T* out, int64_t n) {
+  pdl_launch_dependents();
+  pdl_wait();
+  for (int64_t i = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) * VEC; i < n;
+       i += int64_t(gridDim.x) * blockDim.x * VEC) {
+    if constexpr (VEC == 8) {
+      float g[8], u[8];
+      unpack8<T>(load16(gate + i), g);
+      unpack8<T>(load16(up + i), u);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) g[j] = silu(g[j]) * u[j];
+      *reinterpret_cast<uint4*>(out + i) = pack8<T>(g);
+    } else {
+      out[i] = from_f<T>(silu(to_f(gate[i])) * to_f(up[i]));
+    }
+  }
+}
+
+// ---- logit rows ----
+template <class T>
+__global__ void gather_rows_kernel(const T* x, int64_t cols, const int32_t* rows, T* out) {
+  pdl_launch_dependents();
+  pdl_wait();
+  const int64_t r = blockIdx.y;
+  const int32_t src = rows[r];
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < cols;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    out[r * cols + c] = src < 0 ? from_f<T>(0.0f) : x[int64_t(src) * cols + c];
+  }
+}
+
+// ---- conversion, bias, random fill ----
+template <class S, class D>
+__global__ void convert_kernel(const S* src, D* dst, int64_t n) {
+  pdl_wait();
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    dst[i] = from_f<D>(to_f(src[i]));
+  }
+}
+
+template <class T>
+__global__ void add_bias_kernel(T* out, const float* __restrict__ bias, int64_t rows,
+                                int64_t cols) {
+  pdl_launch_dependents();
+  pdl_wait();
+  const int64_t n = rows * cols;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    out[i] = from_f<T>(to_f(out[i]) + bias[i % cols]);
+  }
+}
+
+__device__ __forceinline__ uint64_t splitmix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+template <class T>
+__global__ void fill_random_kernel(T* __restrict__ out, int64_t n, uint64_t seed, float scale) {
+  pdl_wait();
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const uint64_t z = splitmix64(seed + (uint64_t(i) + 1) * 0x9e3779b97f4a7c15ull);
+    const float u = static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
+    out[i] = from_f<T>((2.0f * u - 1.0f) * scale);
+  }
+}
+
+int grid_for(int64_t work, int threads) {
+  const int64_t blocks = ceil_div(work, threads);
+  return static_cast<int>(blocks < 65536 ? (blocks < 1 ? 1 : blocks) : 65536);
+}
+
+}  // namespace
+
+cudaError_t embed(const Launch& l, Elem t, const void* table, int64_t vocab, int64_t hidden,
+                  const BatchView& batch, int64_t rows, void* out) {
+  if (rows <= 0) return cudaSuccess;
+  const bool vec = hidden % 8 == 0 && aligned16(table) && aligned16(out);
+  HEARTH_DISPATCH_16(t, T, {
+    if (vec) {
+      return launch_kernel(l, embed_kernel<T, 8>, grid_for(rows * hidden / 8, 256), 256, 0,
+                           static_cast<const T*>(table), vocab, hidden, batch.tokens, rows,
+                           static_cast<T*>(out));
+    }
+    return launch_kernel(l, embed_kernel<T, 1>, grid_for(rows * hidden, 256), 256, 0,
+                         static_cast<const T*>(table), vocab, hidden, batch.tokens, rows,
+                         static_cast<T*>(out));
+  });
+}
+
+namespace {
+cudaError_t norm_launch(const Launch& l, Elem t, void* x, const void* delta, const void* w,
+                        float eps, int64_t rows, int64_t cols, void* out) {
+  if (rows <= 0) return cudaSuccess;
+  const bool vec =
+      cols % 8 == 0 && aligned16(x) && aligned16(out) && (delta == nullptr || aligned16(delta));
+  int threads = 256;
+  if (cols <= 2048) threads = 128;
+  if (cols > 8192) threads = 512;
+  HEARTH_DISPATCH_16(t, T, {
+    if (vec) {
+      return launch_kernel(l, rms_norm_kernel<T, 8>, dim3(static_cast<unsigned>(rows)), threads, 0,
+                           static_cast<T*>(x), static_cast<const T*>(delta),
+                           static_cast<const float*>(w), eps, cols, static_cast<T*>(out));
+    }
+    return launch_kernel(l, rms_norm_kernel<T, 1>, dim3(static_cast<unsigned>(rows)), threads, 0,
+                         static_cast<T*>(x), static_cast<const T*>(delta),
+                         static_cast<const float*>(w), eps, cols, static_cast<T*>(out));
+  });
+}
+}  // namespace
+
+cudaError_t rms_norm(const Launch& l, Elem t, const void* x, const void* w, float eps, int64_t rows,
+                     int64_t cols, void* out) {
+  // x is only read when delta is null.
+  return norm_launch(l, t, const_cast<void*>(x), nullptr, w, eps, rows, cols, out);
+}
+
+cudaError_t add_rms_norm(const Launch& l, Elem t, void* residual, const void* delta, const void* w,
+                         float eps, int64_t rows, int64_t cols, void* out) {
+  return norm_launch(l, t, residual, delta, w, eps, rows, cols, out);
+}
+
+cudaError_t rope(const Launch& l, Elem t, void* q, int64_t q_cols, void* k, int64_t k_cols,
+                 int64_t rows, const int32_t* positions, const float* inv_freq,
+                 float attention_factor, int head_dim, int rotary_dim) {
+  if (rows <= 0 || rotary_dim < 2) return cudaSuccess;
+  const int half = rotary_dim / 2;
+  const int64_t pairs = (q_cols / head_dim + k_cols / head_dim) * half;
+  const int threads = 128;
+  const dim3 grid(static_cast<unsigned>(ceil_div(pairs, threads)), static_cast<unsigned>(rows));
+  HEARTH_DISPATCH_16(t, T, {
+    return launch_kernel(l, rope_kernel<T>, grid, threads, 0, static_cast<T*>(q), q_cols,
+                         static_cast<T*>(k), k_cols, positions, inv_freq, attention_factor,
+                         head_dim, half);
+  });
+}
+
+cudaError_t silu_mul(const Launch& l, Elem t, const void* gate, const void* up, void* out,
+                     int64_t n) {
+  if (n <= 0) return cudaSuccess;
+  const bool vec = n % 8 == 0 && aligned16(gate) && aligned16(up) && aligned16(out);
+  HEARTH_DISPATCH_16(t, T, {
+    if (vec) {
+      return launch_kernel(l, silu_mul_kernel<T, 8>, grid_for(n / 8, 256), 256, 0,
+                           static_cast<const T*>(gate), static_cast<const T*>(up),
+                           static_cast<T*>(out), n);
+    }
+    return launch_kernel(l, silu_mul_kernel<T, 1>, grid_for(n, 256), 256, 0,
+                         static_cast<const T*>(gate), static_cast<const T*>(up),
+                         static_cast<T*>(out), n);
+  });
+}
+
+cudaError_t gather_rows(const Launch& l, Elem t, const void* x, int64_t cols, const int32_t* rows,
+                        int64_t num_rows, void* out) {
+  if (num_rows <= 0) return cudaSuccess;
+  const dim3 grid(static_cast<unsigned>(ceil_div(cols, 256) < 64 ? ceil_div(cols, 256) : 64),
+                  static_cast<unsigned>(num_rows));
+  HEARTH_DISPATCH_16(t, T, {
+    return launch_kernel(l, gather_rows_kernel<T>, grid, 256, 0, static_cast<const T*>(x), cols,
+                         rows, static_cast<T*>(out));
+  });
+}
+
+namespace {
+template <class S>
+cudaError_t convert_from(const Launch& l, const S* src, Elem dst_type, void* dst, int64_t n) {
+  const int grid = grid_for(n, 256);
+  switch (dst_type) {
+    case Elem::kF16:
+      return launch_kernel(l, convert_kernel<S, __half>, grid, 256, 0, src,
+                           static_cast<__half*>(dst), n);
+    case Elem::kBF16:
+      return launch_kernel(l, convert_kernel<S, __nv_bfloat16>, grid, 256, 0, src,
+                           static_cast<__nv_bfloat16*>(dst), n);
+    case Elem::kF32:
+      return launch_kernel(l, convert_kernel<S, float>, grid, 256, 0, src, static_cast<float*>(dst),
+                           n);
+  }
+  return cudaErrorInvalidValue;
+}
+}  // namespace
+
+cudaError_t convert(const Launch& l, Elem src_type, const void* src, Elem dst_type, void* dst,
+                    int64_t n) {
+  if (n <= 0) return cudaSuccess;
+  switch (src_type) {
+    case Elem::kF16:
+      return convert_from(l, static_cast<const __half*>(src), dst_type, dst, n);
+    case Elem::kBF16:
+      return convert_from(l, static_cast<const __nv_bfloat16*>(src), dst_type, dst, n);
+    case Elem::kF32:
+      return convert_from(l, static_cast<const float*>(src), dst_type, dst, n);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t add_bias(const Launch& l, Elem t, void* out, const float* bias, int64_t rows,
+                     int64_t cols) {
+  if (rows * cols <= 0) return cudaSuccess;
+  const int grid = grid_for(rows * cols, 256);
+  if (t == Elem::kF32) {
+    return launch_kernel(l, add_bias_kernel<float>, grid, 256, 0, static_cast<float*>(out), bias,
+                         rows, cols);
+  }
+  HEARTH_DISPATCH_16(t, T, {
+    return launch_kernel(l, add_bias_kernel<T>, grid, 256, 0, static_cast<T*>(out), bias, rows,
+                         cols);
+  });
+}
+
+cudaError_t fill_random(const Launch& l, Elem t, void* out, int64_t n, uint64_t seed, float scale) {
+  if (n <= 0) return cudaSuccess;
+  const int grid = grid_for(n, 256) < 8192 ? grid_for(n, 256) : 8192;
+  if (t == Elem::kF32) {
+    return launch_kernel(l, fill_random_kernel<float>, grid, 256, 0, static_cast<float*>(out), n,
+                         seed, scale);
+  }
+  HEARTH_DISPATCH_16(t, T, {
+    return launch_kernel(l, fill_random_kernel<T>, grid, 256, 0, static_cast<T*>(out), n, seed,
+                         scale);
+  });
+}
+
+}  // namespace hearth::kernels

@@ -1,0 +1,214 @@
+// Host-side entry points of Hearth's CUDA kernels. Plain C++ (no CUDA syntax), so that the
+// backend's .cpp files can include it; the kernels themselves live in the .cu files beside it.
+//
+// Conventions for every launcher:
+//  - all pointers are device pointers; 2-D tensors are row-major and contiguous;
+//  - `Elem` says the element type of activation / weight tensors (fp16 or bf16; a few take f32);
+//  - nothing synchronises with the host; the launch runs on `Launch::stream`;
+//  - the return value is the launch status (cudaSuccess or the error of the launch itself).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hearth::kernels {
+
+enum class Elem : int { kF16 = 0, kBF16 = 1, kF32 = 2 };
+
+inline size_t elem_size(Elem e) {
+  return e == Elem::kF32 ? 4 : 2;
+}
+
+// Sets the per-device kernel attributes (large shared-memory opt-ins). Call once per device,
+// with that device current, before launching anything.
+cudaError_t prepare_device();
+
+struct Launch {
+  cudaStream_t stream = nullptr;
+  // Programmatic dependent launch (sm_90+): the kernel may start while the previous one drains;
+  // it prefetches what does not depend on it (weights) and waits before touching activations.
+  bool pdl = false;
+};
+
+// A packed batch as the kernels see it. T rows (tokens) belong to S sequences; both counts may
+// include padding (pad rows: position -1, sequence -1; pad sequences: no tokens, kv_len 0).
+struct BatchView {
+  const int32_t* tokens = nullptr;       // [T] token id of each row (pad rows: 0)
+  const int32_t* positions = nullptr;    // [T] cache position of each row (pad rows: -1)
+  const int32_t* token_seq = nullptr;    // [T] sequence of each row (pad rows: -1)
+  const int32_t* seq_q_start = nullptr;  // [S + 1] first row of each sequence (prefix sums)
+  const int32_t* seq_kv_len = nullptr;   // [S] cached positions once this step is stored
+  const int32_t* seq_pages = nullptr;    // [S] offset of each sequence's page table in `pages`
+  const int32_t* pages = nullptr;        // page tables, concatenated
+  const int32_t* logit_rows = nullptr;   // [L] row of each logit row (pad: -1, gives zeros)
+  int32_t num_tokens = 0;                // T
+  int32_t num_seqs = 0;                  // S
+  int32_t num_logit_rows = 0;            // L
+};
+
+// One layer of the paged KV cache. A page holds, for every layer, `page_size` positions of keys
+// then values, each [num_kv_heads][page_size][head_dim] (head-major: one head's keys of a page
+// are contiguous). Element (page p, head h, slot s, dim d) of the keys of this layer is at
+// base + p * page_stride + (h * page_size + s) * head_dim + d; values add v_offset.
+struct KvLayerView {
+  void* base = nullptr;     // this layer's part of page 0
+  int64_t page_stride = 0;  // elements from one page to the next (all layers of a page)
+  int64_t v_offset = 0;     // elements from a page's keys to its values
+  int32_t page_size = 0;
+  int32_t num_kv_heads = 0;
+  int32_t head_dim = 0;
+  int32_t num_pages = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Element-wise and row ops (elementwise.cu)
+
+// out[T, hidden] = table[tokens[t]] (ids outside [0, vocab) give zero rows).
+cudaError_t embed(const Launch& l, Elem t, const void* table, int64_t vocab, int64_t hidden,
+                  const BatchView& batch, int64_t rows, void* out);
+
+// out[r] = x[r] / sqrt(mean(x[r]²) + eps) * w, fp32 arithmetic. x, out: [rows, cols]; w: [cols].
+cudaError_t rms_norm(const Launch& l, Elem t, const void* x, const void* w, float eps, int64_t rows,
+                     int64_t cols, void* out);
+
+// residual[r] += delta[r] (rounded to t), then out[r] = rms_norm(residual[r]) * w.
+cudaError_t add_rms_norm(const Launch& l, Elem t, void* residual, const void* delta, const void* w,
+                         float eps, int64_t rows, int64_t cols, void* out);
+
+// In place on q[rows, q_cols] and k[rows, k_cols] (heads of head_dim, rotate-half layout over
+// the first rotary_dim dims): angle = positions[r] * inv_freq[i] in fp32, cos/sin scaled by
+// attention_factor. Rows with a negative position are left alone. inv_freq: f32 [rotary_dim/2].
+cudaError_t rope(const Launch& l, Elem t, void* q, int64_t q_cols, void* k, int64_t k_cols,
+                 int64_t rows, const int32_t* positions, const float* inv_freq,
+                 float attention_factor, int head_dim, int rotary_dim);
+
+// out = silu(gate) * up, element-wise over n elements.
+cudaError_t silu_mul(const Launch& l, Elem t, const void* gate, const void* up, void* out,
+                     int64_t n);
+
+// out[L, cols] = x[rows[i]] (rows[i] < 0 gives zeros).
+cudaError_t gather_rows(const Launch& l, Elem t, const void* x, int64_t cols, const int32_t* rows,
+                        int64_t num_rows, void* out);
+
+// dst[i] = src[i] converted (round to nearest even), n elements.
+cudaError_t convert(const Launch& l, Elem src_type, const void* src, Elem dst_type, void* dst,
+                    int64_t n);
+
+// out[r, n] += bias[n] (bias f32), out: [rows, cols] of type t.
+cudaError_t add_bias(const Launch& l, Elem t, void* out, const float* bias, int64_t rows,
+                     int64_t cols);
+
+// Fills n elements of type t with uniform values in [-scale, scale) from (seed, index):
+// benchmarks and tests use it to make large random tensors on the device.
+cudaError_t fill_random(const Launch& l, Elem t, void* out, int64_t n, uint64_t seed, float scale);
+
+// ---------------------------------------------------------------------------------------------
+// Matrix-vector products for few rows (gemv.cu): out[R, N] = x[R, K] · W[N, K]ᵀ (+ bias).
+
+// Scratch for the split-K reduction; counters must start at zero (the kernel leaves them so).
+struct GemvScratch {
+  float* partials = nullptr;    // gemv_partial_floats(...) floats
+  int32_t* counters = nullptr;  // gemv_counters(N) ints
+};
+
+constexpr int kGemvMaxRows = 64;  // most x rows the tensor-core GEMV takes
+
+// Whether the tensor-core GEMV handles this shape (K a multiple of 8, R <= kGemvMaxRows).
+bool gemv_supported(int64_t n, int64_t k, int64_t rows);
+size_t gemv_partial_floats(int64_t n, int64_t k, int64_t rows);
+size_t gemv_counters(int64_t n);
+
+// Tensor-core (mma.sync) GEMV with a deterministic split-K: a row of out is computed the same
+// way whatever R is (batch-invariant). W: [N, K] of type t; x: [R, K] of type t; bias: f32 [N]
+// or null; out: [R, N] of type out_t (t or f32).
+cudaError_t gemv(const Launch& l, Elem t, const void* w, const float* bias, const void* x,
+                 int64_t rows, int64_t n, int64_t k, void* out, Elem out_t,
+                 const GemvScratch& scratch);
+
+// A CUDA-core GEMV for one row (for comparison in benchmarks; not used by the backend).
+cudaError_t gemv_fma_row(const Launch& l, Elem t, const void* w, const void* x, int64_t n,
+                         int64_t k, void* out);
+
+// Any shape, any alignment: one warp per output, fp32 accumulation. The fallback.
+cudaError_t gemv_generic(const Launch& l, Elem t, const void* w, const float* bias, const void* x,
+                         int64_t rows, int64_t n, int64_t k, void* out, Elem out_t);
+
+// ---------------------------------------------------------------------------------------------
+// Attention over the paged cache (attention_*.cu). q: [T, num_heads * head_dim];
+// k, v: [T, num_kv_heads * head_dim]; out: [T, num_heads * head_dim]. Query row t of sequence s
+// sits at cache position positions[t] and sees positions 0..positions[t] of s (causal).
+
+// Stores every real row's k and v into the cache at its position.
+cudaError_t kv_store(const Launch& l, Elem t, const void* k, const void* v, const BatchView& batch,
+                     const KvLayerView& kv);
+
+// Whether the tiled kernels handle the shape (head_dim 64 or 128; group <= 8 for decode).
+bool attention_fast_supported(int head_dim, int num_heads, int num_kv_heads);
+
+// Flash-style tiled attention (prefill; any number of new tokens per sequence). Reads keys and
+// values from the cache, so kv_store must run first. max_q_len: the longest sequence's new
+// tokens (sets the grid). No N×N matrix is formed.
+cudaError_t attention_prefill(const Launch& l, Elem t, const void* q, const BatchView& batch,
+                              const KvLayerView& kv, int num_heads, float scale, int max_q_len,
+                              void* out);
+
+// Scratch of the split-K decode attention; counters start at zero and are left at zero.
+struct DecodeScratch {
+  float* partials = nullptr;    // decode_partial_floats(...) floats
+  int32_t* counters = nullptr;  // num_seqs * num_kv_heads ints
+};
+constexpr int kDecodeMaxSplits = 32;
+size_t decode_partial_floats(int num_seqs, int num_heads, int head_dim);
+
+// Split-K flash decoding: every sequence has exactly one new row (row seq_q_start[s]); the
+// kernel also stores that row's k and v in the cache (no kv_store needed). The grid is fixed
+// by (num_seqs, heads), so one launch serves any lengths (CUDA-graph friendly); each sequence's
+// split count depends only on its own length.
+cudaError_t attention_decode(const Launch& l, Elem t, const void* q, const void* k, const void* v,
+                             const BatchView& batch, const KvLayerView& kv, int num_heads,
+                             float scale, void* out, const DecodeScratch& scratch);
+
+// Any head_dim <= 256: one warp per (row, head), reading the cache (after kv_store).
+cudaError_t attention_generic(const Launch& l, Elem t, const void* q, const BatchView& batch,
+                              const KvLayerView& kv, int num_heads, float scale, void* out);
+
+// ---------------------------------------------------------------------------------------------
+// Sampling (sampling.cu). Logits rows are first copied to f32 scratch [rows, vocab].
+
+struct PenaltyEntry {
+  int32_t row = 0;
+  int32_t token = 0;
+  float repetition = 1.0f;  // 1: none; else logit / p if > 0, logit * p otherwise
+  float subtract = 0.0f;    // then logit -= subtract (frequency and presence)
+};
+
+struct SampleRowParams {
+  float temperature = 0.0f;  // <= 0: greedy
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  float uniform = 0.0f;  // the draw, sampling_uniform(seed, draw_index)
+};
+
+// dst[r, v] = float(src[r, v]) with -0 turned into +0 (so sorting ties match the reference).
+cudaError_t logits_to_f32(const Launch& l, Elem t, const void* src, int64_t rows, int64_t vocab,
+                          float* dst);
+cudaError_t apply_penalties(const Launch& l, float* logits, int64_t vocab,
+                            const PenaltyEntry* entries, int64_t count);
+// First maximum of each row.
+cudaError_t argmax_rows(const Launch& l, const float* logits, int64_t rows, int64_t vocab,
+                        int32_t* out);
+// Sorts each row descending (stable: equal logits keep ascending ids). Scratch: query with
+// sort_rows_scratch_bytes; ids_in/offsets are filled here.
+size_t sort_rows_scratch_bytes(int64_t rows, int64_t vocab);
+cudaError_t sort_rows_desc(const Launch& l, const float* keys_in, float* keys_out, int32_t* ids_in,
+                           int32_t* ids_out, int32_t* offsets, int64_t rows, int64_t vocab,
+                           void* scratch, size_t scratch_bytes);
+// Picks one token per row from sorted logits: temperature, top-k, top-p, min-p and the draw, in
+// double precision as the CPU sampler does.
+cudaError_t sample_sorted(const Launch& l, const float* sorted_logits, const int32_t* sorted_ids,
+                          int64_t rows, int64_t vocab, const SampleRowParams* params, int32_t* out);
+
+}  // namespace hearth::kernels
