@@ -17,14 +17,38 @@
 namespace hearth {
 
 enum class GgufValueType : uint32_t {
-  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
-  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
 };
 
 // ggml tensor types, numbered as in the GGUF file.
 enum class GgmlType : uint32_t {
-  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ8_1 = 9,
-  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kQ8_K = 15, kBF16 = 30,
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ8_1 = 9,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kQ8_K = 15,
+  kBF16 = 30,
 };
 
 const char* ggml_type_name(GgmlType t);
@@ -33,8 +57,8 @@ struct GgufTensorInfo {
   std::string name;
   std::vector<int64_t> dims;  // GGUF order: dims[0] is the fastest-varying (row length)
   GgmlType type = GgmlType::kF32;
-  uint64_t offset = 0;        // relative to the start of the data section
-  uint64_t nbytes = 0;        // size of the stored (possibly quantized) data
+  uint64_t offset = 0;  // relative to the start of the data section
+  uint64_t nbytes = 0;  // size of the stored (possibly quantized) data
 };
 
 class GgufFile {
@@ -65,6 +89,9 @@ class GgufFile {
   std::optional<std::vector<std::string>> get_string_array(std::string_view key) const;
   std::optional<std::vector<int64_t>> get_int_array(std::string_view key) const;
   std::optional<std::vector<float>> get_float_array(std::string_view key) const;
+  // Element count of an array value (without decoding it); nullopt when absent,
+  // Error(kInvalidFile) when the value is not an array.
+  std::optional<uint64_t> array_length(std::string_view key) const;
   // Human-readable rendering of a value (arrays abbreviated), for `hearth-cli info`.
   std::string describe(std::string_view key) const;
 

@@ -2,6 +2,7 @@
 // whatever file format holds them. Loaders read through this interface only.
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -13,10 +14,10 @@ namespace hearth {
 
 struct TensorInfo {
   std::string name;
-  DType dtype = DType::kF32;      // the dtype `get` returns
-  std::vector<int64_t> shape;     // in Hugging Face order ([out_features, in_features] for linears)
-  std::string stored_type;        // the type in the file ("F16", "Q4_1", ...)
-  std::string file;               // the file that holds it (for messages)
+  DType dtype = DType::kF32;   // the dtype `get` returns
+  std::vector<int64_t> shape;  // in Hugging Face order ([out_features, in_features] for linears)
+  std::string stored_type;     // the type in the file ("F16", "Q4_1", ...)
+  std::string file;            // the file that holds it (for messages)
 };
 
 class TensorSource {
@@ -32,5 +33,28 @@ class TensorSource {
   // Bytes the weights occupy in their files (for "size on disk" and memory estimates).
   virtual uint64_t file_bytes() const = 0;
 };
+
+}  // namespace hearth
+
+// --- implementations -----------------------------------------------------------------------
+
+namespace hearth {
+
+class GgufFile;
+struct ModelConfig;
+
+// A safetensors model: one file, a folder with model.safetensors.index.json, or a folder of
+// *.safetensors without an index (as EXL2 writes). Tensors are zero-copy views into the
+// mappings. Error(kUnsupported) for pickle checkpoints (never opened) and for dtypes Hearth
+// does not load; Error(kInvalidFile) for malformed files, indexes that point outside the folder
+// or name missing shards, and tensors present in two shards.
+std::unique_ptr<TensorSource> open_safetensors_source(const std::filesystem::path& file_or_dir);
+
+// A GGUF model (general.architecture "llama") under Hugging Face names, shapes in Hugging Face
+// order, dequantized to F32 on each get(). q_proj/k_proj rows are un-permuted back to the
+// rotate-half layout (llama.cpp's converter interleaves them; see gguf_names.h). `config`
+// supplies the head counts for that.
+std::unique_ptr<TensorSource> open_gguf_source(std::shared_ptr<const GgufFile> gguf,
+                                               const ModelConfig& config);
 
 }  // namespace hearth

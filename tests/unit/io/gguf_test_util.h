@@ -1,0 +1,137 @@
+// Builds valid GGUF images in memory (and, by editing fields afterwards, malformed ones).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tests/unit/io/io_test_util.h"
+
+namespace hearth::test {
+
+enum GgufType : uint32_t {
+  kGU8 = 0,
+  kGI8 = 1,
+  kGU16 = 2,
+  kGI16 = 3,
+  kGU32 = 4,
+  kGI32 = 5,
+  kGF32 = 6,
+  kGBool = 7,
+  kGString = 8,
+  kGArray = 9,
+  kGU64 = 10,
+  kGI64 = 11,
+  kGF64 = 12,
+};
+
+struct GgufBuilder {
+  struct Kv {
+    std::string key;
+    uint32_t type;
+    Bytes value;  // encoded value (for arrays: element type, count, elements)
+  };
+  struct Tensor {
+    std::string name;
+    std::vector<uint64_t> dims;
+    uint32_t type;
+    Bytes data;
+  };
+
+  uint32_t version = 3;
+  uint64_t alignment = 32;  // layout alignment; add general.alignment yourself to change it
+  std::vector<Kv> kvs;
+  std::vector<Tensor> tensors;
+
+  GgufBuilder& kv(std::string key, uint32_t type, Bytes value) {
+    kvs.push_back({std::move(key), type, std::move(value)});
+    return *this;
+  }
+  GgufBuilder& u32(std::string key, uint32_t v) {
+    return kv(std::move(key), kGU32, ByteWriter().u32(v).take());
+  }
+  GgufBuilder& f32(std::string key, float v) {
+    return kv(std::move(key), kGF32, ByteWriter().f32(v).take());
+  }
+  GgufBuilder& string(std::string key, std::string_view v) {
+    return kv(std::move(key), kGString, ByteWriter().str(v).take());
+  }
+  GgufBuilder& string_array(std::string key, const std::vector<std::string>& items) {
+    ByteWriter w;
+    w.u32(kGString).u64(items.size());
+    for (const auto& s : items) w.str(s);
+    return kv(std::move(key), kGArray, w.take());
+  }
+  GgufBuilder& tensor(std::string name, std::vector<uint64_t> dims, uint32_t type, Bytes data) {
+    tensors.push_back({std::move(name), std::move(dims), type, std::move(data)});
+    return *this;
+  }
+  GgufBuilder& f32_tensor(std::string name, std::vector<uint64_t> dims,
+                          const std::vector<float>& values) {
+    ByteWriter w;
+    for (float v : values) w.f32(v);
+    return tensor(std::move(name), std::move(dims), 0, w.take());
+  }
+
+  Bytes build() const {
+    ByteWriter w;
+    w.text("GGUF").u32(version).u64(tensors.size()).u64(kvs.size());
+    for (const auto& k : kvs) w.str(k.key).u32(k.type).bytes(k.value);
+    uint64_t offset = 0;
+    std::vector<uint64_t> offsets;
+    for (const auto& t : tensors) {
+      w.str(t.name).u32(static_cast<uint32_t>(t.dims.size()));
+      for (uint64_t d : t.dims) w.u64(d);
+      w.u32(t.type).u64(offset);
+      offsets.push_back(offset);
+      offset += (t.data.size() + alignment - 1) / alignment * alignment;
+    }
+    w.pad_to(alignment);
+    for (const auto& t : tensors) w.bytes(t.data).pad_to(alignment);
+    return w.take();
+  }
+};
+
+// A one-layer llama-architecture model with F32 tensors: hidden 16, 4 heads of 4, 2 kv heads,
+// ffn 32, vocab 8. Tensor values are their flat index + 1000 * tensor number.
+inline GgufBuilder tiny_llama_gguf(bool tied = true) {
+  GgufBuilder b;
+  b.string("general.architecture", "llama")
+      .string("general.name", "Tiny Llama")
+      .u32("llama.block_count", 1)
+      .u32("llama.context_length", 256)
+      .u32("llama.embedding_length", 16)
+      .u32("llama.feed_forward_length", 32)
+      .u32("llama.attention.head_count", 4)
+      .u32("llama.attention.head_count_kv", 2)
+      .f32("llama.rope.freq_base", 50000.0f)
+      .f32("llama.attention.layer_norm_rms_epsilon", 1e-5f)
+      .u32("llama.rope.dimension_count", 4)
+      .string_array("tokenizer.ggml.tokens", {"a", "b", "c", "d", "e", "f", "g", "h"})
+      .u32("tokenizer.ggml.bos_token_id", 1)
+      .u32("tokenizer.ggml.eos_token_id", 2)
+      .u32("tokenizer.ggml.eot_token_id", 7);
+  int number = 0;
+  auto add = [&](const std::string& name, std::vector<uint64_t> dims) {
+    uint64_t n = 1;
+    for (auto d : dims) n *= d;
+    std::vector<float> v(n);
+    for (uint64_t i = 0; i < n; ++i) v[i] = static_cast<float>(i + 1000 * number);
+    ++number;
+    b.f32_tensor(name, std::move(dims), v);
+  };
+  add("token_embd.weight", {16, 8});
+  add("blk.0.attn_norm.weight", {16});
+  add("blk.0.attn_q.weight", {16, 16});
+  add("blk.0.attn_k.weight", {16, 8});
+  add("blk.0.attn_v.weight", {16, 8});
+  add("blk.0.attn_output.weight", {16, 16});
+  add("blk.0.ffn_norm.weight", {16});
+  add("blk.0.ffn_gate.weight", {16, 32});
+  add("blk.0.ffn_up.weight", {16, 32});
+  add("blk.0.ffn_down.weight", {32, 16});
+  add("output_norm.weight", {16});
+  if (!tied) add("output.weight", {16, 8});
+  return b;
+}
+
+}  // namespace hearth::test
