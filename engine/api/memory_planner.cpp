@@ -4,6 +4,9 @@
 #include <cstdio>
 
 #include "engine/core/error.h"
+#if HEARTH_WITH_CUDA
+#include "engine/backend/cuda/cuda_backend.h"
+#endif
 
 namespace hearth {
 
@@ -70,7 +73,15 @@ MemoryPlan estimate_memory(const LoadOptions& options, const ModelInfo& info,
   plan.activations = (T * per_row + static_cast<size_t>(r.max_logit_rows) *
                                         static_cast<size_t>(c.hidden_size + c.vocab_size)) *
                      act_size;
-  plan.workspace = cuda ? (size_t{256} << 20) : (size_t{16} << 20);
+  plan.workspace = size_t{16} << 20;
+#if HEARTH_WITH_CUDA
+  if (cuda) {
+    plan.workspace = cuda_workspace_bytes(r.max_batch_tokens, r.max_logit_rows, c.vocab_size,
+                                          c.num_heads, c.head_dim,
+                                          std::max(c.vocab_size, c.intermediate_size)) +
+                     (size_t{64} << 20);  // CUDA context structures, graphs
+  }
+#endif
   return plan;
 }
 

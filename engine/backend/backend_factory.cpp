@@ -6,15 +6,47 @@
 #include "engine/api/engine.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/core/error.h"
+#if HEARTH_WITH_CUDA
+#include "engine/backend/cuda/cuda_backend.h"
+#endif
 
 namespace hearth {
 
-bool cuda_available() { return false; }
+bool cuda_available() {
+#if HEARTH_WITH_CUDA
+  return cuda_device_count() > 0;
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+[[noreturn]] void no_cuda() {
+#if HEARTH_WITH_CUDA
+  fail(ErrorCode::kUnsupported, "no CUDA GPU is available on this machine (or its driver is "
+                                "missing); load the model on the CPU instead");
+#else
+  fail(ErrorCode::kUnsupported, "this build of Hearth has no CUDA backend; load the model on "
+                                "the CPU instead");
+#endif
+}
+
+}  // namespace
 
 DeviceMemoryInfo query_device_memory(DeviceKind kind, int device) {
   DeviceMemoryInfo info;
   if (kind == DeviceKind::kCuda) {
-    fail(ErrorCode::kUnsupported, "this build of Hearth has no CUDA backend");
+#if HEARTH_WITH_CUDA
+    if (cuda_device_count() == 0) no_cuda();
+    const CudaDeviceInfo cuda = cuda_device_info(device);
+    info.name = "cuda:" + std::to_string(device) + " " + cuda.name;
+    info.free_bytes = cuda.free_bytes;
+    info.total_bytes = cuda.total_bytes;
+    return info;
+#else
+    no_cuda();
+#endif
   }
   info.name = "CPU (" + std::to_string(std::thread::hardware_concurrency()) + " threads)";
   std::ifstream in("/proc/meminfo");
@@ -29,7 +61,14 @@ DeviceMemoryInfo query_device_memory(DeviceKind kind, int device) {
 
 std::unique_ptr<Backend> create_backend(DeviceKind kind, int device, int cpu_threads) {
   if (kind == DeviceKind::kCuda) {
-    fail(ErrorCode::kUnsupported, "this build of Hearth has no CUDA backend");
+#if HEARTH_WITH_CUDA
+    if (cuda_device_count() == 0) no_cuda();
+    CudaBackendOptions options;
+    options.device = device;
+    return create_cuda_backend(options);
+#else
+    no_cuda();
+#endif
   }
   return create_cpu_backend(cpu_threads);
 }
