@@ -148,6 +148,11 @@ int ChatStore::schemaVersion() {
 
 void ChatStore::configure() {
   const QString mode = db_.queryText("PRAGMA journal_mode=WAL");
+  // ":memory:" (the fallback when the history file cannot be used) has no WAL.
+  if (db_.path() == u":memory:") {
+    db_.exec("PRAGMA foreign_keys=ON");
+    return;
+  }
   if (mode.compare(u"wal", Qt::CaseInsensitive) != 0)
     throw StoreError(
         QStringLiteral("%1: cannot switch to WAL mode (journal mode is %2)").arg(db_.path(), mode));
@@ -304,6 +309,12 @@ void ChatStore::finishMessage(qint64 messageId, const QString& content, const Me
   else
     st.bind(3, jsonText(stats.toJson()));
   st.bind(4, messageId).run();
+}
+
+void ChatStore::interruptMessage(qint64 messageId, const QString& content) {
+  setSynchronous(true);
+  SqliteStatement st(db_.handle(), "UPDATE messages SET content = ?1, state = ?2 WHERE id = ?3");
+  st.bind(1, content).bind(2, qint64(MessageState::Incomplete)).bind(3, messageId).run();
 }
 
 void ChatStore::setMessageContent(qint64 messageId, const QString& content) {

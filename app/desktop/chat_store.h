@@ -94,6 +94,8 @@ class ChatStore {
   qint64 beginMessage(qint64 conversationId, const QString& role);
   void checkpointMessage(qint64 messageId, const QString& content);
   void finishMessage(qint64 messageId, const QString& content, const MessageStats& stats);
+  // An answer that ended in an error: kept as far as it got, flagged Incomplete.
+  void interruptMessage(qint64 messageId, const QString& content);
   void setMessageContent(qint64 messageId, const QString& content);
   // Deletes a message and every later one of its conversation (edit-and-resend, regenerate).
   void truncateFrom(qint64 messageId);

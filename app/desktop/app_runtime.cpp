@@ -1,0 +1,53 @@
+#include "app/desktop/app_runtime.h"
+
+#include <QQmlEngine>
+
+#include "app/desktop/app_settings.h"
+#include "app/desktop/chat_session.h"
+#include "app/desktop/chat_store.h"
+#include "app/desktop/conversation_list.h"
+#include "app/desktop/engine_controller.h"
+#include "app/desktop/language_manager.h"
+#include "app/desktop/model_library.h"
+
+namespace hearth::app {
+
+AppRuntime::AppRuntime(const Paths& paths) {
+  settings_ = paths.settings.isEmpty() ? std::make_unique<AppSettings>()
+                                       : std::make_unique<AppSettings>(paths.settings);
+  AppSettings::setInstance(settings_.get());
+  const QString db = paths.database.isEmpty() ? ChatStore::defaultPath() : paths.database;
+  try {
+    store_ = std::make_unique<ChatStore>(db);
+  } catch (const StoreError& e) {
+    storeError_ = e.message();
+    store_ = std::make_unique<ChatStore>(QStringLiteral(":memory:"));
+  }
+  engine_ = std::make_unique<EngineController>();
+  EngineController::setInstance(engine_.get());
+  conversations_ = std::make_unique<ConversationList>(store_.get());
+  ConversationList::setInstance(conversations_.get());
+  session_ = std::make_unique<ChatSession>(store_.get(), engine_.get(), settings_.get(),
+                                           conversations_.get());
+  ChatSession::setInstance(session_.get());
+  library_ = std::make_unique<ModelLibrary>(settings_.get());
+  ModelLibrary::setInstance(library_.get());
+  language_ = std::make_unique<LanguageManager>();
+}
+
+AppRuntime::~AppRuntime() {
+  language_.reset();
+  library_.reset();
+  session_.reset();
+  conversations_.reset();
+  engine_.reset();
+  store_.reset();
+  AppSettings::setInstance(nullptr);
+  settings_.reset();
+}
+
+void AppRuntime::attach(QQmlEngine* engine) {
+  language_->setEngine(engine);
+}
+
+}  // namespace hearth::app

@@ -1,0 +1,56 @@
+// Everything the app is made of, created in dependency order and destroyed in reverse: the
+// settings, the history store, the engine controller (and its worker thread), the conversation
+// list, the chat session, the model library and the language manager. main() creates one; the
+// Qt Quick tests create one on temporary files.
+#pragma once
+
+#include <QString>
+#include <memory>
+
+class QQmlEngine;
+
+namespace hearth::app {
+
+class AppSettings;
+class ChatSession;
+class ChatStore;
+class ConversationList;
+class EngineController;
+class LanguageManager;
+class ModelLibrary;
+
+class AppRuntime {
+ public:
+  struct Paths {
+    QString database;  // empty: ChatStore::defaultPath()
+    QString settings;  // empty: the user's settings.ini
+  };
+  explicit AppRuntime(const Paths& paths = {});
+  ~AppRuntime();
+
+  // Makes the instances the QML singletons and gives the language manager its engine.
+  void attach(QQmlEngine* engine);
+
+  // Set when the history could not be opened (the app then keeps history in memory only).
+  const QString& storeError() const { return storeError_; }
+
+  AppSettings& settings() { return *settings_; }
+  ChatStore& store() { return *store_; }
+  EngineController& engine() { return *engine_; }
+  ConversationList& conversations() { return *conversations_; }
+  ChatSession& session() { return *session_; }
+  ModelLibrary& library() { return *library_; }
+  LanguageManager& language() { return *language_; }
+
+ private:
+  std::unique_ptr<AppSettings> settings_;
+  std::unique_ptr<ChatStore> store_;
+  std::unique_ptr<EngineController> engine_;
+  std::unique_ptr<ConversationList> conversations_;
+  std::unique_ptr<ChatSession> session_;
+  std::unique_ptr<ModelLibrary> library_;
+  std::unique_ptr<LanguageManager> language_;
+  QString storeError_;
+};
+
+}  // namespace hearth::app

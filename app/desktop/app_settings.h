@@ -1,0 +1,119 @@
+// User settings (QML singleton AppSettings), kept in <ConfigLocation>/hearth/settings.ini and
+// written as they change (QSettings replaces the file atomically).
+#pragma once
+
+#include <QtQml/qqmlregistration.h>
+#include <QObject>
+#include <QQmlEngine>
+#include <QSettings>
+#include <QStringList>
+#include <QVariantMap>
+
+namespace hearth::app {
+
+class AppSettings : public QObject {
+  Q_OBJECT
+  QML_ELEMENT
+  QML_SINGLETON
+
+  Q_PROPERTY(
+      QString theme READ theme WRITE setTheme NOTIFY themeChanged)  // "system", "light", "dark"
+  Q_PROPERTY(int fontSize READ fontSize WRITE setFontSize NOTIFY
+                 fontSizeChanged)  // points, of the chat text
+  Q_PROPERTY(QString language READ language WRITE setLanguage NOTIFY
+                 languageChanged)  // "system", "en", "de", "zh_CN"
+  Q_PROPERTY(double temperature READ temperature WRITE setTemperature NOTIFY temperatureChanged)
+  Q_PROPERTY(int topK READ topK WRITE setTopK NOTIFY topKChanged)
+  Q_PROPERTY(double topP READ topP WRITE setTopP NOTIFY topPChanged)
+  Q_PROPERTY(double minP READ minP WRITE setMinP NOTIFY minPChanged)
+  Q_PROPERTY(double repetitionPenalty READ repetitionPenalty WRITE setRepetitionPenalty NOTIFY
+                 repetitionPenaltyChanged)
+  Q_PROPERTY(int maxTokens READ maxTokens WRITE setMaxTokens NOTIFY maxTokensChanged)
+  Q_PROPERTY(QStringList modelFolders READ modelFolders WRITE setModelFolders NOTIFY
+                 modelFoldersChanged)  // scanned after the default folder
+  Q_PROPERTY(QStringList importedModels READ importedModels WRITE setImportedModels NOTIFY
+                 importedModelsChanged)  // files and folders added one by one
+  Q_PROPERTY(QStringList hiddenModels READ hiddenModels WRITE setHiddenModels NOTIFY
+                 hiddenModelsChanged)  // removed from the library
+  Q_PROPERTY(QString lastModel READ lastModel WRITE setLastModel NOTIFY lastModelChanged)
+  Q_PROPERTY(QString device READ device WRITE setDevice NOTIFY deviceChanged)  // "cpu", "gpu"
+  Q_PROPERTY(int maxSeqLen READ maxSeqLen WRITE setMaxSeqLen NOTIFY
+                 maxSeqLenChanged)  // 0: the model's own
+  Q_PROPERTY(QString systemPrompt READ systemPrompt WRITE setSystemPrompt NOTIFY
+                 systemPromptChanged)  // for new conversations
+
+ public:
+  QString theme() const;
+  void setTheme(const QString& value);
+  int fontSize() const;
+  void setFontSize(int value);
+  QString language() const;
+  void setLanguage(const QString& value);
+  double temperature() const;
+  void setTemperature(double value);
+  int topK() const;
+  void setTopK(int value);
+  double topP() const;
+  void setTopP(double value);
+  double minP() const;
+  void setMinP(double value);
+  double repetitionPenalty() const;
+  void setRepetitionPenalty(double value);
+  int maxTokens() const;
+  void setMaxTokens(int value);
+  QStringList modelFolders() const;
+  void setModelFolders(const QStringList& value);
+  QStringList importedModels() const;
+  void setImportedModels(const QStringList& value);
+  QStringList hiddenModels() const;
+  void setHiddenModels(const QStringList& value);
+  QString lastModel() const;
+  void setLastModel(const QString& value);
+  QString device() const;
+  void setDevice(const QString& value);
+  int maxSeqLen() const;
+  void setMaxSeqLen(int value);
+  QString systemPrompt() const;
+  void setSystemPrompt(const QString& value);
+
+ signals:
+  void themeChanged();
+  void fontSizeChanged();
+  void languageChanged();
+  void temperatureChanged();
+  void topKChanged();
+  void topPChanged();
+  void minPChanged();
+  void repetitionPenaltyChanged();
+  void maxTokensChanged();
+  void modelFoldersChanged();
+  void importedModelsChanged();
+  void hiddenModelsChanged();
+  void lastModelChanged();
+  void deviceChanged();
+  void maxSeqLenChanged();
+  void systemPromptChanged();
+
+ public:
+  explicit AppSettings(QObject* parent = nullptr);
+  // For tests: settings in the given file instead of the user's.
+  explicit AppSettings(const QString& iniPath, QObject* parent = nullptr);
+
+  static AppSettings* create(QQmlEngine*, QJSEngine*);
+  static void setInstance(AppSettings* instance);
+  static AppSettings* instance();
+
+  // $XDG_DATA_HOME/hearth/models: where models are looked for first.
+  static QString defaultModelsFolder();
+  Q_INVOKABLE QString modelsFolder() const { return defaultModelsFolder(); }
+  // The default sampling as the engine adapter takes it (see toSampling).
+  Q_INVOKABLE QVariantMap defaultSampling() const;
+  Q_INVOKABLE void resetSampling();
+
+ private:
+  QVariant get(const char* key, const QVariant& fallback) const;
+  void put(const char* key, const QVariant& value);
+  QSettings settings_;
+};
+
+}  // namespace hearth::app

@@ -1,0 +1,381 @@
+// Loading a model: which model, the device, the context length, RoPE scaling and the cache
+// size, with the engine's memory plan for exactly these settings. A load that cannot fit is
+// refused with the reason before anything is allocated.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Dialogs
+import QtQuick.Layouts
+import Hearth
+
+Pane {
+    id: panel
+    padding: 16
+    background: null
+
+    readonly property var entry: modelBox.currentIndex >= 0 ? ModelLibrary.entry(modelBox.currentValue) : ({})
+    readonly property var rope: entry && entry.rope ? entry.rope : ({})
+    readonly property int trainedContext: entry && entry.contextLength ? entry.contextLength : 0
+    readonly property var plan: EngineController.plan
+    readonly property bool loading: EngineController.state === EngineController.Loading
+
+    property string device: EngineController.cudaAvailable ? AppSettings.device : "cpu"
+    property int maxSeqLen: 0
+    property int cacheTokens: 0
+    property string ropeType: "model"
+    property real ropeFactor: 1
+    property real ntkAlpha: 1
+    property int originalContext: 0
+    property real lowFreqFactor: 1
+    property real highFreqFactor: 4
+    property real betaFast: 32
+    property real betaSlow: 1
+
+    // The model's own settings become the defaults whenever another model is chosen.
+    onEntryChanged: {
+        maxSeqLen = AppSettings.maxSeqLen > 0 ? AppSettings.maxSeqLen
+                                              : Math.min(trainedContext > 0 ? trainedContext : 4096, 8192)
+        cacheTokens = 0
+        ropeType = "model"
+        ropeFactor = rope.factor !== undefined ? rope.factor : 1
+        ntkAlpha = 1
+        originalContext = rope.originalContext !== undefined ? rope.originalContext : trainedContext
+        lowFreqFactor = rope.lowFreqFactor !== undefined ? rope.lowFreqFactor : 1
+        highFreqFactor = rope.highFreqFactor !== undefined ? rope.highFreqFactor : 4
+        betaFast = rope.betaFast !== undefined ? rope.betaFast : 32
+        betaSlow = rope.betaSlow !== undefined ? rope.betaSlow : 1
+        planTimer.restart()
+    }
+
+    function settings() {
+        return {
+            path: modelBox.currentValue || "",
+            device: device,
+            maxSeqLen: maxSeqLen,
+            cacheTokens: cacheTokens,
+            rope: ropeType,
+            ropeFactor: ropeFactor,
+            ntkAlpha: ntkAlpha,
+            originalContext: originalContext,
+            lowFreqFactor: lowFreqFactor,
+            highFreqFactor: highFreqFactor,
+            betaFast: betaFast,
+            betaSlow: betaSlow
+        }
+    }
+    function requestPlan() { planTimer.restart() }
+
+    onDeviceChanged: requestPlan()
+    onMaxSeqLenChanged: requestPlan()
+    onCacheTokensChanged: requestPlan()
+    onRopeTypeChanged: requestPlan()
+    onRopeFactorChanged: requestPlan()
+    onNtkAlphaChanged: requestPlan()
+    Timer {
+        id: planTimer
+        interval: 250
+        onTriggered: if (modelBox.currentValue) EngineController.requestPlan(panel.settings())
+    }
+
+    ColumnLayout {
+        width: parent.width
+        spacing: 12
+
+        Label {
+            text: qsTr("Model")
+            font.bold: true
+            color: Theme.text
+        }
+        RowLayout {
+            Layout.fillWidth: true
+            ComboBox {
+                id: modelBox
+                objectName: "modelBox"
+                Layout.fillWidth: true
+                model: ModelLibrary
+                textRole: "name"
+                valueRole: "path"
+                displayText: count === 0 ? qsTr("No models found") : currentText
+                Accessible.name: qsTr("Model to load")
+                Component.onCompleted: selectPath(AppSettings.lastModel)
+                function selectPath(path) {
+                    const i = ModelLibrary.indexOfPath(path)
+                    currentIndex = i >= 0 ? i : (count > 0 ? 0 : -1)
+                }
+                onActivated: AppSettings.lastModel = currentValue
+                Connections {
+                    target: ModelLibrary
+                    function onScanFinished() { modelBox.selectPath(AppSettings.lastModel) }
+                }
+                Connections {
+                    target: AppSettings
+                    function onLastModelChanged() { modelBox.selectPath(AppSettings.lastModel) }
+                }
+            }
+            IconButton {
+                iconName: "folder"
+                tip: qsTr("Open a model file or folder…")
+                onClicked: fileDialog.open()
+            }
+        }
+        Label {
+            Layout.fillWidth: true
+            visible: panel.entry.path !== undefined
+            wrapMode: Text.Wrap
+            color: panel.entry.error ? Theme.danger : Theme.textMuted
+            font.pointSize: Theme.smallFont
+            text: {
+                const e = panel.entry
+                if (!e.path) return ""
+                if (e.error) return e.error
+                return qsTr("%1 · %2 parameters · %3 bits per weight · %4 on disk · trained for %5 tokens")
+                    .arg(e.format.toUpperCase()).arg(Ui.formatCount(e.parameters))
+                    .arg(Ui.formatNumber(e.bitsPerWeight, 2)).arg(Ui.formatBytes(e.fileBytes))
+                    .arg(e.contextLength)
+            }
+        }
+
+        Label {
+            text: qsTr("Device")
+            font.bold: true
+            color: Theme.text
+        }
+        RowLayout {
+            RadioButton {
+                text: qsTr("GPU")
+                checked: panel.device === "gpu"
+                enabled: EngineController.cudaAvailable
+                onClicked: { panel.device = "gpu"; AppSettings.device = "gpu" }
+                Accessible.name: qsTr("Run on the GPU")
+                ToolTip.visible: hovered && !enabled
+                ToolTip.text: qsTr("This build of Hearth has no CUDA support.")
+            }
+            RadioButton {
+                text: qsTr("CPU")
+                checked: panel.device === "cpu"
+                onClicked: { panel.device = "cpu"; AppSettings.device = "cpu" }
+                Accessible.name: qsTr("Run on the CPU")
+            }
+        }
+
+        Label {
+            text: qsTr("Context")
+            font.bold: true
+            color: Theme.text
+        }
+        RowLayout {
+            Layout.fillWidth: true
+            Label {
+                Layout.fillWidth: true
+                text: qsTr("Maximum sequence length")
+                color: Theme.text
+            }
+            SpinBox {
+                id: seqBox
+                from: 128
+                to: 1048576
+                stepSize: 512
+                editable: true
+                value: panel.maxSeqLen
+                onValueModified: panel.maxSeqLen = value
+                Accessible.name: qsTr("Maximum sequence length in tokens")
+            }
+        }
+        Label {
+            Layout.fillWidth: true
+            visible: panel.trainedContext > 0 && panel.maxSeqLen > panel.trainedContext
+                     && panel.ropeType === "none"
+            wrapMode: Text.Wrap
+            color: Theme.danger
+            font.pointSize: Theme.smallFont
+            text: qsTr("Longer than the %1 tokens the model was trained for: choose a RoPE scaling, or expect poor answers past that length.").arg(panel.trainedContext)
+        }
+        RowLayout {
+            Layout.fillWidth: true
+            Label {
+                Layout.fillWidth: true
+                text: qsTr("Cache size (tokens)")
+                color: Theme.text
+                ToolTip.visible: cacheHover.hovered
+                ToolTip.text: qsTr("0 sizes the cache for the maximum sequence length.")
+                HoverHandler { id: cacheHover }
+            }
+            SpinBox {
+                from: 0
+                to: 4194304
+                stepSize: 1024
+                editable: true
+                value: panel.cacheTokens
+                onValueModified: panel.cacheTokens = value
+                Accessible.name: qsTr("Cache size in tokens, 0 for automatic")
+            }
+        }
+
+        Label {
+            text: qsTr("RoPE scaling")
+            font.bold: true
+            color: Theme.text
+        }
+        ComboBox {
+            id: ropeBox
+            Layout.fillWidth: true
+            textRole: "text"
+            valueRole: "value"
+            model: [
+                { value: "model", text: qsTr("As the model specifies (%1)").arg(panel.rope.type || qsTr("none")) },
+                { value: "none", text: qsTr("None") },
+                { value: "linear", text: qsTr("Linear") },
+                { value: "ntk", text: qsTr("NTK-aware (alpha)") },
+                { value: "yarn", text: qsTr("YaRN") },
+                { value: "llama3", text: qsTr("Llama 3") }
+            ]
+            currentIndex: Math.max(0, indexOfValue(panel.ropeType))
+            onActivated: panel.ropeType = currentValue
+            Accessible.name: qsTr("RoPE scaling method")
+        }
+        NumberField {
+            Layout.fillWidth: true
+            visible: ["linear", "yarn", "llama3"].indexOf(panel.ropeType) >= 0
+            label: qsTr("Scaling factor")
+            tip: qsTr("How many times the trained context the model should reach.")
+            value: panel.ropeFactor
+            from: 1
+            to: 64
+            onEdited: (v) => panel.ropeFactor = v
+        }
+        NumberField {
+            Layout.fillWidth: true
+            visible: panel.ropeType === "ntk"
+            label: qsTr("Alpha")
+            tip: qsTr("NTK-aware scaling of the rotary base; 1 changes nothing.")
+            value: panel.ntkAlpha
+            from: 1
+            to: 64
+            onEdited: (v) => panel.ntkAlpha = v
+        }
+        NumberField {
+            Layout.fillWidth: true
+            visible: panel.ropeType === "yarn" || panel.ropeType === "llama3"
+            label: qsTr("Original context")
+            value: panel.originalContext
+            decimals: 0
+            from: 1
+            to: 1048576
+            onEdited: (v) => { panel.originalContext = v; panel.requestPlan() }
+        }
+        NumberField {
+            Layout.fillWidth: true
+            visible: panel.ropeType === "llama3"
+            label: qsTr("Low-frequency factor")
+            value: panel.lowFreqFactor
+            from: 0.01
+            to: 100
+            onEdited: (v) => { panel.lowFreqFactor = v; panel.requestPlan() }
+        }
+        NumberField {
+            Layout.fillWidth: true
+            visible: panel.ropeType === "llama3"
+            label: qsTr("High-frequency factor")
+            value: panel.highFreqFactor
+            from: 0.01
+            to: 100
+            onEdited: (v) => { panel.highFreqFactor = v; panel.requestPlan() }
+        }
+        NumberField {
+            Layout.fillWidth: true
+            visible: panel.ropeType === "yarn"
+            label: qsTr("Beta fast")
+            value: panel.betaFast
+            from: 0
+            to: 1000
+            onEdited: (v) => { panel.betaFast = v; panel.requestPlan() }
+        }
+        NumberField {
+            Layout.fillWidth: true
+            visible: panel.ropeType === "yarn"
+            label: qsTr("Beta slow")
+            value: panel.betaSlow
+            from: 0
+            to: 1000
+            onEdited: (v) => { panel.betaSlow = v; panel.requestPlan() }
+        }
+
+        Label {
+            text: qsTr("Memory")
+            font.bold: true
+            color: Theme.text
+        }
+        MemoryBar {
+            Layout.fillWidth: true
+            visible: panel.plan.valid === true
+            total: panel.plan.deviceTotal || 0
+            available: panel.plan.deviceFree || 0
+            segments: [
+                { label: qsTr("Weights"), value: panel.plan.weights || 0, color: Theme.weights },
+                { label: qsTr("Cache"), value: panel.plan.kvCache || 0, color: Theme.cache },
+                { label: qsTr("Activations"), value: panel.plan.activations || 0, color: Theme.activations },
+                { label: qsTr("Workspace"), value: panel.plan.workspace || 0, color: Theme.workspace }
+            ]
+        }
+        Label {
+            Layout.fillWidth: true
+            wrapMode: Text.Wrap
+            font.pointSize: Theme.smallFont
+            color: panel.plan.valid === true && !panel.plan.fits ? Theme.danger : Theme.textMuted
+            text: {
+                const p = panel.plan
+                if (EngineController.planning) return qsTr("Working out the memory plan…")
+                if (p.valid === false) return p.error
+                if (p.valid !== true) return qsTr("Choose a model to see what it needs.")
+                const line = qsTr("Needs %1 of %2 free on %3.").arg(Ui.formatBytes(p.needed))
+                                 .arg(Ui.formatBytes(p.deviceFree)).arg(p.deviceName)
+                return p.fits ? line : line + " " + qsTr("It does not fit.") + (p.advice ? " " + p.advice : "")
+            }
+        }
+
+        RowLayout {
+            Layout.fillWidth: true
+            Layout.topMargin: 6
+            Button {
+                Layout.fillWidth: true
+                objectName: "loadButton"
+                visible: !panel.loading
+                text: EngineController.loaded ? qsTr("Load instead") : qsTr("Load")
+                highlighted: true
+                enabled: !!modelBox.currentValue && !ChatSession.generating && !panel.entry.error
+                         && !(panel.plan.valid === true && !panel.plan.fits)
+                Accessible.name: qsTr("Load the model with these settings")
+                onClicked: {
+                    AppSettings.lastModel = modelBox.currentValue
+                    EngineController.load(panel.settings())
+                }
+            }
+            Button {
+                Layout.fillWidth: true
+                visible: panel.loading
+                text: qsTr("Cancel loading")
+                onClicked: EngineController.cancelLoad()
+            }
+        }
+        ProgressBar {
+            Layout.fillWidth: true
+            visible: panel.loading
+            value: EngineController.loadFraction
+            indeterminate: EngineController.loadFraction <= 0
+            Accessible.name: qsTr("Load progress")
+        }
+    }
+
+    FileDialog {
+        id: fileDialog
+        title: qsTr("Open a model")
+        nameFilters: [qsTr("GGUF models (*.gguf)"), qsTr("Model configuration (config.json)")]
+        onAccepted: {
+            let path = Ui.urlToPath(selectedFile)
+            if (path.endsWith("config.json"))
+                path = path.substring(0, path.length - "/config.json".length)
+            const problem = ModelLibrary.importModel(Ui.pathToUrl(path))
+            if (problem.length === 0)
+                AppSettings.lastModel = path
+        }
+    }
+}
