@@ -1,0 +1,72 @@
+// tokenizer.json loading and the BPE pipeline against Hugging Face tokenizers, on small
+// tokenizers in the layouts of GPT-2, Llama 3, Qwen2, Llama 2 and others (fixtures:
+// tests/reference/tokenizer_synthetic_bpe.py).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "engine/tokenizer/tokenizer.h"
+#include "tests/unit/tokenizer/fixture_cases.h"
+
+namespace hearth {
+namespace {
+
+class SyntheticBpe : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SyntheticBpe, MatchesTokenizers) {
+  const auto dir = test::tokenizer_fixtures() / "synthetic" / GetParam();
+  const auto tok = load_tokenizer(dir);
+  const auto cases = test::load_cases(dir / "cases.json");
+  ASSERT_GE(cases.size(), 200u);
+  EXPECT_EQ(test::check_cases(*tok, cases), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, SyntheticBpe,
+                         ::testing::Values("gpt2_added", "llama3", "qwen2", "digits_prefix",
+                                           "behaviors", "llama2_style"));
+
+TEST(SyntheticBpe, SpecialTokensAndPostProcessing) {
+  const auto tok = load_tokenizer(test::tokenizer_fixtures() / "synthetic" / "llama3");
+  ASSERT_TRUE(tok->bos_id());
+  EXPECT_EQ(tok->piece(*tok->bos_id()), "<|begin_of_text|>");
+  EXPECT_EQ(tok->piece(*tok->eos_id()), "<|eot_id|>");
+  EXPECT_TRUE(tok->adds_bos());
+  EXPECT_TRUE(tok->is_special(*tok->bos_id()));
+  EXPECT_EQ(tok->piece_to_id("<|eot_id|>"), tok->eos_id());
+  EXPECT_FALSE(tok->piece_to_id("no such piece"));
+  EXPECT_EQ(tok->encode("", true), std::vector<int32_t>{*tok->bos_id()});
+
+  const auto smol_like = load_tokenizer(test::tokenizer_fixtures() / "synthetic" / "qwen2");
+  EXPECT_FALSE(smol_like->adds_bos());
+  EXPECT_EQ(smol_like->encode("", true), std::vector<int32_t>{});
+}
+
+TEST(SyntheticBpe, DecodeRejectsIdsOutsideTheVocabulary) {
+  const auto tok = load_tokenizer(test::tokenizer_fixtures() / "synthetic" / "gpt2_added");
+  const std::vector<int32_t> bad{-1};
+  EXPECT_THROW(tok->decode(bad), Error);
+  const std::vector<int32_t> too_big{tok->vocab_size()};
+  EXPECT_THROW(tok->decode(too_big), Error);
+  EXPECT_THROW(tok->piece(tok->vocab_size()), Error);
+}
+
+TEST(SyntheticBpe, RoundTripsRandomText) {
+  // Byte-level BPE is lossless on any valid UTF-8 (no added token strips whitespace here).
+  const auto tok = load_tokenizer(test::tokenizer_fixtures() / "synthetic" / "llama3");
+  std::mt19937 rng(7);
+  const std::vector<std::string> alphabet = {
+      "a",          "Z",  " ",  "  ", "\n",       "\t",          "\r\n",   "7",
+      "42",         "'s", "'",  "é",  "中",       "😀",           "\u200d", "\u0301",
+      "<|eot_id|>", "<|", "|>", "!",  "\xC2\xA0", "\xEF\xBF\xBD"};
+  for (int i = 0; i < 2000; ++i) {
+    std::string text;
+    const int n = static_cast<int>(rng() % 30);
+    for (int k = 0; k < n; ++k) text += alphabet[rng() % alphabet.size()];
+    const auto ids = tok->encode(text);
+    ASSERT_EQ(tok->decode(ids), text);
+    ASSERT_EQ(test::stream_decode(*tok, ids, false), text);
+  }
+}
+
+}  // namespace
+}  // namespace hearth
