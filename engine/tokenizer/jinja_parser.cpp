@@ -124,6 +124,14 @@ class Parser {
   Body parse_body(std::initializer_list<std::string_view> end_tags, Pos opened,
                   std::string_view what) {
     Body body;
+    if (end_tags.size() != 0) open_blocks_.push_back(what);
+    struct Pop {
+      Parser& p;
+      bool active;
+      ~Pop() {
+        if (active) p.open_blocks_.pop_back();
+      }
+    } pop{*this, end_tags.size() != 0};
     while (true) {
       const Token& t = cur();
       switch (t.type) {
@@ -189,6 +197,13 @@ class Parser {
       expect_block_end();
       return std::make_unique<LoopControlStmt>(
           tag == "break" ? StmtKind::kBreak : StmtKind::kContinue, pos);
+    }
+    if (tag == "else" || tag == "elif" || tag.rfind("end", 0) == 0) {
+      std::string message = "unexpected '{% " + tag + " %}'";
+      if (!open_blocks_.empty())
+        message += " (the open '" + std::string(open_blocks_.back()) + "' block needs '{% end" +
+                   std::string(open_blocks_.back()) + " %}')";
+      fail_at(pos, message);
     }
     static const char* kUnsupported[] = {"extends",    "block", "include", "import",    "from",
                                          "autoescape", "do",    "trans",   "pluralize", "debug"};
@@ -803,6 +818,7 @@ class Parser {
   size_t i_ = 0;
   uint32_t depth_ = 0;
   int loop_depth_ = 0;
+  std::vector<std::string_view> open_blocks_;  // for error messages
   std::vector<std::string> symbols_;
   std::unordered_map<std::string, int> symbol_ids_;
 };

@@ -42,6 +42,10 @@ enum class Kind : uint8_t {
 
 class Value;
 class Interpreter;
+struct ListObj;
+struct DictObj;
+struct NativeObject;
+struct Function;
 
 struct Object {
   virtual ~Object() = default;
@@ -52,39 +56,9 @@ struct StrObj final : Object {
   std::string s;
 };
 
-struct ListObj final : Object {
-  std::vector<Value> items;
-  bool is_tuple = false;
-  uint32_t depth = 1;
-};
-
-struct DictObj final : Object {
-  std::vector<std::pair<std::string, Value>> items;  // insertion order, like a Python dict
-  uint32_t depth = 1;
-  const Value* find(std::string_view key) const;
-};
-
 struct UndefObj final : Object {
   explicit UndefObj(std::string h) : hint(std::move(h)) {}
   std::string hint;  // what Jinja would say when the value is used: "'x' is undefined"
-};
-
-struct NativeObject : Object {
-  virtual const char* type_name() const = 0;
-  // Returns Undefined when there is no such attribute.
-  virtual Value get_attr(std::string_view name) const = 0;
-  virtual bool is_namespace() const { return false; }
-};
-
-struct CallArgs {
-  std::vector<Value> positional;
-  std::vector<std::pair<std::string, Value>> keywords;
-};
-
-struct Function : Object {
-  explicit Function(std::string n) : name(std::move(n)) {}
-  virtual Value call(Interpreter& interp, CallArgs& args, Pos pos) = 0;
-  std::string name;
 };
 
 class Value {
@@ -131,13 +105,10 @@ class Value {
   int64_t as_int() const { return kind_ == Kind::kBool ? (b_ ? 1 : 0) : i_; }
   double as_float() const { return kind_ == Kind::kFloat ? f_ : static_cast<double>(as_int()); }
   const std::string& as_string() const { return static_cast<const StrObj*>(obj_.get())->s; }
-  const ListObj& as_list() const { return *static_cast<const ListObj*>(obj_.get()); }
-  const DictObj& as_dict() const { return *static_cast<const DictObj*>(obj_.get()); }
-  NativeObject& as_object() const { return *static_cast<NativeObject*>(obj_.get()); }
-  Function& as_function() const { return *static_cast<Function*>(obj_.get()); }
-  std::shared_ptr<Function> function_ptr() const {
-    return std::static_pointer_cast<Function>(obj_);
-  }
+  const ListObj& as_list() const;
+  const DictObj& as_dict() const;
+  NativeObject& as_object() const;
+  Function& as_function() const;
   // Nesting depth of a list or dict (0 for anything else).
   uint32_t depth() const;
   // The message to give when an Undefined is used where a value is needed.
@@ -153,6 +124,49 @@ class Value {
   };
   std::shared_ptr<Object> obj_;
 };
+
+struct ListObj final : Object {
+  std::vector<Value> items;
+  bool is_tuple = false;
+  uint32_t depth = 1;
+};
+
+struct DictObj final : Object {
+  std::vector<std::pair<std::string, Value>> items;  // insertion order, like a Python dict
+  uint32_t depth = 1;
+  const Value* find(std::string_view key) const;
+};
+
+struct NativeObject : Object {
+  virtual const char* type_name() const = 0;
+  // Returns Undefined when there is no such attribute.
+  virtual Value get_attr(std::string_view name) const = 0;
+  virtual bool is_namespace() const { return false; }
+};
+
+struct CallArgs {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> keywords;
+};
+
+struct Function : Object {
+  explicit Function(std::string n) : name(std::move(n)) {}
+  virtual Value call(Interpreter& interp, CallArgs& args, Pos pos) = 0;
+  std::string name;
+};
+
+inline const ListObj& Value::as_list() const {
+  return *static_cast<const ListObj*>(obj_.get());
+}
+inline const DictObj& Value::as_dict() const {
+  return *static_cast<const DictObj*>(obj_.get());
+}
+inline NativeObject& Value::as_object() const {
+  return *static_cast<NativeObject*>(obj_.get());
+}
+inline Function& Value::as_function() const {
+  return *static_cast<Function*>(obj_.get());
+}
 
 // Python semantics.
 bool truthy(const Value& v);

@@ -127,7 +127,7 @@ TEST(ChatTemplateHostile, MalformedTags) {
   expect_error("{% if true %}x", "unclosed 'if'");
   expect_error("{% for m in messages %}x", "unclosed 'for'");
   expect_error("{% macro m() %}x", "unclosed 'macro'");
-  expect_error("{% if true %}{% endfor %}", "endfor");
+  expect_error("{% if true %}{% endfor %}", "unexpected '{% endfor %}' (the open 'if' block");
   expect_error("{{ 'unterminated }}", "unterminated string");
   expect_error("{{ x ", "unterminated");
   expect_error("{% if x ", "unterminated");

@@ -103,7 +103,9 @@ TEST(ChatTemplate, JinjaSemanticsMatchTransformers) {
                 threw, message);
     if (c.contains("expected")) {
       EXPECT_FALSE(threw) << message;
-      if (!threw) EXPECT_EQ(out, c["expected"].get<std::string>());
+      if (!threw) {
+        EXPECT_EQ(out, c["expected"].get<std::string>());
+      }
     } else {
       EXPECT_TRUE(threw) << "rendered instead of failing (" << c["error"].get<std::string>()
                          << "):\n"
