@@ -333,6 +333,7 @@ DeviceTensor CudaBackend::alloc_activation(int64_t rows, int64_t cols) {
   check_cuda(cudaMemsetAsync(buffer.get(), 0, bytes, stream_), "clearing activations");
   DeviceTensor t{buffer.get(), options_.activation_dtype, rows, cols};
   activations_.push_back(std::move(buffer));
+  min_activation_rows_ = std::min(min_activation_rows_, rows);
   return t;
 }
 
@@ -418,7 +419,7 @@ PreparedBatch CudaBackend::prepare_batch(const BatchDesc& batch) {
   }
   if (p.max_kv_len >= (int64_t(1) << 31)) fail(ErrorCode::kInvalidArgument, "sequence too long");
   if (p.decode && options_.cuda_graphs && p.seqs <= 256) {
-    p.padded_seqs = cuda_decode_bucket(p.seqs);
+    p.padded_seqs = std::max(p.seqs, std::min(cuda_decode_bucket(p.seqs), min_activation_rows_));
     p.graph_key = p.padded_seqs;
   } else {
     p.padded_seqs = p.seqs;

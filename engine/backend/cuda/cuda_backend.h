@@ -49,9 +49,10 @@ size_t cuda_workspace_bytes(int64_t max_batch_tokens, int64_t max_logit_rows, in
 // Throws Error(kBackend) / Error(kInvalidArgument) when the device cannot be used.
 std::unique_ptr<Backend> create_cuda_backend(const CudaBackendOptions& options = {});
 
-// How the CUDA backend pads decode batches (PreparedBatch::tokens and logit_rows): sequences
-// counts are rounded up to 1, 2, 4, 8, then multiples of 8 up to 256; larger decode batches and
-// all other batches are not padded. Activations must have room for the padded rows.
+// How the CUDA backend pads decode batches (PreparedBatch::tokens and logit_rows): sequence
+// counts are rounded up to 1, 2, 4, 8, then multiples of 8 up to 256, but never beyond the
+// fewest rows of any buffer from alloc_activation; larger decode batches and all other batches
+// are not padded.
 int64_t cuda_decode_bucket(int64_t sequences);
 
 }  // namespace hearth

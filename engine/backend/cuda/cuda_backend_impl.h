@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <climits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -222,6 +223,9 @@ class CudaBackend final : public Backend {
   std::set<int64_t> warmed_keys_;
   uint64_t graphs_epoch_ = 0;  // the epoch the graphs were captured in
   int64_t kv_page_size_ = 0;   // of the newest cache (for validating page tables)
+  // Fewest rows of any activation buffer: decode batches are never padded beyond it, so the
+  // padded rows always fit the caller's buffers (the logits buffer is usually the smallest).
+  int64_t min_activation_rows_ = INT64_MAX;
 };
 
 }  // namespace hearth::cuda
