@@ -11,6 +11,7 @@
 #include "engine/core/error.h"
 #include "engine/io/gguf_dequant.h"
 #include "engine/io/mapped_file.h"
+#include "engine/io/printable.h"
 
 namespace hearth {
 
@@ -21,6 +22,9 @@ constexpr int kMaxArrayNesting = 8;  // arrays of arrays deeper than this are re
 constexpr uint32_t kMaxDims = 4;
 constexpr uint64_t kMaxTensorNameBytes = 1024;
 constexpr uint64_t kMaxKeyBytes = 65536;
+constexpr uint64_t kMaxKeys = 1 << 16;
+constexpr uint64_t kMaxTensors = 1 << 18;
+constexpr uint64_t kMaxAlignment = 1 << 20;
 
 // Size in bytes of a fixed-size metadata value type; 0 for string and array.
 uint64_t fixed_value_size(GgufValueType t) {
@@ -194,8 +198,8 @@ struct GgufFile::Impl {
   }
   [[noreturn]] void type_error(const KvEntry& e, const char* wanted) const {
     fail(ErrorCode::kInvalidFile,
-         name + ": metadata key \"" + e.key + "\" (at byte " + std::to_string(e.key_offset) +
-             ") is " + value_type_name(e.type) +
+         name + ": metadata key \"" + printable(e.key) + "\" (at byte " +
+             std::to_string(e.key_offset) + ") is " + value_type_name(e.type) +
              (e.type == GgufValueType::kArray ? std::string(" of ") + value_type_name(e.elem_type)
                                               : std::string()) +
              ", expected " + wanted);
@@ -208,7 +212,7 @@ struct GgufFile::Impl {
 
 void GgufFile::Impl::skip_value(Cursor& c, GgufValueType type, const std::string& key, int depth) {
   // Token lists hold ~10^5 values: messages are only built on the error paths.
-  auto what = [&] { return "value of \"" + key + "\""; };
+  auto what = [&] { return "value of \"" + printable(key) + "\""; };
   if (const uint64_t size = fixed_value_size(type)) {
     if (size > c.remaining()) c.need(size, what());
     if (type == GgufValueType::kBool) {
@@ -287,6 +291,18 @@ void GgufFile::Impl::parse() {
   const uint64_t n_kv = c.read<uint64_t>("metadata count");
   // A metadata entry takes at least 13 bytes (key length, type, 1-byte value); a tensor info at
   // least 32 (name length, n_dims, one dim, type, offset). Larger counts cannot be genuine.
+  // Real files hold tens of keys and at most a few thousand tensors; the caps bound the memory
+  // a hostile header can make the parser use.
+  if (n_kv > kMaxKeys) {
+    c.error("metadata count " + std::to_string(n_kv) + " exceeds the limit of " +
+                std::to_string(kMaxKeys),
+            counts_at + 8);
+  }
+  if (n_tensors > kMaxTensors) {
+    c.error("tensor count " + std::to_string(n_tensors) + " exceeds the limit of " +
+                std::to_string(kMaxTensors),
+            counts_at);
+  }
   if (n_kv > c.remaining() / 13) {
     c.error("metadata count " + std::to_string(n_kv) + " cannot fit in the file", counts_at + 8);
   }
@@ -294,17 +310,18 @@ void GgufFile::Impl::parse() {
     c.error("tensor count " + std::to_string(n_tensors) + " cannot fit in the file", counts_at);
   }
 
-  kv.reserve(n_kv);
-  kv_index.reserve(n_kv);
   for (uint64_t i = 0; i < n_kv; ++i) {
     KvEntry e;
     e.key_offset = c.pos();
     e.key = std::string(c.read_string("metadata key #" + std::to_string(i), kMaxKeyBytes));
-    if (kv_index.count(e.key)) c.error("duplicate metadata key \"" + e.key + "\"", e.key_offset);
+    if (kv_index.count(e.key)) {
+      c.error("duplicate metadata key \"" + printable(e.key) + "\"", e.key_offset);
+    }
     const uint64_t type_at = c.pos();
-    const uint32_t raw_type = c.read<uint32_t>("type of \"" + e.key + "\"");
+    const uint32_t raw_type = c.read<uint32_t>("type of \"" + printable(e.key) + "\"");
     if (!valid_value_type(raw_type)) {
-      c.error("metadata key \"" + e.key + "\" has unknown value type " + std::to_string(raw_type),
+      c.error("metadata key \"" + printable(e.key) + "\" has unknown value type " +
+                  std::to_string(raw_type),
               type_at);
     }
     e.type = static_cast<GgufValueType>(raw_type);
@@ -326,23 +343,21 @@ void GgufFile::Impl::parse() {
   if (const KvEntry* a = find("general.alignment")) {
     if (a->type != GgufValueType::kU32) type_error(*a, "u32");
     const uint32_t v = load<uint32_t>(bytes.data() + a->value_offset);
-    if (v == 0 || (v & (v - 1)) != 0) {
-      c.error("general.alignment " + std::to_string(v) + " is not a non-zero power of two",
+    if (v == 0 || (v & (v - 1)) != 0 || v > kMaxAlignment) {
+      c.error("general.alignment " + std::to_string(v) + " is not a power of two between 1 and " +
+                  std::to_string(kMaxAlignment),
               a->value_offset);
     }
     alignment = v;
   }
 
-  tensors.reserve(n_tensors);
-  tensor_index.reserve(n_tensors);
   std::vector<uint64_t> info_offsets;
-  info_offsets.reserve(n_tensors);
   for (uint64_t i = 0; i < n_tensors; ++i) {
     const uint64_t info_at = c.pos();
     info_offsets.push_back(info_at);
     GgufTensorInfo t;
     t.name = std::string(c.read_string("tensor name #" + std::to_string(i), kMaxTensorNameBytes));
-    const std::string what = "tensor \"" + t.name + "\"";
+    const std::string what = "tensor \"" + printable(t.name) + "\"";
     if (tensor_index.count(t.name)) c.error("duplicate " + what, info_at);
     const uint64_t dims_at = c.pos();
     const uint32_t n_dims = c.read<uint32_t>(what + " dimension count");
@@ -400,7 +415,7 @@ void GgufFile::Impl::parse() {
   uint64_t expected = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const auto& t = tensors[i];
-    const std::string what = "tensor \"" + t.name + "\"";
+    const std::string what = "tensor \"" + printable(t.name) + "\"";
     if (t.offset != expected) {
       c.error(what + ": data offset " + std::to_string(t.offset) + " should be " +
                   std::to_string(expected) +
@@ -441,7 +456,7 @@ int64_t GgufFile::Impl::int_at(GgufValueType t, uint64_t offset, const KvEntry& 
     case GgufValueType::kU64: {
       const uint64_t v = load<uint64_t>(p);
       if (v > static_cast<uint64_t>(INT64_MAX)) {
-        fail(ErrorCode::kInvalidFile, name + ": metadata key \"" + e.key + "\" holds " +
+        fail(ErrorCode::kInvalidFile, name + ": metadata key \"" + printable(e.key) + "\" holds " +
                                           std::to_string(v) + ", which does not fit in int64");
       }
       return static_cast<int64_t>(v);
@@ -691,8 +706,8 @@ HostTensor GgufFile::dequantize(const GgufTensorInfo& tensor) const {
   std::vector<int64_t> shape(tensor.dims.rbegin(), tensor.dims.rend());
   const auto raw = raw_data(tensor);
   if (!ggml_can_dequantize(tensor.type)) {
-    fail(ErrorCode::kUnsupported, impl_->name + ": tensor \"" + tensor.name + "\" has type " +
-                                      ggml_type_name(tensor.type) +
+    fail(ErrorCode::kUnsupported, impl_->name + ": tensor \"" + printable(tensor.name) +
+                                      "\" has type " + ggml_type_name(tensor.type) +
                                       ", which Hearth cannot import (supported: F32, F16, BF16, "
                                       "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
   }

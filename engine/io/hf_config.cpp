@@ -297,7 +297,15 @@ ModelConfig parse_hf_config_json(std::string_view config_json,
     const std::string gname = (parent / "generation_config.json").string();
     const json groot = parse_object(*generation_config_json, gname);
     const Fields g(groot, gname);
-    if (auto eos = g.token_ids("eos_token_id", true); !eos.empty()) c.eos_token_ids = eos;
+    if (auto eos = g.token_ids("eos_token_id", true); !eos.empty()) {
+      for (int32_t id : eos) {
+        if (id < 0 || id >= c.vocab_size) {
+          g.error("eos_token_id", std::to_string(id) + " is outside the vocabulary (vocab_size " +
+                                      std::to_string(c.vocab_size) + ")");
+        }
+      }
+      c.eos_token_ids = eos;
+    }
     if (!c.bos_token_id) {
       if (auto bos = g.token_ids("bos_token_id", false); !bos.empty()) c.bos_token_id = bos[0];
     }

@@ -58,7 +58,7 @@ nlohmann::json parse_json_strict(std::string_view text, const std::string& what,
       case E::key: {
         const std::string& key = parsed.get_ref<const std::string&>();
         if (!seen.empty() && !seen.back().insert(key).second) {
-          fail(ErrorCode::kInvalidFile, what + ": duplicate key \"" + key + "\"");
+          fail(ErrorCode::kInvalidFile, what + ": duplicate key \"" + printable(key) + "\"");
         }
         break;
       }
@@ -74,10 +74,12 @@ nlohmann::json parse_json_strict(std::string_view text, const std::string& what,
     // e.byte is 1-based; e.what() already names the defect (including invalid UTF-8).
     const uint64_t at = base_offset + (e.byte > 0 ? e.byte - 1 : 0);
     std::string detail = e.what();
-    if (auto pos = detail.find("parse error"); pos != std::string::npos)
+    if (auto pos = detail.find("parse error"); pos != std::string::npos) {
       detail = detail.substr(pos);
-    fail(ErrorCode::kInvalidFile,
-         what + ": invalid JSON at byte " + std::to_string(at) + ": " + detail);
+    }
+    // The parser quotes the bytes it last read, which may be the invalid UTF-8 itself.
+    fail(ErrorCode::kInvalidFile, what + ": invalid JSON at byte " + std::to_string(at) + ": " +
+                                      printable(detail, /*escape_high=*/true));
   } catch (const nlohmann::json::exception& e) {
     fail(ErrorCode::kInvalidFile, what + ": invalid JSON: " + e.what());
   }

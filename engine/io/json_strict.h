@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/io/printable.h"
+
 namespace hearth {
 
 // `what` names the document in messages ("model.safetensors: header"); `base_offset` is added to

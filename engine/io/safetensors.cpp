@@ -43,7 +43,7 @@ uint64_t read_u64_le(const std::byte* p) {
 }
 
 std::string tensor_where(const std::string& file, const std::string& tensor) {
-  return file + ": tensor \"" + tensor + "\"";
+  return file + ": tensor \"" + printable(tensor) + "\"";
 }
 
 // Reads a JSON value that must be a non-negative integer (what serde's usize accepts).
@@ -154,7 +154,7 @@ void SafetensorsFile::parse_header() {
       }
       for (const auto& [mk, mv] : value.items()) {
         if (!mv.is_string()) {
-          fail(ErrorCode::kInvalidFile, name_ + ": __metadata__ value \"" + mk +
+          fail(ErrorCode::kInvalidFile, name_ + ": __metadata__ value \"" + printable(mk) +
                                             "\" must be a string, got " + json_kind(mv));
         }
         metadata_[mk] = mv.get<std::string>();
@@ -303,7 +303,7 @@ SafetensorsIndex parse_safetensors_index(std::string_view json, const std::strin
   }
   SafetensorsIndex index;
   for (const auto& [tensor, file] : wm->items()) {
-    const std::string where = display_name + ": weight_map[\"" + tensor + "\"]";
+    const std::string where = display_name + ": weight_map[\"" + printable(tensor) + "\"]";
     if (!file.is_string()) {
       fail(ErrorCode::kInvalidFile, where + " must be a file name, got " + json_kind(file));
     }
@@ -311,7 +311,7 @@ SafetensorsIndex parse_safetensors_index(std::string_view json, const std::strin
     if (name.empty()) fail(ErrorCode::kInvalidFile, where + " is an empty file name");
     if (name.find('\0') != std::string::npos || name.find('\\') != std::string::npos) {
       fail(ErrorCode::kInvalidFile,
-           where + ": file name \"" + name + "\" contains a NUL or a backslash");
+           where + ": file name \"" + printable(name) + "\" contains a NUL or a backslash");
     }
     const std::filesystem::path p(name);
     if (p.is_absolute() || name.front() == '/') {
@@ -325,8 +325,7 @@ SafetensorsIndex parse_safetensors_index(std::string_view json, const std::strin
              where + ": \"" + name + "\" climbs out of the model folder with \"..\"");
       }
     }
-    if (!index.weight_map.count(tensor) &&
-        std::find(index.shards.begin(), index.shards.end(), name) == index.shards.end()) {
+    if (std::find(index.shards.begin(), index.shards.end(), name) == index.shards.end()) {
       index.shards.push_back(name);
     }
     index.weight_map[tensor] = name;

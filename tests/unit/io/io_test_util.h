@@ -108,6 +108,8 @@ inline void expect_error(const std::function<void()>& fn, ErrorCode code,
     fn();
     ADD_FAILURE() << "expected an error containing \"" << *needles.begin() << "\", got success";
   } catch (const Error& e) {
+    if (std::getenv("HEARTH_PRINT_ERRORS"))
+      std::printf("  [%s] %s\n", error_code_name(e.code()), e.what());
     EXPECT_EQ(e.code(), code) << "message: " << e.what();
     for (const auto& n : needles) {
       EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
