@@ -50,9 +50,10 @@ class GptqWeight final : public QuantizedWeight {
   // Group of each input row, as the checkpoint says (or k / group_size without g_idx).
   std::span<const int32_t> group_index() const { return g_idx_; }
   int64_t group_size() const { return group_size_; }  // 0 when g_idx alone defines groups
-  uint32_t code(int64_t k, int64_t n) const;          // q[k, n]
-  int zero(int64_t g, int64_t n) const;               // effective Z (v1 stored + 1)
-  float scale(int64_t g, int64_t n) const;            // fp16 scale, as float
+  const uint32_t* qweight() const { return qweight_.as<uint32_t>(); }  // [K·b/32, N]
+  uint32_t code(int64_t k, int64_t n) const;                           // q[k, n]
+  int zero(int64_t g, int64_t n) const;     // effective Z (v1 stored + 1)
+  float scale(int64_t g, int64_t n) const;  // fp16 scale, as float
 
  private:
   GptqWeight() = default;

@@ -1,0 +1,152 @@
+// The packed layout Hearth's quantized GEMM reads (EXL2 and GPTQ alike), shared by the host code
+// that builds it at load time (engine/quant/quant_tile_layout.cpp), the CUDA kernels
+// (kernels/quant_gemm.cu) and the CPU tests. Plain C++ when not compiled by nvcc.
+//
+// Weights are cut into tiles of 32 outputs × 32 stored rows ("chunks"); a chunk has one bit
+// width b and one quantization group. One warp works on one 32-output column of tiles with
+// mma.sync m16n8k16 (weights as the A operand, 16 outputs × 16 rows; activations as B, 16 rows ×
+// 8 tokens), i.e. two 16-output halves (nt) × two 16-row steps (ks) per chunk. Each lane holds
+// exactly the 32 codes of its A fragments: 16 pairs p = (nt·2 + ks)·4 + r, r being the A
+// register, each pair two consecutive rows of one output:
+//
+//   lane = 4·g + t;  output(p) = 16·nt + g + 8·(r & 1);  row(p, h) = 16·ks + 2t + 8·(r >> 1) + h.
+//
+// So the lane's outputs are g + 8j, j = 2·nt + (r & 1) ∈ 0..3 — the order its scales are stored in.
+// The 32 codes (32·b bits) of a lane fill b 32-bit words. Each pair's two codes sit at bit
+// offsets that differ by 16, so one mask yields both halves of a half2 at once with the fp16
+// "magic number" trick: (word >> s) & mask | 0x64006400 is the half2 (1024 + lo, 1024 + hi).
+//
+//   b = 2: pair p in word p/8 at bits 2(p%8) (low half) and 16 + 2(p%8) (high half).
+//   b = 4: word p/4, bits 4(p%4) and 16 + 4(p%4).      b = 8: word p/2, bits 8(p%2) and 16 +
+//   8(p%2). b = 3: pairs 0..14 in word p/5 at bits 3(p%5) (+16); pair 15 is spread over the spare
+//   bits
+//          15 and 31: bit i of its low value is bit 15 of word i, of its high value bit 31.
+//   b = 5: pairs 0..14 in word p/3 at bits 5(p%3) (+16); pair 15's bit i in bit 15/31 of word i.
+//   b = 6: pairs 0..11 in word p/2 at bits 6(p%2) (+16); pair 12 + i (i < 4) keeps its low four
+//          bits in bits 12..15 (28..31) of word i and its high two bits in bits 12 + 2(i%2)
+//          (+16) of word 4 + i/2.
+//
+// In memory the words are "planar": word i of lane l of chunk c in 32-output block nb is at
+//   qweight[(nb · lines + line(c) + i) · 32 + l],   line(c) = Σ_{c' < c} b(c'),
+// so a warp reading word i of a chunk reads 128 contiguous bytes, whatever b is.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define HEARTH_QHD __host__ __device__ __forceinline__
+#else
+#define HEARTH_QHD inline
+#endif
+
+namespace hearth::qtile {
+
+constexpr int kChunkRows = 32;            // stored rows per chunk
+constexpr int kTileOutputs = 32;          // outputs per block column (one warp)
+constexpr int kPairs = 16;                // half2 pairs per lane per chunk
+constexpr uint32_t kMagic = 0x64006400u;  // half2(1024, 1024)
+
+HEARTH_QHD int pair_output(int p, int lane) {
+  return 16 * (p >> 3) + (lane >> 2) + 8 * (p & 1);
+}
+HEARTH_QHD int pair_row(int p, int lane, int h) {
+  return 16 * ((p >> 2) & 1) + 2 * (lane & 3) + 8 * ((p >> 1) & 1) + h;
+}
+// Index j (0..3) of the pair's output among the lane's four outputs g + 8j.
+HEARTH_QHD int pair_output_slot(int p) {
+  return 2 * (p >> 3) + (p & 1);
+}
+
+// ---- encoding (host) ----
+// codes[2p + h]: the code of pair p, half h. words: B words, zero-initialised here.
+template <int B>
+HEARTH_QHD void encode_lane(const uint32_t* codes, uint32_t* words) {
+  for (int i = 0; i < B; ++i) words[i] = 0;
+  auto put = [&](int p, int word, int shift) {
+    words[word] |= codes[2 * p] << shift;
+    words[word] |= codes[2 * p + 1] << (16 + shift);
+  };
+  if constexpr (B == 2 || B == 4 || B == 8) {
+    constexpr int per = 16 / B;
+    for (int p = 0; p < kPairs; ++p) put(p, p / per, B * (p % per));
+  } else if constexpr (B == 3 || B == 5) {
+    constexpr int per = B == 3 ? 5 : 3;
+    for (int p = 0; p < 15; ++p) put(p, p / per, B * (p % per));
+    for (int i = 0; i < B; ++i) {
+      words[i] |= ((codes[30] >> i) & 1u) << 15;
+      words[i] |= ((codes[31] >> i) & 1u) << 31;
+    }
+  } else {  // B == 6
+    for (int p = 0; p < 12; ++p) put(p, p / 2, 6 * (p % 2));
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t lo = codes[2 * (12 + i)], hi = codes[2 * (12 + i) + 1];
+      words[i] |= (lo & 15u) << 12;
+      words[i] |= (hi & 15u) << 28;
+      words[4 + i / 2] |= (lo >> 4) << (12 + 2 * (i % 2));
+      words[4 + i / 2] |= (hi >> 4) << (28 + 2 * (i % 2));
+    }
+  }
+}
+
+// ---- decoding (device and host) ----
+// The half2 bit pattern (1024 + lo) | (1024 + hi) << 16 of pair P, from the lane's B words.
+template <int B, int P>
+HEARTH_QHD uint32_t decode_pair(const uint32_t* w) {
+  if constexpr (B == 2 || B == 4 || B == 8) {
+    constexpr int per = 16 / B;
+    constexpr uint32_t mask = ((1u << B) - 1u) * 0x00010001u;
+    return ((w[P / per] >> (B * (P % per))) & mask) | kMagic;
+  } else if constexpr (B == 3 || B == 5) {
+    constexpr int per = B == 3 ? 5 : 3;
+    constexpr uint32_t mask = ((1u << B) - 1u) * 0x00010001u;
+    if constexpr (P < 15) {
+      return ((w[P / per] >> (B * (P % per))) & mask) | kMagic;
+    } else {
+      uint32_t v = kMagic;
+      for (int i = 0; i < B; ++i) v |= (w[i] >> (15 - i)) & (0x00010001u << i);
+      return v;
+    }
+  } else {  // B == 6
+    if constexpr (P < 12) {
+      return ((w[P / 2] >> (6 * (P % 2))) & 0x003F003Fu) | kMagic;
+    } else {
+      constexpr int i = P - 12;
+      return ((w[i] >> 12) & 0x000F000Fu) | ((w[4 + i / 2] >> (8 + 2 * (i % 2))) & 0x00300030u) |
+             kMagic;
+    }
+  }
+}
+
+// All 16 pairs at once (unrolled by the compiler).
+template <int B>
+HEARTH_QHD void decode_lane(const uint32_t* w, uint32_t* pairs) {
+  pairs[0] = decode_pair<B, 0>(w);
+  pairs[1] = decode_pair<B, 1>(w);
+  pairs[2] = decode_pair<B, 2>(w);
+  pairs[3] = decode_pair<B, 3>(w);
+  pairs[4] = decode_pair<B, 4>(w);
+  pairs[5] = decode_pair<B, 5>(w);
+  pairs[6] = decode_pair<B, 6>(w);
+  pairs[7] = decode_pair<B, 7>(w);
+  pairs[8] = decode_pair<B, 8>(w);
+  pairs[9] = decode_pair<B, 9>(w);
+  pairs[10] = decode_pair<B, 10>(w);
+  pairs[11] = decode_pair<B, 11>(w);
+  pairs[12] = decode_pair<B, 12>(w);
+  pairs[13] = decode_pair<B, 13>(w);
+  pairs[14] = decode_pair<B, 14>(w);
+  pairs[15] = decode_pair<B, 15>(w);
+}
+
+// Per-chunk metadata word: bits in the low byte, group index above.
+HEARTH_QHD uint32_t chunk_info(int bits, uint32_t group) {
+  return static_cast<uint32_t>(bits) | (group << 8);
+}
+HEARTH_QHD int chunk_bits(uint32_t info) {
+  return static_cast<int>(info & 0xffu);
+}
+HEARTH_QHD uint32_t chunk_group(uint32_t info) {
+  return info >> 8;
+}
+
+}  // namespace hearth::qtile
