@@ -648,8 +648,17 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
+// Python's int()/float() strip ASCII whitespace from ASCII text (and Unicode spaces otherwise).
+std::string strip_number_text(std::string_view text) {
+  const bool ascii = std::all_of(text.begin(), text.end(),
+                                 [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  if (!ascii) return py_strip(text, nullptr, true, true);
+  static const std::string kAsciiSpace = " \t\n\r\v\f";
+  return py_strip(text, &kAsciiSpace, true, true);
+}
+
 bool parse_py_int(std::string_view text, int base, int64_t& out) {
-  std::string s = py_strip(text, nullptr, true, true);
+  std::string s = strip_number_text(text);
   std::string digits;
   for (size_t k = 0; k < s.size(); ++k) {
     if (s[k] == '_' && k > 0 && k + 1 < s.size()) continue;
@@ -677,7 +686,7 @@ bool parse_py_int(std::string_view text, int base, int64_t& out) {
 }
 
 bool parse_py_float(std::string_view text, double& out) {
-  std::string s = lower_text(py_strip(text, nullptr, true, true));
+  std::string s = lower_text(strip_number_text(text));
   std::string clean;
   for (size_t k = 0; k < s.size(); ++k)
     if (!(s[k] == '_' && k > 0 && k + 1 < s.size())) clean += s[k];
@@ -1043,7 +1052,6 @@ Value f_last(Interpreter&, std::string_view, const Value& v, CallArgs& a, Pos po
     if (v.as_list().items.empty()) return Value::undefined("No last item, sequence was empty.");
     return v.as_list().items.back();
   }
-  if (v.is_undefined()) fail_at(pos, v.undefined_message());
   const std::vector<Value> items = iterate(v, pos);
   if (items.empty()) return Value::undefined("No last item, sequence was empty.");
   return items.back();
@@ -1051,6 +1059,7 @@ Value f_last(Interpreter&, std::string_view, const Value& v, CallArgs& a, Pos po
 
 Value f_float(Interpreter&, std::string_view, const Value& v, CallArgs& a, Pos pos) {
   Params p("float", a, {"default"}, pos);
+  require_defined(v, pos);
   const Value fallback = p.has(0) ? *p.get(0) : Value::number(0.0);
   if (v.is_number()) return Value::number(v.as_float());
   double d = 0;
@@ -1060,6 +1069,7 @@ Value f_float(Interpreter&, std::string_view, const Value& v, CallArgs& a, Pos p
 
 Value f_int(Interpreter&, std::string_view, const Value& v, CallArgs& a, Pos pos) {
   Params p("int", a, {"default", "base"}, pos);
+  require_defined(v, pos);
   const Value fallback = p.has(0) ? *p.get(0) : Value::integer(0);
   const int64_t base = p.integer(1, 10, "base");
   if (v.is_integral()) return Value::integer(v.as_int());
@@ -1586,6 +1596,14 @@ bool apply_test(Interpreter& in, std::string_view name, const Value& v, CallArgs
     require_defined(other, pos);
     return compare_or_fail(v, other, pos);
   };
+  static const char* const kNoArgTests[] = {
+      "defined", "undefined", "none",   "boolean", "false",    "true",     "integer",
+      "float",   "number",    "string", "mapping", "iterable", "sequence", "callable",
+      "escaped", "lower",     "upper",  "even",    "odd"};
+  for (const char* t : kNoArgTests) {
+    if (name == t && (!args.positional.empty() || !args.keywords.empty()))
+      fail_at(pos, "test '" + std::string(name) + "' takes no arguments");
+  }
   if (name == "defined") return !v.is_undefined();
   if (name == "undefined") return v.is_undefined();
   if (name == "none") return v.is_none();
@@ -1599,7 +1617,7 @@ bool apply_test(Interpreter& in, std::string_view name, const Value& v, CallArgs
   if (name == "mapping") return v.is_dict();
   if (name == "iterable") return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
   if (name == "sequence") return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
-  if (name == "callable") return v.kind() == Kind::kFunction;
+  if (name == "callable") return v.kind() == Kind::kFunction || v.is_undefined();
   if (name == "escaped") return false;
   if (name == "lower" || name == "upper") {
     const std::string s = to_str(v);
@@ -1637,8 +1655,7 @@ bool apply_test(Interpreter& in, std::string_view name, const Value& v, CallArgs
     if (v.kind() != other.kind()) return false;
     switch (v.kind()) {
       case Kind::kNone:
-      case Kind::kUndefined:
-        return true;
+        return true;  // two Undefined values are never the same object
       case Kind::kBool:
         return v.as_bool() == other.as_bool();
       case Kind::kInt:

@@ -830,6 +830,11 @@ Value Interpreter::eval_binary(const BinaryExpr& b) {
       }
       if (x.as_float() == 0.0 && y.as_float() < 0)
         fail_at(pos, "0.0 cannot be raised to a negative power");
+      if (x.as_float() < 0 && std::isfinite(y.as_float()) &&
+          y.as_float() != std::floor(y.as_float()))
+        fail_at(pos,
+                "a negative number raised to a fractional power is complex, which chat templates "
+                "do not support");
       return Value::number(std::pow(x.as_float(), y.as_float()));
     }
     case BinOp::kConcat:
@@ -850,6 +855,9 @@ static bool contains(const Value& container, const Value& item, Pos pos) {
         if (equals(v, item)) return true;
       return false;
     case Kind::kDict:
+      if (item.is_dict() || (item.is_list() && !item.as_list().is_tuple) ||
+          item.kind() == Kind::kObject)
+        fail_at(pos, std::string("unhashable type: '") + type_name(item) + "'");
       return item.is_string() && container.as_dict().find(item.as_string());
     case Kind::kUndefined:
       return false;

@@ -303,6 +303,9 @@ class Lexer {
     std::string text;
     for (size_t k = start; k < q; ++k)
       if (src_[k] != '_') text += src_[k];
+    if (!is_float && text.size() > 1 && text[0] == '0' &&
+        text.find_first_not_of('0') != std::string::npos)
+      error(start, "leading zeros in decimal integer literals are not permitted");
     if (is_float) {
       double value = 0;
       const auto res = std::from_chars(text.data(), text.data() + text.size(), value);

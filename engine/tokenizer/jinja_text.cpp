@@ -173,7 +173,7 @@ static char32_t lower_cp(char32_t c) {
 }
 
 static bool is_cased(char32_t c) {
-  return upper_cp(c) != c || lower_cp(c) != c;
+  return upper_cp(c) != c || lower_cp(c) != c || c == 0xDF || c == 0xB5 || c == 0xAA || c == 0xBA;
 }
 
 template <typename F>

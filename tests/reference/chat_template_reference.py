@@ -393,6 +393,17 @@ SNIPPETS = [
     ("string modulo", "{{ '%s' % 'x' }}", {}),
     ("tojson undefined", "{{ missing | tojson }}", {}),
     ("first of empty is undefined", "{{ ([] | first).x }}", {}),
+    # found by differential fuzzing against transformers
+    ("last of undefined", "{{ missing | last | d('none') }}", {}),
+    ("sameas undefined", "{{ a is sameas b }}{{ missing is callable }}", {}),
+    ("title after sharp s", "{{ 'straße' | title }} {{ 'straße'.title() }}", {}),
+    ("int of control characters", "{{ '0x1A\x1c' | int(0, 16) }} {{ '\x1c12' | int }} {{ ' \t7\n' | int }}", {}),
+    ("test with stray argument", "{{ x is defined x }}", {}),
+    ("leading zeros", "{{ 0001 }}", {}),
+    ("int of undefined", "{{ missing | int }}", {}),
+    ("float of undefined", "{{ missing | float }}", {}),
+    ("dict in dict", "{{ {} in {'a': 1} }}", {}),
+    ("zeros literal", "{{ 000 }} {{ 0 }} {{ 0.5 }}", {}),
 ]
 
 
