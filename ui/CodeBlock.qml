@@ -49,9 +49,6 @@ Rectangle {
                 topInset: 0
                 bottomInset: 0
                 text: copied ? qsTr("Copied") : qsTr("Copy")
-                icon.source: copied ? "qrc:/hearth/icons/check.svg" : "qrc:/hearth/icons/copy.svg"
-                icon.width: 16
-                icon.height: 16
                 font.pointSize: Theme.smallFont
                 Accessible.name: qsTr("Copy code")
                 onClicked: {

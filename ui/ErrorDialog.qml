@@ -22,12 +22,12 @@ Dialog {
     modal: true
     title: heading
     standardButtons: Dialog.Close
-    Accessible.role: Accessible.AlertMessage
-    Accessible.name: heading
 
     ColumnLayout {
         width: parent.width
         spacing: 12
+        Accessible.role: Accessible.AlertMessage
+        Accessible.name: dialog.heading
 
         GridLayout {
             visible: dialog.failure.outOfMemory === true && dialog.failure.needed > 0

@@ -32,6 +32,7 @@ Pane {
 
     // The model's own settings become the defaults whenever another model is chosen.
     onEntryChanged: {
+        const rope = entry && entry.rope ? entry.rope : {}
         maxSeqLen = AppSettings.maxSeqLen > 0 ? AppSettings.maxSeqLen
                                               : Math.min(trainedContext > 0 ? trainedContext : 4096, 8192)
         cacheTokens = 0
@@ -162,15 +163,15 @@ Pane {
             font.bold: true
             color: Theme.text
         }
+        Label {
+            text: qsTr("Maximum sequence length")
+            color: Theme.text
+        }
         RowLayout {
             Layout.fillWidth: true
-            Label {
-                Layout.fillWidth: true
-                text: qsTr("Maximum sequence length")
-                color: Theme.text
-            }
             SpinBox {
                 id: seqBox
+                Layout.fillWidth: true
                 from: 128
                 to: 1048576
                 stepSize: 512
@@ -189,17 +190,17 @@ Pane {
             font.pointSize: Theme.smallFont
             text: qsTr("Longer than the %1 tokens the model was trained for: choose a RoPE scaling, or expect poor answers past that length.").arg(panel.trainedContext)
         }
+        Label {
+            text: qsTr("Cache size (tokens)")
+            color: Theme.text
+            ToolTip.visible: cacheHover.hovered
+            ToolTip.text: qsTr("0 sizes the cache for the maximum sequence length.")
+            HoverHandler { id: cacheHover }
+        }
         RowLayout {
             Layout.fillWidth: true
-            Label {
-                Layout.fillWidth: true
-                text: qsTr("Cache size (tokens)")
-                color: Theme.text
-                ToolTip.visible: cacheHover.hovered
-                ToolTip.text: qsTr("0 sizes the cache for the maximum sequence length.")
-                HoverHandler { id: cacheHover }
-            }
             SpinBox {
+                Layout.fillWidth: true
                 from: 0
                 to: 4194304
                 stepSize: 1024

@@ -96,7 +96,8 @@ ToolBar {
                         if (bar.loading)
                             return qsTr("Loading… %1").arg(EngineController.loadStage)
                         if (EngineController.loaded)
-                            return bar.model.name
+                            return bar.model.name || ""
+
                         return qsTr("No model loaded")
                     }
                 }
@@ -105,8 +106,8 @@ ToolBar {
                     color: Theme.textMuted
                     font.pointSize: Theme.smallFont
                     text: EngineController.loaded
-                          ? qsTr("%1 · %2 · %3 tokens").arg(bar.model.format.toUpperCase())
-                                                          .arg(bar.model.deviceName)
+                          ? qsTr("%1 · %2 · %3 tokens").arg((bar.model.format || "").toUpperCase())
+                                                          .arg(bar.model.deviceName || "")
                                                           .arg(EngineController.maxSeqLen)
                           : ""
                 }

@@ -31,7 +31,7 @@ Rectangle {
                 Accessible.name: qsTr("Load a model")
             }
             TabButton {
-                text: qsTr("Performance")
+                text: qsTr("Live")
                 Accessible.name: qsTr("Memory and speed")
             }
             TabButton {

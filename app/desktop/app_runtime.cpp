@@ -13,8 +13,8 @@
 namespace hearth::app {
 
 AppRuntime::AppRuntime(const Paths& paths) {
-  settings_ = paths.settings.isEmpty() ? std::make_unique<AppSettings>()
-                                       : std::make_unique<AppSettings>(paths.settings);
+  settings_ = paths.settings.isEmpty() ? std::make_unique<AppSettings>(nullptr)
+                                       : std::make_unique<AppSettings>(paths.settings, nullptr);
   AppSettings::setInstance(settings_.get());
   const QString db = paths.database.isEmpty() ? ChatStore::defaultPath() : paths.database;
   try {
@@ -23,7 +23,7 @@ AppRuntime::AppRuntime(const Paths& paths) {
     storeError_ = e.message();
     store_ = std::make_unique<ChatStore>(QStringLiteral(":memory:"));
   }
-  engine_ = std::make_unique<EngineController>();
+  engine_ = std::make_unique<EngineController>(nullptr);
   EngineController::setInstance(engine_.get());
   conversations_ = std::make_unique<ConversationList>(store_.get());
   ConversationList::setInstance(conversations_.get());
@@ -32,7 +32,7 @@ AppRuntime::AppRuntime(const Paths& paths) {
   ChatSession::setInstance(session_.get());
   library_ = std::make_unique<ModelLibrary>(settings_.get());
   ModelLibrary::setInstance(library_.get());
-  language_ = std::make_unique<LanguageManager>();
+  language_ = std::make_unique<LanguageManager>(nullptr);
 }
 
 AppRuntime::~AppRuntime() {

@@ -36,7 +36,7 @@ void AppSettings::setInstance(AppSettings* instance) {
 }
 
 AppSettings* AppSettings::instance() {
-  if (!g_instance) g_instance = new AppSettings();
+  if (!g_instance) g_instance = new AppSettings(nullptr);
   return g_instance;
 }
 

@@ -95,9 +95,11 @@ class AppSettings : public QObject {
   void systemPromptChanged();
 
  public:
-  explicit AppSettings(QObject* parent = nullptr);
+  // No default constructor: Qt 6.4 would build a second instance for QML instead of calling
+  // create().
+  explicit AppSettings(QObject* parent);
   // For tests: settings in the given file instead of the user's.
-  explicit AppSettings(const QString& iniPath, QObject* parent = nullptr);
+  AppSettings(const QString& iniPath, QObject* parent);
 
   static AppSettings* create(QQmlEngine*, QJSEngine*);
   static void setInstance(AppSettings* instance);

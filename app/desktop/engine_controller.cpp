@@ -66,7 +66,7 @@ EngineController::~EngineController() {
 }
 
 EngineController* EngineController::create(QQmlEngine*, QJSEngine*) {
-  if (!g_instance) g_instance = new EngineController();
+  if (!g_instance) g_instance = new EngineController(nullptr);
   QJSEngine::setObjectOwnership(g_instance, QJSEngine::CppOwnership);
   return g_instance;
 }
@@ -137,7 +137,9 @@ void EngineController::requestPlan(const QVariantMap& settings) {
 QCoro::Task<void> EngineController::computePlan(QVariantMap settings, quint64 serial) {
   QPointer<EngineController> self(this);
   // Engine::plan reads the model's header and asks the device for free memory: off the UI thread.
-  QVariantMap result = co_await QtConcurrent::run([settings]() -> QVariantMap {
+  // GCC 12 destroys temporaries of a co_await expression twice: build the future in its own
+  // statement and await a named variable.
+  const auto work = [settings]() -> QVariantMap {
     try {
       return planToMap(hearth::Engine::plan(toLoadOptions(settings)));
     } catch (const hearth::Error& e) {
@@ -147,7 +149,9 @@ QCoro::Task<void> EngineController::computePlan(QVariantMap settings, quint64 se
       return {{QStringLiteral("valid"), false},
               {QStringLiteral("error"), QString::fromUtf8(e.what())}};
     }
-  });
+  };
+  QFuture<QVariantMap> future = QtConcurrent::run(work);
+  const QVariantMap result = co_await future;
   if (!self || serial != planSerial_) co_return;  // a newer request replaced this one
   plan_ = result;
   planning_ = false;

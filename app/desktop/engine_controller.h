@@ -53,7 +53,9 @@ class EngineController : public QObject {
   enum State { Empty, Loading, Ready, Generating };
   Q_ENUM(State)
 
-  explicit EngineController(QObject* parent = nullptr);
+  // No default constructor: Qt 6.4 would build a second instance for QML instead of calling
+  // create().
+  explicit EngineController(QObject* parent);
   ~EngineController() override;
 
   // The instance the app created (QML_SINGLETON factory).

@@ -31,7 +31,7 @@ LanguageManager* LanguageManager::create(QQmlEngine* engine, QJSEngine*) {
 }
 
 LanguageManager* LanguageManager::instance() {
-  if (!g_instance) g_instance = new LanguageManager();
+  if (!g_instance) g_instance = new LanguageManager(nullptr);
   return g_instance;
 }
 

@@ -23,7 +23,9 @@ class LanguageManager : public QObject {
   Q_PROPERTY(QVariantList available READ available NOTIFY changed)
 
  public:
-  explicit LanguageManager(QObject* parent = nullptr);
+  // No default constructor: Qt 6.4 would build a second instance for QML instead of calling
+  // create().
+  explicit LanguageManager(QObject* parent);
   ~LanguageManager() override;
   static LanguageManager* create(QQmlEngine* engine, QJSEngine*);
   static LanguageManager* instance();

@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   QGuiApplication::setApplicationDisplayName(QStringLiteral("Hearth"));
   QGuiApplication::setDesktopFileName(QStringLiteral("hearth"));
   QGuiApplication app(argc, argv);
-  QGuiApplication::setWindowIcon(QIcon(QStringLiteral(":/hearth/icons/hearth.svg")));
+  QGuiApplication::setWindowIcon(QIcon(QStringLiteral(":/hearth/hearth.svg")));
   QQuickStyle::setStyle(QStringLiteral("Material"));
 
   QCommandLineParser parser;

@@ -168,22 +168,25 @@ QCoro::Task<void> ModelLibrary::scan(quint64 serial) {
   QSet<QString> hidden;
   for (const QString& h : settings_->hiddenModels()) hidden.insert(canonical(h));
 
-  const QVector<LibraryEntry> found =
-      co_await QtConcurrent::run([folderList, imported, hidden]() -> QVector<LibraryEntry> {
-        QVector<LibraryEntry> out;
-        QSet<QString> seen;
-        const auto add = [&](const QString& path, const QString& source) {
-          const QString key = canonical(path);
-          if (seen.contains(key) || hidden.contains(key)) return;
-          seen.insert(key);
-          out.push_back(describe(path, source));
-        };
-        for (const QString& folder : folderList)
-          for (const QString& path : candidatesIn(folder)) add(path, folder);
-        for (const QString& path : imported)
-          if (QFileInfo::exists(path)) add(path, QString());
-        return out;
-      });
+  // GCC 12 destroys temporaries of a co_await expression twice: build the future in its own
+  // statement and await a named variable.
+  const auto work = [folderList, imported, hidden]() -> QVector<LibraryEntry> {
+    QVector<LibraryEntry> out;
+    QSet<QString> seen;
+    const auto add = [&](const QString& path, const QString& source) {
+      const QString key = canonical(path);
+      if (seen.contains(key) || hidden.contains(key)) return;
+      seen.insert(key);
+      out.push_back(describe(path, source));
+    };
+    for (const QString& folder : folderList)
+      for (const QString& path : candidatesIn(folder)) add(path, folder);
+    for (const QString& path : imported)
+      if (QFileInfo::exists(path)) add(path, QString());
+    return out;
+  };
+  QFuture<QVector<LibraryEntry>> future = QtConcurrent::run(work);
+  const QVector<LibraryEntry> found = co_await future;
   if (!self || serial != scanSerial_) co_return;
   beginResetModel();
   entries_ = found;
