@@ -97,17 +97,25 @@ class BpeTokenizer final : public Tokenizer {
     pieces_ = std::move(spec.vocab);
     pieces_.resize(size);
     special_.assign(size, false);
-    for (const auto& t : spec.added_tokens) {
-      pieces_[t.id] = t.content;
-      special_[t.id] = t.special;
-    }
     for (size_t id = 0; id < pieces_.size(); ++id)
       if (!pieces_[id].empty()) piece_ids_[pieces_[id]] = static_cast<int32_t>(id);
-    for (const auto& t : spec.added_tokens) piece_ids_[t.content] = t.id;
+    for (const auto& t : spec.added_tokens) {
+      // tokenizers (0.23) decodes a normalized added token through its normalized form.
+      pieces_[t.id] = t.normalized ? normalize(t.content) : t.content;
+      special_[t.id] = t.special;
+      piece_ids_[t.content] = t.id;
+    }
 
+    // Normalized added tokens are matched in normalized text, so by their normalized form.
     std::vector<AddedToken> raw_tokens, normalized_tokens;
-    for (const auto& t : spec.added_tokens)
-      (t.normalized ? normalized_tokens : raw_tokens).push_back(t);
+    for (const auto& t : spec.added_tokens) {
+      if (!t.normalized) {
+        raw_tokens.push_back(t);
+        continue;
+      }
+      normalized_tokens.push_back(t);
+      if (metaspace_normalizer_) normalized_tokens.back().content = normalize(t.content);
+    }
     raw_matcher_ = AddedTokenMatcher(raw_tokens);
     normalized_matcher_ = AddedTokenMatcher(normalized_tokens);
 
@@ -146,9 +154,7 @@ class BpeTokenizer final : public Tokenizer {
         continue;
       }
       std::string_view normalized = segment.text;
-      if (metaspace_normalizer_)
-        normalized =
-            arena.keep(std::string(kMetaspace) + replace_all(segment.text, " ", kMetaspace));
+      if (metaspace_normalizer_) normalized = arena.keep(normalize(segment.text));
       inner.clear();
       normalized_matcher_.split(normalized, inner);
       for (const TextSegment& part : inner) {
@@ -212,6 +218,12 @@ class BpeTokenizer final : public Tokenizer {
   }
 
  private:
+  // The normalizer: Llama 2's Prepend("▁") + Replace(" ", "▁"), or none.
+  std::string normalize(std::string_view text) const {
+    if (!metaspace_normalizer_) return std::string(text);
+    return std::string(kMetaspace) + replace_all(text, " ", kMetaspace);
+  }
+
   void check_decode_id(int32_t id) const {
     if (id < 0 || static_cast<size_t>(id) >= pieces_.size())
       fail(ErrorCode::kInvalidArgument, "token id " + std::to_string(id) +

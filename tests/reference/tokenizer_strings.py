@@ -46,7 +46,7 @@ FIXED = [
     "<|im_start|>user\nHi<|im_end|>\n", "<|im_start|><|im_start|>", "<|im_end", "<|im_start|",
     "x<|endoftext|>y", " <|im_start|> ", "<repo_name>foo<file_sep>bar", "<|IM_START|>",
     "<<|im_start|>>", "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>assistant\n",
-    "<s>Hello</s>", "<s> <s>", "</s>", "<unk>", "<mask> masked <mask>", "a<mask>b",
+    "<s>Hello</s>", "<s> <s>", "say hello world twice: hello world", "a<tool>b <tool>", "</s>", "<unk>", "<mask> masked <mask>", "a<mask>b",
     "<0xZZ>", "<0x0A>", "Ġhello", "▁hello ▁▁", "\\x80\\xff", "&#x1F600;",
     "a" * 300, "supercalifragilisticexpialidocious" * 3, "ab" * 100, " " * 50 + "x",
     "\n" * 20, "!" * 40, "...", "?!?!", "--- *** ___", "(parens) [brackets] {braces}",

@@ -11,7 +11,7 @@ tokenizer.json loader and pipeline are checked against `tokenizers` itself:
   digits_prefix Digits(contiguous) + ByteLevel(add_prefix_space=true): prefix space per piece
   behaviors     Split with String/Regex patterns and every behavior, invert, then ByteLevel
   llama2_style  Llama 2's BPE layout: Prepend/Replace normalizer, byte_fallback, fuse_unk,
-                Replace/ByteFallback/Fuse/Strip decoder, "<s> $A"
+                Replace/ByteFallback/Fuse/Strip decoder, "<s> $A", a normalized added token
 
 Writes tests/fixtures/tokenizer/synthetic/<name>/{tokenizer.json,tokenizer_config.json,
 cases.json}; cases hold ids for encode(text) with and without special tokens and decode(ids)
@@ -151,6 +151,9 @@ def llama2_style():
     tok = Tokenizer.from_str(json.dumps(data))
     tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
                                      decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    # Added tokens matched in normalized text ("▁hello▁world") and in raw text.
+    tok.add_tokens([AddedToken("hello world", normalized=True),
+                    AddedToken("<tool>", normalized=False)])
     tok.post_processor = template(tok, "<s> $A")
     config = {"bos_token": "<s>", "eos_token": "</s>", "add_bos_token": True,
               "add_eos_token": False}
