@@ -15,20 +15,22 @@
 namespace hearth::kernels {
 namespace {
 
-constexpr int kBlockM = 64;
-constexpr int kBlockN = 64;
-constexpr int kThreads = 128;
+constexpr int kBlockN = 64;  // keys per tile
 
 template <int D>
 __device__ __forceinline__ int swizzle(int row, int chunk) {
   return row * D + ((chunk ^ (row & 7)) << 3);
 }
 
-template <class T, int D>
-__global__ void __launch_bounds__(kThreads)
+// W warps per block, 16 query rows each: the block's keys and values are loaded once for
+// 16·W queries.
+template <class T, int D, int W>
+__global__ void __launch_bounds__(W * 32)
     attention_prefill_kernel(const T* q, BatchView batch, KvLayerView kv, int num_heads, int group,
                              float scale_log2, T* out) {
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
+  constexpr int kBlockM = 16 * W;
+  constexpr int kThreads = 32 * W;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* s_q = reinterpret_cast<T*>(smem_raw);
   T* s_k = s_q + kBlockM * D;  // two stages
@@ -230,52 +232,65 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <class T, int D>
+template <class T, int D, int W>
 constexpr size_t prefill_smem_bytes() {
-  return size_t(kBlockM + 4 * kBlockN) * D * sizeof(T);
+  return size_t(16 * W + 4 * kBlockN) * D * sizeof(T);
 }
 
-template <class T, int D>
+template <class T, int D, int W>
 cudaError_t allow_prefill_smem() {
-  return cudaFuncSetAttribute(attention_prefill_kernel<T, D>,
+  return cudaFuncSetAttribute(attention_prefill_kernel<T, D, W>,
                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(prefill_smem_bytes<T, D>()));
+                              static_cast<int>(prefill_smem_bytes<T, D, W>()));
 }
 
-template <class T, int D>
+template <class T, int D, int W>
 cudaError_t launch_prefill(const Launch& l, const void* q, const BatchView& batch,
                            const KvLayerView& kv, int num_heads, float scale, int max_q_len,
                            void* out) {
-  constexpr size_t smem = prefill_smem_bytes<T, D>();
-  const dim3 grid(static_cast<unsigned>(ceil_div(max_q_len, kBlockM)),
+  constexpr size_t smem = prefill_smem_bytes<T, D, W>();
+  const dim3 grid(static_cast<unsigned>(ceil_div(max_q_len, 16 * W)),
                   static_cast<unsigned>(num_heads), static_cast<unsigned>(batch.num_seqs));
   const int group = num_heads / kv.num_kv_heads;
   const float scale_log2 = scale * 1.4426950408889634f;
-  return launch_kernel(l, attention_prefill_kernel<T, D>, grid, dim3(kThreads), smem,
+  return launch_kernel(l, attention_prefill_kernel<T, D, W>, grid, dim3(W * 32), smem,
                        static_cast<const T*>(q), batch, kv, num_heads, group, scale_log2,
                        static_cast<T*>(out));
+}
+
+template <class T>
+cudaError_t allow_all() {
+  cudaError_t e = allow_prefill_smem<T, 64, 4>();
+  if (e == cudaSuccess) e = allow_prefill_smem<T, 128, 4>();
+  if (e == cudaSuccess) e = allow_prefill_smem<T, 64, 8>();
+  if (e == cudaSuccess) e = allow_prefill_smem<T, 128, 8>();
+  return e;
 }
 
 }  // namespace
 
 cudaError_t prepare_attention_prefill() {
-  cudaError_t e = allow_prefill_smem<__half, 64>();
-  if (e == cudaSuccess) e = allow_prefill_smem<__half, 128>();
-  if (e == cudaSuccess) e = allow_prefill_smem<__nv_bfloat16, 64>();
-  if (e == cudaSuccess) e = allow_prefill_smem<__nv_bfloat16, 128>();
+  cudaError_t e = allow_all<__half>();
+  if (e == cudaSuccess) e = allow_all<__nv_bfloat16>();
   return e;
 }
 
 cudaError_t attention_prefill(const Launch& l, Elem t, const void* q, const BatchView& batch,
                               const KvLayerView& kv, int num_heads, float scale, int max_q_len,
-                              void* out) {
+                              void* out, int warps) {
   if (max_q_len <= 0 || batch.num_seqs <= 0) return cudaSuccess;
   if (kv.head_dim != 64 && kv.head_dim != 128) return cudaErrorInvalidValue;
   HEARTH_DISPATCH_16(t, T, {
-    if (kv.head_dim == 64) {
-      return launch_prefill<T, 64>(l, q, batch, kv, num_heads, scale, max_q_len, out);
+    if (warps == 8) {
+      if (kv.head_dim == 64) {
+        return launch_prefill<T, 64, 8>(l, q, batch, kv, num_heads, scale, max_q_len, out);
+      }
+      return launch_prefill<T, 128, 8>(l, q, batch, kv, num_heads, scale, max_q_len, out);
     }
-    return launch_prefill<T, 128>(l, q, batch, kv, num_heads, scale, max_q_len, out);
+    if (kv.head_dim == 64) {
+      return launch_prefill<T, 64, 4>(l, q, batch, kv, num_heads, scale, max_q_len, out);
+    }
+    return launch_prefill<T, 128, 4>(l, q, batch, kv, num_heads, scale, max_q_len, out);
   });
 }
 

@@ -1,160 +1,207 @@
 // Matrix-vector products for decode: out[R, N] = x[R, K] · W[N, K]ᵀ with R small (1..64).
 //
-// The tensor-core kernel reads W once with 16-byte streaming loads, issued for a whole K slice
-// before the first use (many bytes in flight, and, with programmatic dependent launch, before
-// the previous kernel has finished). Each warp owns a tile of 16 output features × 256 inputs:
-// thread (g = lane/4, t = lane%4) loads 8 consecutive inputs of features g and g+8. mma.sync
-// m16n8k16 wants a different k order in its fragments, but a dot product does not care about
-// the order of k as long as x uses the same one, so x is loaded with the identical layout and the
-// 16-byte words are fed to the MMA as they are. x rows are the MMA's N dimension (8 per tile).
+// Tensor-core GEMV, one warp per work item. An item is 16 output features × a slice of K; the
+// warp streams its slice of W through a private ring of shared-memory stages filled with
+// cp.async (16-byte copies, four stages in flight while one is consumed, no block barriers:
+// each thread reads back only what it copied). The copies of the first stages are issued before
+// griddepcontrol.wait, so under programmatic dependent launch they overlap the previous kernel.
 //
-// Four warps share a block (1024 inputs); blocks along K write fp32 partials and the last block
-// to finish a tile sums them in a fixed order. The split depends only on (N, K), so an output
-// row is bit-identical whatever R is: decode is batch-invariant.
+// Fragments: thread (g = lane/4, t = lane%4) copies 8 consecutive inputs of features g and g+8.
+// mma.sync m16n8k16 wants another k order in its fragments, but a dot product does not care
+// about the order of k as long as x uses the same one, so x is loaded with the identical layout
+// and the 16-byte words go to the MMA as they are. x rows are the MMA's N (8 per n-tile).
+//
+// Split-K: slices are sized from (N, K, SM count) only, so every output row is computed the same
+// way whatever R is (decode is batch-invariant). Items of one tile write fp32 partials; the last
+// warp to finish a tile sums them in a fixed order. Up to three matrices that share x (q, k, v;
+// gate, up) run in one launch.
 #include "kernels/common.cuh"
 
 namespace hearth::kernels {
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kSteps = 8;                 // 32-input steps per warp
-constexpr int kWarpK = kSteps * 32;       // 256 inputs per warp
-constexpr int kBlockK = kWarps * kWarpK;  // 1024 inputs per block
-constexpr int kTileN = 16;                // output features per block
+constexpr int kWarps = 4;    // warps (items) per block
+constexpr int kStages = 5;   // ring depth per warp
+constexpr int kStageK = 64;  // inputs per stage (two 32-input MMA steps)
+constexpr int kTileN = 16;   // output features per item
+constexpr int kItemsPerSm = 8;
 
-int tiles_n(int64_t n) {
-  return static_cast<int>(ceil_div(n, kTileN));
+struct Plan {
+  int tiles = 0;
+  int splits = 0;
+  int kps = 0;  // inputs per split, a multiple of kStageK
+};
+
+Plan make_plan(int64_t n, int64_t k, int sms) {
+  Plan p;
+  p.tiles = static_cast<int>(ceil_div(n, kTileN));
+  const int64_t target = int64_t(sms > 0 ? sms : 132) * kItemsPerSm;
+  int64_t splits = std::max<int64_t>(1, ceil_div(target, p.tiles));
+  splits = std::min<int64_t>(splits, ceil_div(k, kStageK));
+  p.kps = static_cast<int>(ceil_div(ceil_div(k, splits), kStageK) * kStageK);
+  p.splits = static_cast<int>(ceil_div(k, p.kps));
+  return p;
 }
-int splits_k(int64_t k) {
-  return static_cast<int>(ceil_div(k, kBlockK));
-}
+
 int ntiles_for(int64_t rows) {
   return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 32 ? 4 : 8;
 }
 
+struct Matrix {
+  const void* w;
+  const float* bias;
+  void* out;
+  int n;
+  int splits;
+  int kps;
+  int item_begin;
+  int64_t partial_offset;  // floats into the partials
+  int counter_offset;      // ints into the counters
+  bool out_f32;
+};
+
+struct Group {
+  Matrix m[kGemvMaxMatrices];
+  int count;
+  int items;
+};
+
 template <class T, int NT>
 __global__ void __launch_bounds__(kWarps * 32)
-    gemv_mma_kernel(const T* __restrict__ w, const T* x, const float* __restrict__ bias, void* out,
-                    bool out_f32, int n, int k, int rows, float* partials, int32_t* counters) {
-  // The block's weight slice (32 KB), fetched with cp.async: the copies are all in flight at
-  // once and the compiler cannot sink them past the dependency wait as it does plain loads.
-  // Each thread reads back only what it copied itself. Reused for the cross-warp reduction.
-  __shared__ uint4 s_w[kWarps][kSteps][2][32];
-  __shared__ bool last_block;
-  static_assert(sizeof(float) * kWarps * NT * 4 * 32 <= sizeof(s_w), "reduction fits");
-  float(*red)[NT][4][32] = reinterpret_cast<float(*)[NT][4][32]>(&s_w[0][0][0][0]);
+    gemv_kernel(Group group, const T* x, int k, int rows, float* partials, int32_t* counters) {
+  __shared__ uint4 ring[kWarps][kStages][4][32];  // 40 KB
 
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
   const int t = lane & 3;
-  const int tile = blockIdx.x;
-  const int split = blockIdx.y;
+  const int item = blockIdx.x * kWarps + warp;
+  pdl_launch_dependents();
+  if (item >= group.items) return;
+
+  // This item's matrix (selected without indexing the parameter array at run time).
+  Matrix m = group.m[0];
+#pragma unroll
+  for (int i = 1; i < kGemvMaxMatrices; ++i) {
+    if (i < group.count && item >= group.m[i].item_begin) m = group.m[i];
+  }
+  const T* w = static_cast<const T*>(m.w);
+  const int local = item - m.item_begin;
+  const int tile = local / m.splits;
+  const int split = local % m.splits;
+  const int k_begin = split * m.kps;
+  const int k_end = min(k, k_begin + m.kps);
+  const int stages = (k_end - k_begin + kStageK - 1) / kStageK;
   const int row0 = tile * kTileN + g;
   const int row1 = row0 + 8;
-  const int kbase = split * kBlockK + warp * kWarpK + t * 8;
-  const uint4 zero = make_uint4(0, 0, 0, 0);
+  const int n = m.n;
 
-  pdl_launch_dependents();
-  // Weights do not depend on the previous kernel: fetch the whole slice before waiting for it.
+  auto issue = [&](int stage) {
+    const int slot = stage % kStages;
 #pragma unroll
-  for (int s = 0; s < kSteps; ++s) {
-    const int kk = kbase + s * 32;
-    const bool in_k = kk < k;
-    cp_async16(&s_w[warp][s][0][lane], in_k && row0 < n ? w + int64_t(row0) * k + kk : w,
-               in_k && row0 < n);
-    cp_async16(&s_w[warp][s][1][lane], in_k && row1 < n ? w + int64_t(row1) * k + kk : w,
-               in_k && row1 < n);
+    for (int j = 0; j < 2; ++j) {
+      const int kk = k_begin + stage * kStageK + j * 32 + t * 8;
+      const bool in_k = kk < k_end;
+      cp_async16(&ring[warp][slot][2 * j][lane], in_k && row0 < n ? w + int64_t(row0) * k + kk : w,
+                 in_k && row0 < n);
+      cp_async16(&ring[warp][slot][2 * j + 1][lane],
+                 in_k && row1 < n ? w + int64_t(row1) * k + kk : w, in_k && row1 < n);
+    }
+  };
+  // Weights do not depend on the previous kernel: start streaming before waiting for it.
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < stages) issue(s);
+    cp_async_commit();
   }
-  cp_async_commit();
   pdl_wait();
 
   float acc[NT][4];
 #pragma unroll
   for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
 
-  cp_async_wait<0>();
+  for (int it = 0; it < stages; ++it) {
+    cp_async_wait<kStages - 2>();
+    // Refill the slot consumed in the previous iteration.
+    if (it + kStages - 1 < stages) issue(it + kStages - 1);
+    cp_async_commit();
+    const int slot = it % kStages;
 #pragma unroll
-  for (int s = 0; s < kSteps; ++s) {
-    const int kk = kbase + s * 32;
-    const uint4 w0 = s_w[warp][s][0][lane];
-    const uint4 w1 = s_w[warp][s][1][lane];
-    const uint32_t a_lo[4] = {w0.x, w1.x, w0.y, w1.y};
-    const uint32_t a_hi[4] = {w0.z, w1.z, w0.w, w1.w};
+    for (int j = 0; j < 2; ++j) {
+      const uint4 w0 = ring[warp][slot][2 * j][lane];
+      const uint4 w1 = ring[warp][slot][2 * j + 1][lane];
+      const uint32_t a_lo[4] = {w0.x, w1.x, w0.y, w1.y};
+      const uint32_t a_hi[4] = {w0.z, w1.z, w0.w, w1.w};
+      const int kk = k_begin + it * kStageK + j * 32 + t * 8;
+      const bool in_k = kk < k_end;
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const int r = j * 8 + g;
-      const uint4 xv = (r < rows && kk < k) ? load16(x + int64_t(r) * k + kk) : zero;
-      mma_16816<T>(acc[j], a_lo, xv.x, xv.y);
-      mma_16816<T>(acc[j], a_hi, xv.z, xv.w);
+      for (int nt = 0; nt < NT; ++nt) {
+        const int r = nt * 8 + g;
+        const uint4 xv = (r < rows && in_k) ? load16(x + int64_t(r) * k + kk) : zero;
+        mma_16816<T>(acc[nt], a_lo, xv.x, xv.y);
+        mma_16816<T>(acc[nt], a_hi, xv.z, xv.w);
+      }
     }
   }
+  cp_async_wait<0>();
 
-  __syncthreads();  // every warp is done with s_w before it becomes `red`
-#pragma unroll
-  for (int j = 0; j < NT; ++j) {
-#pragma unroll
-    for (int c = 0; c < 4; ++c) red[warp][j][c][lane] = acc[j][c];
-  }
-  __syncthreads();
-
-  // Thread (c = tid/32, ln = tid%32) finishes accumulator c of lane ln for every tile j.
-  const int c = threadIdx.x >> 5;
-  const int ln = threadIdx.x & 31;
-  const int out_row = tile * kTileN + (ln >> 2) + (c >= 2 ? 8 : 0);
-  const int rows_padded = NT * 8;
-  float v[NT];
-#pragma unroll
-  for (int j = 0; j < NT; ++j) {
-    v[j] = ((red[0][j][c][ln] + red[1][j][c][ln]) + red[2][j][c][ln]) + red[3][j][c][ln];
-  }
-
-  auto store = [&](int col, float value) {
-    if (bias) value += bias[out_row];
-    if (out_f32) {
-      static_cast<float*>(out)[int64_t(col) * n + out_row] = value;
+  auto store = [&](int row, int col, float value) {
+    if (m.bias) value += m.bias[row];
+    if (m.out_f32) {
+      static_cast<float*>(m.out)[int64_t(col) * n + row] = value;
     } else {
-      static_cast<T*>(out)[int64_t(col) * n + out_row] = from_f<T>(value);
+      static_cast<T*>(m.out)[int64_t(col) * n + row] = from_f<T>(value);
     }
   };
-
-  if (gridDim.y == 1) {
+  if (m.splits == 1) {
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const int col = j * 8 + 2 * (ln & 3) + (c & 1);
-      if (out_row < n && col < rows) store(col, v[j]);
+    for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int row = c < 2 ? row0 : row1;
+        const int col = nt * 8 + 2 * t + (c & 1);
+        if (row < n && col < rows) store(row, col, acc[nt][c]);
+      }
     }
     return;
   }
-
+  constexpr int kRowsPadded = NT * 8;
+  float* part = partials + m.partial_offset;
 #pragma unroll
-  for (int j = 0; j < NT; ++j) {
-    const int col = j * 8 + 2 * (ln & 3) + (c & 1);
-    if (out_row < n && col < rows) {
-      partials[(int64_t(split) * rows_padded + col) * n + out_row] = v[j];
+  for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int row = c < 2 ? row0 : row1;
+      const int col = nt * 8 + 2 * t + (c & 1);
+      if (row < n && col < rows) part[(int64_t(split) * kRowsPadded + col) * n + row] = acc[nt][c];
     }
   }
   __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const int done = atomicAdd(&counters[tile], 1);
-    last_block = done == static_cast<int>(gridDim.y) - 1;
-  }
-  __syncthreads();
-  if (!last_block) return;
+  __syncwarp();
+  int32_t* counter = counters + m.counter_offset + tile;
+  int done = 0;
+  if (lane == 0) done = atomicAdd(counter, 1);
+  done = __shfl_sync(0xffffffffu, done, 0);
+  if (done != m.splits - 1) return;
   __threadfence();
 #pragma unroll
-  for (int j = 0; j < NT; ++j) {
-    const int col = j * 8 + 2 * (ln & 3) + (c & 1);
-    if (out_row < n && col < rows) {
-      float sum = 0.0f;
-      for (int s = 0; s < static_cast<int>(gridDim.y); ++s) {
-        sum += __ldcg(&partials[(int64_t(s) * rows_padded + col) * n + out_row]);
+  for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int row = c < 2 ? row0 : row1;
+      const int col = nt * 8 + 2 * t + (c & 1);
+      if (row < n && col < rows) {
+        float sum = 0.0f;
+        for (int s = 0; s < m.splits; ++s) {
+          sum += __ldcg(&part[(int64_t(s) * kRowsPadded + col) * n + row]);
+        }
+        store(row, col, sum);
       }
-      store(col, sum);
     }
   }
-  if (threadIdx.x == 0) counters[tile] = 0;  // ready for the next launch
+  __syncwarp();
+  if (lane == 0) *counter = 0;  // ready for the next launch
 }
 
 // One warp per output feature, one x row, CUDA cores (for comparison in benchmarks).
@@ -215,56 +262,83 @@ __global__ void gemv_generic_kernel(const T* __restrict__ w, const float* __rest
   }
 }
 
-template <class T, int NT>
-cudaError_t launch_mma(const Launch& l, const void* w, const float* bias, const void* x,
-                       int64_t rows, int64_t n, int64_t k, void* out, bool out_f32,
-                       const GemvScratch& scratch) {
-  const dim3 grid(static_cast<unsigned>(tiles_n(n)), static_cast<unsigned>(splits_k(k)));
-  return launch_kernel(l, gemv_mma_kernel<T, NT>, grid, dim3(kWarps * 32), 0,
-                       static_cast<const T*>(w), static_cast<const T*>(x), bias, out, out_f32,
-                       static_cast<int>(n), static_cast<int>(k), static_cast<int>(rows),
-                       scratch.partials, scratch.counters);
-}
-
 bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+
+template <class T, int NT>
+cudaError_t launch_group(const Launch& l, const Group& group, const void* x, int64_t rows,
+                         int64_t k, const GemvScratch& scratch) {
+  const dim3 grid(static_cast<unsigned>(ceil_div(group.items, kWarps)));
+  return launch_kernel(l, gemv_kernel<T, NT>, grid, dim3(kWarps * 32), 0, group,
+                       static_cast<const T*>(x), static_cast<int>(k), static_cast<int>(rows),
+                       scratch.partials, scratch.counters);
 }
 
 }  // namespace
 
 bool gemv_supported(int64_t n, int64_t k, int64_t rows) {
   return rows >= 1 && rows <= kGemvMaxRows && k % 8 == 0 && k > 0 && n > 0 &&
-         n < (int64_t(1) << 30) && k < (int64_t(1) << 30);
+         n < (int64_t(1) << 28) && k < (int64_t(1) << 28);
 }
 
-size_t gemv_partial_floats(int64_t n, int64_t k, int64_t rows) {
-  const int splits = splits_k(k);
-  if (splits <= 1) return 0;
-  return static_cast<size_t>(splits) * static_cast<size_t>(ntiles_for(rows) * 8) *
+size_t gemv_partial_floats(int64_t n, int64_t k, int64_t rows, int sms) {
+  const Plan p = make_plan(n, k, sms);
+  if (p.splits <= 1) return 0;
+  return static_cast<size_t>(p.splits) * static_cast<size_t>(ntiles_for(rows) * 8) *
          static_cast<size_t>(n);
 }
 
 size_t gemv_counters(int64_t n) {
-  return static_cast<size_t>(tiles_n(n));
+  return static_cast<size_t>(ceil_div(n, kTileN));
+}
+
+cudaError_t gemv_group(const Launch& l, Elem t, const GemvOutput* outputs, int count, const void* x,
+                       int64_t rows, int64_t k, const GemvScratch& scratch) {
+  if (count < 1 || count > kGemvMaxMatrices || !aligned16(x)) return cudaErrorInvalidValue;
+  Group group{};
+  group.count = count;
+  int64_t items = 0, partial = 0, counter = 0;
+  for (int i = 0; i < count; ++i) {
+    const GemvOutput& o = outputs[i];
+    if (!gemv_supported(o.n, k, rows) || !aligned16(o.w)) return cudaErrorInvalidValue;
+    const Plan p = make_plan(o.n, k, l.sm_count);
+    Matrix& m = group.m[i];
+    m.w = o.w;
+    m.bias = o.bias;
+    m.out = o.out;
+    m.n = static_cast<int>(o.n);
+    m.splits = p.splits;
+    m.kps = p.kps;
+    m.item_begin = static_cast<int>(items);
+    m.partial_offset = partial;
+    m.counter_offset = static_cast<int>(counter);
+    m.out_f32 = o.out_type == Elem::kF32;
+    items += int64_t(p.tiles) * p.splits;
+    partial += static_cast<int64_t>(gemv_partial_floats(o.n, k, rows, l.sm_count));
+    counter += p.tiles;
+  }
+  if (items >= (int64_t(1) << 31)) return cudaErrorInvalidValue;
+  group.items = static_cast<int>(items);
+  HEARTH_DISPATCH_16(t, T, {
+    switch (ntiles_for(rows)) {
+      case 1:
+        return launch_group<T, 1>(l, group, x, rows, k, scratch);
+      case 2:
+        return launch_group<T, 2>(l, group, x, rows, k, scratch);
+      case 4:
+        return launch_group<T, 4>(l, group, x, rows, k, scratch);
+      default:
+        return launch_group<T, 8>(l, group, x, rows, k, scratch);
+    }
+  });
 }
 
 cudaError_t gemv(const Launch& l, Elem t, const void* w, const float* bias, const void* x,
                  int64_t rows, int64_t n, int64_t k, void* out, Elem out_t,
                  const GemvScratch& scratch) {
-  if (!gemv_supported(n, k, rows) || !aligned16(w) || !aligned16(x)) return cudaErrorInvalidValue;
-  const bool out_f32 = out_t == Elem::kF32;
-  HEARTH_DISPATCH_16(t, T, {
-    switch (ntiles_for(rows)) {
-      case 1:
-        return launch_mma<T, 1>(l, w, bias, x, rows, n, k, out, out_f32, scratch);
-      case 2:
-        return launch_mma<T, 2>(l, w, bias, x, rows, n, k, out, out_f32, scratch);
-      case 4:
-        return launch_mma<T, 4>(l, w, bias, x, rows, n, k, out, out_f32, scratch);
-      default:
-        return launch_mma<T, 8>(l, w, bias, x, rows, n, k, out, out_f32, scratch);
-    }
-  });
+  const GemvOutput o{w, bias, out, out_t, n};
+  return gemv_group(l, t, &o, 1, x, rows, k, scratch);
 }
 
 cudaError_t gemv_fma_row(const Launch& l, Elem t, const void* w, const void* x, int64_t n,

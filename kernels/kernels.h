@@ -30,6 +30,7 @@ struct Launch {
   // Programmatic dependent launch (sm_90+): the kernel may start while the previous one drains;
   // it prefetches what does not depend on it (weights) and waits before touching activations.
   bool pdl = false;
+  int sm_count = 0;  // multiprocessors of the device (sizes split-K work); 0: assume 132
 };
 
 // A packed batch as the kernels see it. T rows (tokens) belong to S sequences; both counts may
@@ -109,20 +110,34 @@ cudaError_t fill_random(const Launch& l, Elem t, void* out, int64_t n, uint64_t 
 
 // Scratch for the split-K reduction; counters must start at zero (the kernel leaves them so).
 struct GemvScratch {
-  float* partials = nullptr;    // gemv_partial_floats(...) floats
-  int32_t* counters = nullptr;  // gemv_counters(N) ints
+  float* partials = nullptr;    // sum of gemv_partial_floats(...) over the matrices of a launch
+  int32_t* counters = nullptr;  // sum of gemv_counters(N) over the matrices of a launch
 };
 
-constexpr int kGemvMaxRows = 64;  // most x rows the tensor-core GEMV takes
+constexpr int kGemvMaxRows = 64;     // most x rows the tensor-core GEMV takes
+constexpr int kGemvMaxMatrices = 3;  // matrices sharing x in one launch
 
 // Whether the tensor-core GEMV handles this shape (K a multiple of 8, R <= kGemvMaxRows).
 bool gemv_supported(int64_t n, int64_t k, int64_t rows);
-size_t gemv_partial_floats(int64_t n, int64_t k, int64_t rows);
+// Split-K scratch of one matrix on a device with `sms` multiprocessors (0: assume 132).
+size_t gemv_partial_floats(int64_t n, int64_t k, int64_t rows, int sms);
 size_t gemv_counters(int64_t n);
 
-// Tensor-core (mma.sync) GEMV with a deterministic split-K: a row of out is computed the same
-// way whatever R is (batch-invariant). W: [N, K] of type t; x: [R, K] of type t; bias: f32 [N]
-// or null; out: [R, N] of type out_t (t or f32).
+struct GemvOutput {
+  const void* w = nullptr;      // [n, K] of the launch's element type, 16-byte aligned
+  const float* bias = nullptr;  // f32 [n] or null
+  void* out = nullptr;          // [R, n] of out_type (the element type or f32)
+  Elem out_type = Elem::kF16;
+  int64_t n = 0;
+};
+
+// Tensor-core (mma.sync) GEMV streaming W through per-warp cp.async pipelines, with a
+// deterministic split-K sized from (N, K, SM count): an output row is computed the same way
+// whatever R is (batch-invariant), and whether or not it shares a launch. out_i[R, n_i] =
+// x[R, K] · W_iᵀ (+ bias_i) for `count` (<= kGemvMaxMatrices) matrices sharing x [R, K].
+cudaError_t gemv_group(const Launch& l, Elem t, const GemvOutput* outputs, int count, const void* x,
+                       int64_t rows, int64_t k, const GemvScratch& scratch);
+// One matrix: out[R, N] = x[R, K] · W[N, K]ᵀ (+ bias).
 cudaError_t gemv(const Launch& l, Elem t, const void* w, const float* bias, const void* x,
                  int64_t rows, int64_t n, int64_t k, void* out, Elem out_t,
                  const GemvScratch& scratch);
@@ -149,10 +164,10 @@ bool attention_fast_supported(int head_dim, int num_heads, int num_kv_heads);
 
 // Flash-style tiled attention (prefill; any number of new tokens per sequence). Reads keys and
 // values from the cache, so kv_store must run first. max_q_len: the longest sequence's new
-// tokens (sets the grid). No N×N matrix is formed.
+// tokens (sets the grid). No N×N matrix is formed. warps: 4 (64 queries per block) or 8 (128).
 cudaError_t attention_prefill(const Launch& l, Elem t, const void* q, const BatchView& batch,
                               const KvLayerView& kv, int num_heads, float scale, int max_q_len,
-                              void* out);
+                              void* out, int warps = 4);
 
 // Scratch of the split-K decode attention; counters start at zero and are left at zero.
 struct DecodeScratch {

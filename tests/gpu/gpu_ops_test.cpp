@@ -415,6 +415,55 @@ INSTANTIATE_TEST_SUITE_P(
         AttnCase{"d64_single_token", 2, 1, 64, 16, {1}, {1}, 4}),
     [](const ::testing::TestParamInfo<AttnCase>& info) { return std::string(info.param.name); });
 
+TEST_F(GpuOps, AttentionWithEightWarpBlocksMatchesReference) {
+  CudaBackendOptions o;
+  o.attention_warps = 8;
+  auto wide = create_cuda_backend(o);
+  run_attention_case(AttnCase{"w8_d128_gqa4", 8, 2, 128, 64, {300, 1, 129}, {5, 200, 1}, 2}, *wide,
+                     *cpu, 1.5e-3);
+  run_attention_case(AttnCase{"w8_d64_gqa3", 9, 3, 64, 16, {130, 17}, {1, 140}, 2}, *wide, *cpu,
+                     1.5e-3);
+}
+
+// Consecutive linears reading the same input are launched together; each must still get its
+// own result (shapes and biases differ).
+TEST_F(GpuOps, GroupedLinearsMatchSeparateOnes) {
+  const int64_t rows = 3, k = 576;
+  const std::vector<int64_t> outs = {576, 192, 1536};
+  auto run = [&](Backend& b) {
+    TestBatch batch = one_sequence(rows);
+    DeviceTensor in = b.alloc_activation(rows, k);
+    std::vector<DeviceTensor> out;
+    for (int64_t n : outs) out.push_back(b.alloc_activation(rows, n));
+    const PreparedBatch p = b.prepare_batch(batch.desc());
+    Keep keep;
+    load(b, random_values(static_cast<size_t>(rows * k), 3, 1.0f), rows, k, in, p.tokens, keep);
+    std::vector<std::unique_ptr<BackendWeight>> weights;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      LinearSource src;
+      src.name = "grouped" + std::to_string(i);
+      src.weight = HostTensor::from_floats(
+          random_values(static_cast<size_t>(outs[i] * k), 10 + i, 0.05f), {outs[i], k});
+      src.bias = HostTensor::from_floats(random_values(static_cast<size_t>(outs[i]), 20 + i, 1.0f),
+                                         {outs[i]});
+      weights.push_back(b.upload_linear(src));
+    }
+    for (size_t i = 0; i < outs.size(); ++i) {
+      b.linear(*weights[i], in.first_rows(p.tokens), out[i].first_rows(p.tokens));
+    }
+    std::vector<float> all;
+    for (auto& t : out) {
+      const auto v = b.read(t, rows);
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  };
+  const auto got = run(*gpu);
+  const auto ref = run(*cpu);
+  const auto d = compare(got, ref);
+  EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref) << d.str();
+}
+
 TEST_F(GpuOps, AttentionInBf16MatchesReference) {
   auto bf16 = [] {
     CudaBackendOptions o;

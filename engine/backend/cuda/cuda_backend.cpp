@@ -62,7 +62,7 @@ int64_t cuda_decode_bucket(int64_t sequences) {
 size_t cuda_workspace_bytes(int64_t max_batch_tokens, int64_t max_logit_rows, int64_t vocab,
                             int64_t num_heads, int64_t head_dim, int64_t max_out_features) {
   const size_t cublas = size_t(32) << 20;
-  const size_t gemv = size_t(64) << 20;  // split-K partials are capped at this
+  const size_t gemv = size_t(3) * (size_t(64) << 20);  // split-K: 64 MiB per matrix at most
   const size_t rows = static_cast<size_t>(std::max<int64_t>(max_logit_rows, 1));
   const size_t decode =
       kernels::decode_partial_floats(static_cast<int>(rows), static_cast<int>(num_heads),
@@ -130,7 +130,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : options_(options) 
     for (auto& e : upload_done_) {
       check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "creating an event");
     }
-    launch_ = {stream_, options.pdl && info_.compute_major >= 9};
+    launch_ = {stream_, options.pdl && info_.compute_major >= 9, info_.multiprocessors};
     ensure_meta_capacity(1024, 64, 64, 4096);
     // Counters for split-K reductions start at zero and every kernel leaves them at zero.
     ensure_gemv_scratch(0, 65536);
@@ -392,6 +392,7 @@ MemoryUsage CudaBackend::memory_usage() const {
 
 PreparedBatch CudaBackend::prepare_batch(const BatchDesc& batch) {
   DeviceGuard guard(options_.device);
+  flush_linears();
   if (batch.seqs.empty()) fail(ErrorCode::kInvalidArgument, "empty batch");
   PreparedLayout p;
   p.seqs = static_cast<int64_t>(batch.seqs.size());
@@ -500,6 +501,7 @@ void CudaBackend::run(const std::function<void()>& record, std::optional<int64_t
   DeviceGuard guard(options_.device);
   if (!graph_key || !options_.cuda_graphs) {
     record();
+    flush_linears();
     return;
   }
   drop_stale_graphs();
@@ -511,6 +513,7 @@ void CudaBackend::run(const std::function<void()>& record, std::optional<int64_t
   // graphs of other keys are dropped if that moved anything they use).
   if (!warmed_keys_.count(*graph_key)) {
     record();
+    flush_linears();
     drop_stale_graphs();
     warmed_keys_.insert(*graph_key);
     return;
@@ -519,16 +522,20 @@ void CudaBackend::run(const std::function<void()>& record, std::optional<int64_t
              "starting graph capture");
   try {
     record();
+    flush_linears();
   } catch (const CaptureInvalidated&) {
+    pending_.clear();
     cudaGraph_t graph = nullptr;
     cudaStreamEndCapture(stream_, &graph);
     if (graph) cudaGraphDestroy(graph);
     cudaGetLastError();
     record();  // runs directly and grows what it needs
+    flush_linears();
     drop_stale_graphs();
     warmed_keys_.insert(*graph_key);
     return;
   } catch (...) {
+    pending_.clear();
     cudaGraph_t graph = nullptr;
     cudaStreamEndCapture(stream_, &graph);
     if (graph) cudaGraphDestroy(graph);
@@ -549,6 +556,7 @@ void CudaBackend::run(const std::function<void()>& record, std::optional<int64_t
 
 std::vector<float> CudaBackend::read(DeviceTensor t, int64_t rows) {
   DeviceGuard guard(options_.device);
+  flush_linears();
   HEARTH_CHECK(t.data != nullptr && rows >= 0 && rows <= t.rows, "read: bad rows");
   const size_t count = static_cast<size_t>(rows * t.cols);
   const size_t bytes = count * dtype_size(t.dtype);

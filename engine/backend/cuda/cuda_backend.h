@@ -19,6 +19,7 @@ struct CudaBackendOptions {
   bool pdl = true;          // programmatic dependent launch between kernels (sm_90+ only)
   // Up to this many rows a linear layer runs on Hearth's tensor-core GEMV; above, on cuBLAS.
   int64_t gemv_max_rows = 32;
+  int attention_warps = 4;  // prefill attention: 4 (64 queries per block) or 8 (128)
   size_t cublas_workspace_bytes = size_t(32) << 20;
 };
 

@@ -143,6 +143,8 @@ class CudaBackend final : public Backend {
   bool pdl() const { return launch_.pdl; }
   void set_cuda_graphs(bool on);
   void set_gemv_max_rows(int64_t rows) { options_.gemv_max_rows = rows; }
+  void set_attention_warps(int warps) { options_.attention_warps = warps == 8 ? 8 : 4; }
+  int attention_warps() const { return options_.attention_warps; }
   // Drops every captured graph (buffers they point to changed or went away).
   void invalidate_graphs();
   void synchronize();
@@ -151,7 +153,7 @@ class CudaBackend final : public Backend {
 
  private:
   kernels::Launch launch() const { return launch_; }
-  kernels::Launch launch_plain() const { return {stream_, false}; }
+  kernels::Launch launch_plain() const { return {stream_, false, info_.multiprocessors}; }
   kernels::BatchView batch_view() const;
   void check_rows(const DeviceTensor& t, int64_t rows, const char* op) const;
   void ensure_gemv_scratch(size_t partial_floats, size_t counters);
@@ -168,6 +170,14 @@ class CudaBackend final : public Backend {
   void stream_quantized(const QuantizedWeight& q, void* dst, const std::string& what);
 
   void linear_cublas(const CudaLinearWeight& w, const DeviceTensor& x, const DeviceTensor& out);
+  // Consecutive GEMV-sized linears that read the same x are launched together (q, k, v;
+  // gate, up): linear() queues them, and every other op launches the queue first.
+  void flush_linears();
+
+  // EXL2 / GPTQ linear layers (defined in engine/quant/cuda_quant_linear.cpp).
+  std::unique_ptr<BackendWeight> upload_quantized_linear(const LinearSource& source);
+  void linear_quantized(const BackendWeight& w, const DeviceTensor& x, const DeviceTensor& out);
+  DeviceBuffer quant_dequant_;  // fp16 weights of the large-batch quantized path
 
   CudaBackendOptions options_;
   CudaDeviceInfo info_;
@@ -214,6 +224,13 @@ class CudaBackend final : public Backend {
   DeviceBuffer sample_scratch_;
   DeviceBuffer sample_small_;  // params, penalties, chosen ids
   PinnedBuffer sample_host_;
+
+  struct PendingLinear {
+    const CudaLinearWeight* weight;
+    DeviceTensor out;
+  };
+  std::vector<PendingLinear> pending_;
+  DeviceTensor pending_x_;
 
   // CUDA graphs per key.
   struct Graph {

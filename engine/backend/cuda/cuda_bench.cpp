@@ -118,9 +118,9 @@ json gemm_peak(CudaBackend& be, DType dtype) {
   DeviceBuffer b = be.alloc_workspace(bytes, "GEMM test");
   DeviceBuffer c = be.alloc_workspace(bytes, "GEMM test");
   const kernels::Elem e = cuda::to_elem(dtype);
-  check_launch(kernels::fill_random({be.stream(), false}, e, a.get(), int64_t(n) * n, 1, 1.0f),
+  check_launch(kernels::fill_random({be.stream(), false, 0}, e, a.get(), int64_t(n) * n, 1, 1.0f),
                "fill");
-  check_launch(kernels::fill_random({be.stream(), false}, e, b.get(), int64_t(n) * n, 2, 1.0f),
+  check_launch(kernels::fill_random({be.stream(), false, 0}, e, b.get(), int64_t(n) * n, 2, 1.0f),
                "fill");
   const cudaDataType_t t = dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
   const float alpha = 1.0f, beta = 0.0f;
@@ -152,7 +152,7 @@ json kernel_sweep(CudaBackend& be, const ModelConfig& c, DType dtype) {
                                      {"lm_head", c.vocab_size, H}};
   const kernels::Elem e = cuda::to_elem(dtype);
   const cudaDataType_t t = dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
-  const kernels::Launch launch{be.stream(), be.pdl()};
+  const kernels::Launch launch{be.stream(), be.pdl(), be.device_info().multiprocessors};
   json out = json::array();
   for (const Shape& s : shapes) {
     const size_t wbytes = static_cast<size_t>(s.n * s.k) * 2;
@@ -160,17 +160,19 @@ json kernel_sweep(CudaBackend& be, const ModelConfig& c, DType dtype) {
     std::vector<DeviceBuffer> w;
     for (int i = 0; i < copies; ++i) {
       w.push_back(be.alloc_workspace(wbytes, "sweep weights"));
-      check_launch(
-          kernels::fill_random({be.stream(), false}, e, w.back().get(), s.n * s.k, 10 + i, 0.02f),
-          "fill");
+      check_launch(kernels::fill_random({be.stream(), false, 0}, e, w.back().get(), s.n * s.k,
+                                        10 + i, 0.02f),
+                   "fill");
     }
     const int64_t max_rows = 64;
     DeviceBuffer x = be.alloc_workspace(static_cast<size_t>(max_rows * s.k) * 2, "sweep x");
     DeviceBuffer y = be.alloc_workspace(static_cast<size_t>(max_rows * s.n) * 2, "sweep y");
-    check_launch(kernels::fill_random({be.stream(), false}, e, x.get(), max_rows * s.k, 3, 1.0f),
+    check_launch(kernels::fill_random({be.stream(), false, 0}, e, x.get(), max_rows * s.k, 3, 1.0f),
                  "fill");
     DeviceBuffer partials = be.alloc_workspace(
-        std::max<size_t>(kernels::gemv_partial_floats(s.n, s.k, max_rows) * 4, 256),
+        std::max<size_t>(
+            kernels::gemv_partial_floats(s.n, s.k, max_rows, be.device_info().multiprocessors) * 4,
+            256),
         "sweep partials");
     DeviceBuffer counters = be.alloc_workspace(kernels::gemv_counters(s.n) * 4, "sweep counters");
     check_cuda(cudaMemsetAsync(counters.get(), 0, counters.size(), be.stream()), "clearing");
@@ -219,6 +221,60 @@ json kernel_sweep(CudaBackend& be, const ModelConfig& c, DType dtype) {
       row["cublas_gbs"] = gb / (ms * 1e-3);
       out.push_back(row);
     }
+  }
+  return out;
+}
+
+// The prefill attention kernel alone (one sequence, causal), 4 or 8 warps per block.
+json attention_sweep(CudaBackend& be, const ModelConfig& c, DType dtype) {
+  json out = json::array();
+  const kernels::Elem e = cuda::to_elem(dtype);
+  const int page = 256;
+  for (int64_t T : {2048, 8192}) {
+    const int64_t pages = (T + page - 1) / page;
+    KvCacheSpec spec{1, c.num_kv_heads, c.head_dim, page, pages, KvCacheType::kF16};
+    auto cache = be.create_kv_cache(spec);
+    auto& kv = static_cast<cuda::CudaKvCache&>(*cache);
+    const int64_t q_cols = c.num_heads * c.head_dim;
+    DeviceBuffer q = be.alloc_workspace(static_cast<size_t>(T * q_cols) * 2, "attention q");
+    DeviceBuffer o = be.alloc_workspace(static_cast<size_t>(T * q_cols) * 2, "attention out");
+    check_launch(kernels::fill_random({be.stream(), false, 0}, e, q.get(), T * q_cols, 5, 1.0f),
+                 "fill");
+    const kernels::KvLayerView view = kv.layer(0);
+    check_launch(kernels::fill_random({be.stream(), false, 0}, e, view.base,
+                                      int64_t(spec.bytes() / 2), 6, 1.0f),
+                 "fill");
+    std::vector<int32_t> meta = {0, static_cast<int32_t>(T), static_cast<int32_t>(T), 0};
+    for (int64_t p = 0; p < pages; ++p) meta.push_back(static_cast<int32_t>(p));
+    DeviceBuffer m = be.alloc_workspace(meta.size() * 4, "attention meta");
+    check_cuda(cudaMemcpy(m.get(), meta.data(), meta.size() * 4, cudaMemcpyHostToDevice), "meta");
+    kernels::BatchView b;
+    b.seq_q_start = m.as<int32_t>();
+    b.seq_kv_len = m.as<int32_t>() + 2;
+    b.seq_pages = m.as<int32_t>() + 3;
+    b.pages = m.as<int32_t>() + 4;
+    b.num_tokens = static_cast<int32_t>(T);
+    b.num_seqs = 1;
+    const double flops = 4.0 * c.num_heads * c.head_dim * static_cast<double>(T) * (T + 1) / 2.0;
+    json row = {{"tokens", T},
+                {"heads", c.num_heads},
+                {"kv_heads", c.num_kv_heads},
+                {"head_dim", c.head_dim}};
+    for (int warps : {4, 8}) {
+      const double ms = time_ms(
+          be.stream(),
+          [&](int) {
+            check_launch(kernels::attention_prefill({be.stream(), false, 0}, e, q.get(), b, view,
+                                                    static_cast<int>(c.num_heads),
+                                                    1.0f / std::sqrt(float(c.head_dim)),
+                                                    static_cast<int>(T), o.get(), warps),
+                         "attention_prefill");
+          },
+          2, 10);
+      row["warps" + std::to_string(warps) + "_us"] = ms * 1e3;
+      row["warps" + std::to_string(warps) + "_tflops"] = flops / (ms * 1e-3) / 1e12;
+    }
+    out.push_back(row);
   }
   return out;
 }
@@ -301,8 +357,7 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
   SamplingParams greedy;
 
   // ---- prefill ----
-  json prefill = json::array();
-  for (int64_t T : o.profile_decode_step ? std::vector<int64_t>{} : o.prefill_lengths) {
+  auto prefill_run = [&](int64_t T) {
     std::vector<int32_t> ids = tokens_for(T, config.vocab_size, 11);
     std::vector<int32_t> pages((T + page - 1) / page);
     for (size_t i = 0; i < pages.size(); ++i) pages[i] = static_cast<int32_t>(i);
@@ -331,10 +386,23 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
               {"tokens_per_s", static_cast<double>(T) / t},
               {"tflops", tflops},
               {"share_of_datasheet_peak", peak > 0 ? tflops / peak : 0.0},
-              {"share_of_measured_gemm", tflops / gemm}};
-    prefill.push_back(e);
+              {"share_of_measured_gemm", tflops / gemm},
+              {"attention_warps", be.attention_warps()}};
+    return e;
+  };
+  json prefill = json::array();
+  if (!o.profile_decode_step) {
+    for (int64_t T : o.prefill_lengths) prefill.push_back(prefill_run(T));
   }
   r["prefill"] = prefill;
+  if (o.variants && !o.profile_decode_step) {
+    const int warps = be.attention_warps();
+    be.set_attention_warps(warps == 8 ? 4 : 8);
+    json other = json::array();
+    for (int64_t T : o.prefill_lengths) other.push_back(prefill_run(T));
+    r["prefill_other_attention_warps"] = other;
+    be.set_attention_warps(warps);
+  }
 
   // ---- decode ----
   const double weight_bytes =
@@ -447,6 +515,15 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
     text += fmt("decode batch %.0f / batch 1: ", decode.back()["batch"].get<double>()) +
             fmt("%.1fx\n", last / b1);
   }
+  if (r.contains("prefill_other_attention_warps")) {
+    for (const auto& e : r["prefill_other_attention_warps"]) {
+      text +=
+          fmt("prefill %.0f tokens with ", e["tokens"].get<double>()) +
+          fmt("%.0f-warp attention: ", e["attention_warps"].get<double>()) +
+          fmt("%.0f tokens/s", e["tokens_per_s"].get<double>()) +
+          fmt(" (%.1f%% of datasheet peak)\n", 100 * e["share_of_datasheet_peak"].get<double>());
+    }
+  }
   if (r.contains("decode_batch1_variants")) {
     text +=
         "batch-1 decode without CUDA graphs: " +
@@ -506,6 +583,15 @@ BenchReport run_backend_benchmark(const BenchOptions& o) {
 
   if (o.kernel_sweep && !o.models.empty() && !o.profile_decode_step) {
     j["kernel_sweep"] = kernel_sweep(be, synthetic_model_config(o.models.front()), o.dtype);
+    j["attention_sweep"] = attention_sweep(be, synthetic_model_config(o.models.front()), o.dtype);
+    text += "\nprefill attention kernel (one layer, causal):\n";
+    for (const auto& e : j["attention_sweep"]) {
+      text += fmt("  %5.0f tokens: ", e["tokens"].get<double>()) +
+              fmt("4 warps %.1f us", e["warps4_us"].get<double>()) +
+              fmt(" (%.0f TFLOP/s), ", e["warps4_tflops"].get<double>()) +
+              fmt("8 warps %.1f us", e["warps8_us"].get<double>()) +
+              fmt(" (%.0f TFLOP/s)\n", e["warps8_tflops"].get<double>());
+    }
     text += "\nGEMV sweep (" + o.models.front() + " shapes; GB/s of weights read):\n";
     text += "shape    rows | GEMV us  GB/s | FMA us  GB/s | cuBLAS us  GB/s\n";
     for (const auto& e : j["kernel_sweep"]) {

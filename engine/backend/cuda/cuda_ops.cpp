@@ -5,6 +5,7 @@
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/core/error.h"
+#include "engine/quant/cuda_quant_linear.h"
 
 namespace hearth::cuda {
 namespace {
@@ -40,6 +41,7 @@ void CudaBackend::check_rows(const DeviceTensor& t, int64_t rows, const char* op
 }
 
 void CudaBackend::embed(const BackendWeight& table, DeviceTensor out) {
+  flush_linears();
   const CudaTensorWeight& t = tensor_weight(table, "embed");
   HEARTH_CHECK(t.shape.size() == 2 && t.shape[1] == out.cols, "embed: table shape");
   HEARTH_CHECK(out.rows <= prepared_.padded_tokens, "embed: more rows than the batch");
@@ -50,6 +52,7 @@ void CudaBackend::embed(const BackendWeight& table, DeviceTensor out) {
 }
 
 void CudaBackend::rms_norm(DeviceTensor x, const BackendWeight& w, float eps, DeviceTensor out) {
+  flush_linears();
   const CudaTensorWeight& t = tensor_weight(w, "rms_norm");
   HEARTH_CHECK(t.shape.size() == 1 && t.shape[0] == x.cols && out.cols == x.cols,
                "rms_norm: shapes");
@@ -62,6 +65,7 @@ void CudaBackend::rms_norm(DeviceTensor x, const BackendWeight& w, float eps, De
 
 void CudaBackend::add_rms_norm(DeviceTensor residual, DeviceTensor delta, const BackendWeight& w,
                                float eps, DeviceTensor out) {
+  flush_linears();
   const CudaTensorWeight& t = tensor_weight(w, "add_rms_norm");
   HEARTH_CHECK(t.shape.size() == 1 && t.shape[0] == residual.cols && delta.cols == residual.cols &&
                    out.cols == residual.cols,
@@ -75,6 +79,10 @@ void CudaBackend::add_rms_norm(DeviceTensor residual, DeviceTensor delta, const 
 }
 
 void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTensor out) {
+  if (is_quantized_linear(weight)) {  // EXL2 / GPTQ (engine/quant/cuda_quant_linear.cpp)
+    linear_quantized(weight, x, out);
+    return;
+  }
   const auto* w = dynamic_cast<const CudaLinearWeight*>(&weight);
   HEARTH_CHECK(w != nullptr, "linear: weight is not a CUDA linear weight");
   const int64_t rows = x.rows;
@@ -89,19 +97,60 @@ void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTens
   if (rows <= 0) return;
   const int64_t n = w->out_features;
   const int64_t k = w->in_features;
-  if (rows <= options_.gemv_max_rows && kernels::gemv_supported(n, k, rows)) {
-    const size_t partials = kernels::gemv_partial_floats(n, k, rows);
-    if (partials * sizeof(float) <= kMaxGemvScratchBytes) {
-      ensure_gemv_scratch(partials, kernels::gemv_counters(n));
-      const kernels::GemvScratch scratch{gemv_partials_.as<float>(), gemv_counters_.as<int32_t>()};
-      check_launch(kernels::gemv(launch(), to_elem(w->dtype), w->weight.get(),
-                                 w->bias ? w->bias.as<float>() : nullptr, x.data, rows, n, k,
-                                 out.data, to_elem(out.dtype), scratch),
-                   "gemv");
-      return;
-    }
+  auto bytes_of = [](const DeviceTensor& t, int64_t r) {
+    return static_cast<size_t>(r * t.cols) * dtype_size(t.dtype);
+  };
+  auto overlap = [&](const DeviceTensor& a, const DeviceTensor& b) {
+    const auto* a0 = static_cast<const char*>(a.data);
+    const auto* b0 = static_cast<const char*>(b.data);
+    return a0 < b0 + bytes_of(b, rows) && b0 < a0 + bytes_of(a, rows);
+  };
+  HEARTH_CHECK(!overlap(x, out), "linear " + w->name + ": output overlaps the input");
+  const bool gemv =
+      rows <= options_.gemv_max_rows && kernels::gemv_supported(n, k, rows) &&
+      kernels::gemv_partial_floats(n, k, rows, info_.multiprocessors) * sizeof(float) <=
+          kMaxGemvScratchBytes;
+  if (!gemv) {
+    flush_linears();
+    linear_cublas(*w, x, out);
+    return;
   }
-  linear_cublas(*w, x, out);
+  if (!pending_.empty()) {
+    bool joins = pending_x_.data == x.data && pending_x_.rows == rows &&
+                 pending_x_.cols == x.cols && pending_x_.dtype == x.dtype &&
+                 pending_.size() < static_cast<size_t>(kernels::kGemvMaxMatrices);
+    for (const PendingLinear& p : pending_) joins = joins && !overlap(p.out, out);
+    if (!joins) flush_linears();
+  }
+  pending_x_ = x;
+  pending_.push_back({w, out.first_rows(rows)});
+}
+
+void CudaBackend::flush_linears() {
+  if (pending_.empty()) return;
+  std::vector<kernels::GemvOutput> outputs;
+  size_t partials = 0, counters = 0;
+  const int64_t rows = pending_x_.rows;
+  const int64_t k = pending_x_.cols;
+  for (const PendingLinear& p : pending_) {
+    kernels::GemvOutput o;
+    o.w = p.weight->weight.get();
+    o.bias = p.weight->bias ? p.weight->bias.as<float>() : nullptr;
+    o.out = p.out.data;
+    o.out_type = to_elem(p.out.dtype);
+    o.n = p.weight->out_features;
+    outputs.push_back(o);
+    partials += kernels::gemv_partial_floats(o.n, k, rows, info_.multiprocessors);
+    counters += kernels::gemv_counters(o.n);
+  }
+  const DType dtype = pending_.front().weight->dtype;
+  const void* x = pending_x_.data;
+  pending_.clear();
+  ensure_gemv_scratch(partials, counters);
+  const kernels::GemvScratch scratch{gemv_partials_.as<float>(), gemv_counters_.as<int32_t>()};
+  check_launch(kernels::gemv_group(launch(), to_elem(dtype), outputs.data(),
+                                   static_cast<int>(outputs.size()), x, rows, k, scratch),
+               "gemv");
 }
 
 void CudaBackend::linear_cublas(const CudaLinearWeight& w, const DeviceTensor& x,
@@ -125,6 +174,7 @@ void CudaBackend::linear_cublas(const CudaLinearWeight& w, const DeviceTensor& x
 }
 
 void CudaBackend::rope(DeviceTensor q, DeviceTensor k, const RopeParams& params) {
+  flush_linears();
   HEARTH_CHECK(params.inv_freq != nullptr, "rope: no frequency table");
   const CudaTensorWeight& inv = tensor_weight(*params.inv_freq, "rope");
   HEARTH_CHECK(params.head_dim > 0 && params.rotary_dim <= params.head_dim &&
@@ -144,6 +194,7 @@ void CudaBackend::rope(DeviceTensor q, DeviceTensor k, const RopeParams& params)
 
 void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCacheStorage& storage,
                             const AttentionParams& p, DeviceTensor out) {
+  flush_linears();
   auto* cache = dynamic_cast<CudaKvCache*>(&storage);
   HEARTH_CHECK(cache != nullptr, "attention: cache is not a CUDA cache");
   const KvCacheSpec& spec = cache->spec();
@@ -188,7 +239,8 @@ void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCa
   check_launch(kernels::kv_store(launch(), elem, k.data, v.data, batch, view), "kv_store");
   if (fast) {
     check_launch(kernels::attention_prefill(launch(), elem, q.data, batch, view, heads, p.scale,
-                                            static_cast<int>(prepared_.max_q_len), out.data),
+                                            static_cast<int>(prepared_.max_q_len), out.data,
+                                            options_.attention_warps),
                  "attention_prefill");
   } else {
     check_launch(
@@ -198,6 +250,7 @@ void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCa
 }
 
 void CudaBackend::silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) {
+  flush_linears();
   HEARTH_CHECK(gate.cols == up.cols && gate.cols == out.cols, "silu_mul: shapes");
   check_rows(gate, gate.rows, "silu_mul");
   check_rows(up, gate.rows, "silu_mul");
@@ -208,6 +261,7 @@ void CudaBackend::silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out)
 }
 
 void CudaBackend::gather_logit_rows(DeviceTensor x, DeviceTensor out) {
+  flush_linears();
   HEARTH_CHECK(x.cols == out.cols && x.dtype == out.dtype, "gather_logit_rows: shapes");
   HEARTH_CHECK(out.rows <= prepared_.padded_logit_rows, "gather_logit_rows: too many rows");
   check_rows(x, prepared_.padded_tokens, "gather_logit_rows");

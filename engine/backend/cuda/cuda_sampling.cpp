@@ -55,6 +55,7 @@ size_t align_up(size_t n) {
 std::vector<int32_t> CudaBackend::sample(DeviceTensor logits,
                                          std::span<const SampleRequest> requests) {
   DeviceGuard guard(options_.device);
+  flush_linears();
   const auto rows = static_cast<int64_t>(requests.size());
   if (rows == 0) return {};
   HEARTH_CHECK(logits.data != nullptr && rows <= logits.rows, "sample: more requests than rows");

@@ -101,6 +101,10 @@ void CudaBackend::stream_quantized(const QuantizedWeight& q, void* dst, const st
 
 std::unique_ptr<BackendWeight> CudaBackend::upload_linear(const LinearSource& source) {
   DeviceGuard guard(options_.device);
+  // EXL2 / GPTQ layers run on their own kernels (fp16 activations; engine/quant).
+  if (source.quantized && options_.activation_dtype == DType::kF16) {
+    return upload_quantized_linear(source);
+  }
   auto w = std::make_unique<CudaLinearWeight>(epoch_);
   w->name = source.name;
   w->dtype = options_.activation_dtype;

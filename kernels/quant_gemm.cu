@@ -1,0 +1,487 @@
+// EXL2 / GPTQ matrix products for decode and small batches: fused dequantize-and-multiply on the
+// tensor cores, plus a dequantize-to-fp16 kernel for the large-batch (cuBLAS) path.
+//
+// Layout: kernels/quant_tile_codec.cuh (tiles of 32 outputs × 32 stored rows; each lane's words
+// hold exactly the codes of its mma.sync A fragments, so decoding is a mask and an OR per pair
+// of weights, with no shuffles). One warp computes one 32-output tile column over the block's
+// range of chunks: per chunk it decodes 16 half2 pairs, subtracts the zero (exact in fp16) and
+// multiplies by the group's fp16 scale — the weight is then bit-identical to the reference
+// dequantizer — and issues 4 MMAs per 8 activation rows (m16n8k16, fp32 accumulators).
+//
+// Block: 4 warps = 128 consecutive outputs, and P consecutive chunks (P·32 stored rows, P = 4, 8
+// or 16 chosen from the matrix shape alone). Before waiting on the previous kernel (programmatic
+// dependent launch), every warp issues cp.async copies of its whole weight slice and of the
+// scales it will need, so the weights stream in while the previous kernel drains. Then the block
+// stages x for its rows in shared memory, gathering each row through row_src — the act-order
+// permutation is applied here, with no separate pass — and zero-filling padding rows. Blocks
+// along K write fp32 partials; the last block of a tile column to finish sums them in a fixed
+// order (deterministic, and independent of the number of x rows).
+#include <algorithm>
+
+#include "kernels/common.cuh"
+#include "kernels/quant_kernels.h"
+#include "kernels/quant_tile_codec.cuh"
+
+namespace hearth::kernels {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kMaxChunksPerBlock = 16;
+constexpr int kMetaWords = 36;  // per (warp, chunk): 4 uint4 scales + 4 uint4 zeros + 1 uint4 misc
+
+int tile_columns(const QuantMatrix& m) {
+  return static_cast<int>(ceil_div(m.blocks, kWarps));
+}
+
+// Chunks per block, from the shape only (so results do not depend on the batch size): enough
+// blocks to fill the GPU several times over, as few K splits as that allows.
+int chunks_per_block(const QuantMatrix& m) {
+  const int64_t cols = tile_columns(m);
+  if (cols * ceil_div(m.chunks, 16) >= 1024) return 16;
+  if (cols * ceil_div(m.chunks, 8) >= 384) return 8;
+  return 4;
+}
+
+int row_tiles(int64_t rows) {
+  return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 32 ? 4 : 8;
+}
+
+int effective_chunks(const QuantMatrix& m, int64_t rows) {
+  const int p = chunks_per_block(m);
+  return row_tiles(rows) == 8 ? std::min(p, 8) : p;  // keeps shared memory in bounds
+}
+
+size_t smem_bytes(const QuantMatrix& m, int mt, int p) {
+  const size_t w = size_t(kWarps) * m.max_bits * p * 32 * 4;
+  const size_t meta = size_t(kWarps) * p * kMetaWords * 4;
+  const size_t x = size_t(mt) * 8 * (p * 32 + 8) * 2;
+  return w + meta + x;
+}
+
+__device__ __forceinline__ __half2 as_half2(uint32_t v) {
+  return *reinterpret_cast<__half2*>(&v);
+}
+__device__ __forceinline__ uint32_t as_u32(__half2 v) {
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+// Scales (and zeros as 1024 + z) of the lane's four outputs g + 8j for one chunk's group, from
+// the staged metadata of that chunk.
+template <QuantKind KIND>
+__device__ __forceinline__ void chunk_scales(const uint32_t* meta, int g, int bits, __half2 sc[4],
+                                             __half2 zz[4]) {
+  if constexpr (KIND == QuantKind::kExl2) {
+    const uint32_t codes = reinterpret_cast<const uint16_t*>(meta)[g];
+    const float mx = __half2float(__ushort_as_half(static_cast<unsigned short>(meta[32])));
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int q = static_cast<int>((codes >> (4 * j)) & 15u) + 1;
+      sc[j] = __half2half2(__float2half_rn(static_cast<float>(q * q) * mx));
+    }
+  } else {
+    const uint2 s = reinterpret_cast<const uint2*>(meta)[g];  // 4 halves: outputs g + 8j
+    const __half* sh = reinterpret_cast<const __half*>(&s);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) sc[j] = __half2half2(sh[j]);
+  }
+  if constexpr (KIND == QuantKind::kGptqAsym) {
+    const uint2 z = reinterpret_cast<const uint2*>(meta + 16)[g];
+    const __half* zh = reinterpret_cast<const __half*>(&z);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) zz[j] = __half2half2(zh[j]);
+  } else {
+    const __half2 z = __half2half2(__float2half_rn(1024.0f + static_cast<float>(1 << (bits - 1))));
+#pragma unroll
+    for (int j = 0; j < 4; ++j) zz[j] = z;
+  }
+}
+
+// One chunk: decode the lane's B words and run the MMAs for MT tiles of 8 x rows.
+template <int B, int MT>
+__device__ __forceinline__ void chunk_mma(const uint32_t* wl, const __half* xs, int xs_stride,
+                                          int g, int t, const __half2 sc[4], const __half2 zz[4],
+                                          float acc[2][MT][4]) {
+  uint32_t w[B];
+#pragma unroll
+  for (int i = 0; i < B; ++i) w[i] = wl[i * 32];
+  uint32_t pr[qtile::kPairs];
+  qtile::decode_lane<B>(w, pr);
+#pragma unroll
+  for (int ks = 0; ks < 2; ++ks) {
+    uint32_t bf[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      const __half* xr = xs + (mt * 8 + g) * xs_stride + ks * 16 + 2 * t;
+      bf[mt][0] = *reinterpret_cast<const uint32_t*>(xr);
+      bf[mt][1] = *reinterpret_cast<const uint32_t*>(xr + 8);
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      uint32_t a[4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int p = (nt * 2 + ks) * 4 + r;
+        const int slot = 2 * nt + (r & 1);
+        a[r] = as_u32(__hmul2(__hsub2(as_half2(pr[p]), zz[slot]), sc[slot]));
+      }
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) mma_16816<__half>(acc[nt][mt], a, bf[mt][0], bf[mt][1]);
+    }
+  }
+}
+
+__device__ __forceinline__ void store_out(void* out, bool out_f32, int64_t at, float v) {
+  if (out_f32) {
+    static_cast<float*>(out)[at] = v;
+  } else {
+    static_cast<__half*>(out)[at] = __float2half_rn(v);
+  }
+}
+
+template <int MT, QuantKind KIND>
+__global__ void __launch_bounds__(kThreads)
+    quant_gemm_kernel(QuantMatrix m, const __half* x, int rows, const float* bias, void* out,
+                      bool out_f32, int p_chunks, float* partials, int32_t* counters) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ bool last_block;
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  const int words_per_warp = m.max_bits * p_chunks * 32;
+  uint32_t* s_w = reinterpret_cast<uint32_t*>(smem) + warp * words_per_warp;
+  uint32_t* s_meta =
+      reinterpret_cast<uint32_t*>(smem) + kWarps * words_per_warp + warp * p_chunks * kMetaWords;
+  __half* s_x = reinterpret_cast<__half*>(reinterpret_cast<uint32_t*>(smem) +
+                                          kWarps * words_per_warp + kWarps * p_chunks * kMetaWords);
+  const int xs_stride = p_chunks * 32 + 8;  // halves; +8 keeps the B-fragment loads conflict-free
+
+  const int c0 = blockIdx.y * p_chunks;
+  const int c1 = min(static_cast<int>(m.chunks), c0 + p_chunks);
+  const int nchunks = c1 - c0;
+  const int64_t nb = int64_t(blockIdx.x) * kWarps + warp;
+  const bool active = nb < m.blocks;
+  const int K = static_cast<int>(m.in_features);
+  const int N = static_cast<int>(m.out_features);
+
+  pdl_launch_dependents();
+  // Weight-side data (never written by other kernels): fetched before waiting on the previous
+  // kernel, all copies in flight at once.
+  const int line0 = m.chunk_line[c0];
+  if (active) {
+    const int nlines = m.chunk_line[c1] - line0;
+    const uint32_t* src = m.qweight + (nb * m.lines + line0) * 32;
+    for (int i = lane; i < nlines * 8; i += 32) cp_async16(s_w + i * 4, src + i * 4, true);
+    for (int i = lane; i < nchunks * 8; i += 32) {
+      const int j = i >> 3, part = i & 7;
+      const uint32_t info = m.chunk_info[c0 + j];
+      const int64_t gi = nb * m.groups + qtile::chunk_group(info);
+      uint32_t* meta = s_meta + j * kMetaWords;
+      if constexpr (KIND == QuantKind::kExl2) {
+        if (part == 0) cp_async16(meta, m.scale_codes + gi * 8, true);
+        if (part == 1) meta[32] = m.scale_max[qtile::chunk_group(info)];
+      } else {
+        if (part < 4) cp_async16(meta + part * 4, m.scales + gi * 32 + part * 8, true);
+        if (KIND == QuantKind::kGptqAsym && part >= 4) {
+          cp_async16(meta + 16 + (part - 4) * 4, m.zeros + gi * 32 + (part - 4) * 8, true);
+        }
+      }
+    }
+  }
+  cp_async_commit();
+  constexpr int kRowsPerThread = kMaxChunksPerBlock * 32 / kThreads;
+  int src_row[kRowsPerThread];
+#pragma unroll
+  for (int i = 0; i < kRowsPerThread; ++i) {
+    const int r = threadIdx.x + i * kThreads;
+    src_row[i] = r < nchunks * 32 ? m.row_src[int64_t(c0) * 32 + r] : -1;
+  }
+
+  pdl_wait();
+  // x rows of this block, gathered through row_src (act-order), into s_x[token][row].
+#pragma unroll
+  for (int i = 0; i < kRowsPerThread; ++i) {
+    const int r = threadIdx.x + i * kThreads;
+    if (r < nchunks * 32) {
+#pragma unroll 4
+      for (int tok = 0; tok < MT * 8; ++tok) {
+        __half v = __float2half_rn(0.0f);
+        if (tok < rows && src_row[i] >= 0) v = x[int64_t(tok) * K + src_row[i]];
+        s_x[tok * xs_stride + r] = v;
+      }
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+
+  float acc[2][MT][4];
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+      acc[nt][mt][0] = acc[nt][mt][1] = acc[nt][mt][2] = acc[nt][mt][3] = 0.0f;
+  }
+  if (active) {
+    __half2 sc[4], zz[4];
+    int cur_group = -1;
+    for (int j = 0; j < nchunks; ++j) {
+      const uint32_t info = m.chunk_info[c0 + j];
+      const int bits = qtile::chunk_bits(info);
+      const int group = static_cast<int>(qtile::chunk_group(info));
+      if (group != cur_group) {
+        chunk_scales<KIND>(s_meta + j * kMetaWords, g, bits, sc, zz);
+        cur_group = group;
+      }
+      const uint32_t* wl = s_w + (m.chunk_line[c0 + j] - line0) * 32 + lane;
+      const __half* xs = s_x + j * 32;
+      switch (bits) {
+        case 2:
+          chunk_mma<2, MT>(wl, xs, xs_stride, g, t, sc, zz, acc);
+          break;
+        case 3:
+          chunk_mma<3, MT>(wl, xs, xs_stride, g, t, sc, zz, acc);
+          break;
+        case 4:
+          chunk_mma<4, MT>(wl, xs, xs_stride, g, t, sc, zz, acc);
+          break;
+        case 5:
+          chunk_mma<5, MT>(wl, xs, xs_stride, g, t, sc, zz, acc);
+          break;
+        case 6:
+          chunk_mma<6, MT>(wl, xs, xs_stride, g, t, sc, zz, acc);
+          break;
+        default:
+          chunk_mma<8, MT>(wl, xs, xs_stride, g, t, sc, zz, acc);
+          break;
+      }
+    }
+  }
+
+  // C fragment element i of (nt, mt): output nb·32 + 16nt + g + 8(i/2), x row 8mt + 2t + (i&1).
+  const int splits = static_cast<int>(gridDim.y);
+  if (splits == 1) {
+    if (!active) return;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int n = static_cast<int>(nb) * 32 + nt * 16 + g + 8 * (i >> 1);
+          const int tok = mt * 8 + 2 * t + (i & 1);
+          if (n < N && tok < rows) {
+            store_out(out, out_f32, int64_t(tok) * N + n, acc[nt][mt][i] + (bias ? bias[n] : 0.0f));
+          }
+        }
+      }
+    }
+    return;
+  }
+  if (active) {
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int n = static_cast<int>(nb) * 32 + nt * 16 + g + 8 * (i >> 1);
+          const int tok = mt * 8 + 2 * t + (i & 1);
+          if (n < N && tok < rows) {
+            partials[(int64_t(blockIdx.y) * rows + tok) * N + n] = acc[nt][mt][i];
+          }
+        }
+      }
+    }
+  }
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const int done = atomicAdd(&counters[blockIdx.x], 1);
+    last_block = done == splits - 1;
+  }
+  __syncthreads();
+  if (!last_block) return;
+  __threadfence();
+  const int n0 = blockIdx.x * kWarps * 32;
+  for (int idx = threadIdx.x; idx < rows * kWarps * 32; idx += kThreads) {
+    const int tok = idx / (kWarps * 32);
+    const int n = n0 + idx % (kWarps * 32);
+    if (n >= N) continue;
+    float sum = 0.0f;
+    for (int s = 0; s < splits; ++s) sum += __ldcg(&partials[(int64_t(s) * rows + tok) * N + n]);
+    store_out(out, out_f32, int64_t(tok) * N + n, sum + (bias ? bias[n] : 0.0f));
+  }
+  if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch
+}
+
+// One warp per (32-output tile, chunk): decode and scatter to w[n - n_begin][row_src[s]].
+template <QuantKind KIND>
+__global__ void __launch_bounds__(kThreads)
+    quant_dequant_kernel(QuantMatrix m, int64_t n_begin, int64_t count, __half* dst) {
+  __shared__ __align__(16) uint32_t s_meta[kWarps][kMetaWords];
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const int g = lane >> 2;
+  const int64_t nb = n_begin / 32 + blockIdx.x;
+  const int64_t c = int64_t(blockIdx.y) * kWarps + warp;
+  const bool active = c < m.chunks;
+  uint32_t info = 0;
+  if (active) {
+    info = m.chunk_info[c];
+    const int64_t gi = nb * m.groups + qtile::chunk_group(info);
+    uint32_t* meta = s_meta[warp];
+    if constexpr (KIND == QuantKind::kExl2) {
+      if (lane < 4) meta[lane] = reinterpret_cast<const uint32_t*>(m.scale_codes + gi * 8)[lane];
+      if (lane == 4) meta[32] = m.scale_max[qtile::chunk_group(info)];
+    } else {
+      if (lane < 16) meta[lane] = reinterpret_cast<const uint32_t*>(m.scales + gi * 32)[lane];
+      if (KIND == QuantKind::kGptqAsym && lane >= 16) {
+        meta[lane] = reinterpret_cast<const uint32_t*>(m.zeros + gi * 32)[lane - 16];
+      }
+    }
+  }
+  __syncwarp();
+  if (!active) return;
+  const int bits = qtile::chunk_bits(info);
+  __half2 sc[4], zz[4];
+  chunk_scales<KIND>(s_meta[warp], g, bits, sc, zz);
+  const uint32_t* wl = m.qweight + (nb * m.lines + m.chunk_line[c]) * 32 + lane;
+  uint32_t w[8], pr[qtile::kPairs];
+  for (int i = 0; i < bits; ++i) w[i] = wl[i * 32];
+  switch (bits) {
+    case 2:
+      qtile::decode_lane<2>(w, pr);
+      break;
+    case 3:
+      qtile::decode_lane<3>(w, pr);
+      break;
+    case 4:
+      qtile::decode_lane<4>(w, pr);
+      break;
+    case 5:
+      qtile::decode_lane<5>(w, pr);
+      break;
+    case 6:
+      qtile::decode_lane<6>(w, pr);
+      break;
+    default:
+      qtile::decode_lane<8>(w, pr);
+      break;
+  }
+  const int K = static_cast<int>(m.in_features);
+#pragma unroll
+  for (int p = 0; p < qtile::kPairs; ++p) {
+    const int slot = qtile::pair_output_slot(p);
+    const int64_t n = nb * 32 + qtile::pair_output(p, lane);
+    if (n >= m.out_features || n - n_begin >= count) continue;
+    const __half2 v = __hmul2(__hsub2(as_half2(pr[p]), zz[slot]), sc[slot]);
+    const int64_t s = c * 32 + qtile::pair_row(p, lane, 0);
+    const int src0 = m.row_src[s];
+    const int src1 = m.row_src[s + 1];
+    __half* row = dst + (n - n_begin) * K;
+    if (src0 >= 0) row[src0] = __low2half(v);
+    if (src1 >= 0) row[src1] = __high2half(v);
+  }
+}
+
+template <int MT, QuantKind KIND>
+cudaError_t launch_gemm(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
+                        const float* bias, void* out, bool out_f32, int p,
+                        const QuantGemmScratch& scratch) {
+  const size_t smem = smem_bytes(m, MT, p);
+  // Shared memory beyond 48 KB needs an opt-in per kernel and device (a host-side setting, not
+  // a stream operation: fine before or during graph capture).
+  static int configured[64] = {};
+  int device = 0;
+  cudaGetDevice(&device);
+  if (device >= 0 && device < 64 && configured[device] < static_cast<int>(smem)) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(quant_gemm_kernel<MT, KIND>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (e != cudaSuccess) return e;
+    configured[device] = static_cast<int>(smem);
+  }
+  const dim3 grid(static_cast<unsigned>(tile_columns(m)),
+                  static_cast<unsigned>(ceil_div(m.chunks, p)));
+  return launch_kernel(l, quant_gemm_kernel<MT, KIND>, grid, dim3(kThreads), smem, m,
+                       static_cast<const __half*>(x), static_cast<int>(rows), bias, out, out_f32, p,
+                       scratch.partials, scratch.counters);
+}
+
+template <QuantKind KIND>
+cudaError_t dispatch_rows(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
+                          const float* bias, void* out, bool out_f32,
+                          const QuantGemmScratch& scratch) {
+  const int p = effective_chunks(m, rows);
+  switch (row_tiles(rows)) {
+    case 1:
+      return launch_gemm<1, KIND>(l, m, x, rows, bias, out, out_f32, p, scratch);
+    case 2:
+      return launch_gemm<2, KIND>(l, m, x, rows, bias, out, out_f32, p, scratch);
+    case 4:
+      return launch_gemm<4, KIND>(l, m, x, rows, bias, out, out_f32, p, scratch);
+    default:
+      return launch_gemm<8, KIND>(l, m, x, rows, bias, out, out_f32, p, scratch);
+  }
+}
+
+bool valid(const QuantMatrix& m) {
+  return m.qweight && m.chunk_line && m.chunk_info && m.row_src && m.chunks > 0 && m.blocks > 0 &&
+         m.in_features > 0 && m.out_features > 0 && m.in_features < (int64_t(1) << 31) &&
+         m.out_features < (int64_t(1) << 31) && m.max_bits >= 2 && m.max_bits <= 8 &&
+         (m.kind == QuantKind::kExl2 ? (m.scale_codes && m.scale_max)
+                                     : (m.scales && (m.kind != QuantKind::kGptqAsym || m.zeros)));
+}
+
+}  // namespace
+
+size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows) {
+  const int64_t splits = ceil_div(m.chunks, effective_chunks(m, rows));
+  return splits <= 1 ? 0 : static_cast<size_t>(splits * rows * m.out_features);
+}
+
+size_t quant_gemm_counters(const QuantMatrix& m) {
+  return static_cast<size_t>(tile_columns(m));
+}
+
+cudaError_t quant_gemm(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
+                       const float* bias, void* out, Elem out_t, const QuantGemmScratch& scratch) {
+  if (!valid(m) || rows < 1 || rows > kQuantGemmMaxRows || out_t == Elem::kBF16) {
+    return cudaErrorInvalidValue;
+  }
+  const bool out_f32 = out_t == Elem::kF32;
+  switch (m.kind) {
+    case QuantKind::kExl2:
+      return dispatch_rows<QuantKind::kExl2>(l, m, x, rows, bias, out, out_f32, scratch);
+    case QuantKind::kGptqSym:
+      return dispatch_rows<QuantKind::kGptqSym>(l, m, x, rows, bias, out, out_f32, scratch);
+    default:
+      return dispatch_rows<QuantKind::kGptqAsym>(l, m, x, rows, bias, out, out_f32, scratch);
+  }
+}
+
+cudaError_t quant_dequantize(const Launch& l, const QuantMatrix& m, int64_t n_begin, int64_t count,
+                             void* w) {
+  if (!valid(m) || n_begin % 32 != 0 || n_begin < 0 || count <= 0 ||
+      n_begin + count > m.out_features) {
+    return cudaErrorInvalidValue;
+  }
+  const dim3 grid(static_cast<unsigned>(ceil_div(count, 32)),
+                  static_cast<unsigned>(ceil_div(m.chunks, kWarps)));
+  const Launch plain{l.stream, false};  // cuBLAS may still read the previous slice
+  auto* out = static_cast<__half*>(w);
+  switch (m.kind) {
+    case QuantKind::kExl2:
+      return launch_kernel(plain, quant_dequant_kernel<QuantKind::kExl2>, grid, dim3(kThreads), 0,
+                           m, n_begin, count, out);
+    case QuantKind::kGptqSym:
+      return launch_kernel(plain, quant_dequant_kernel<QuantKind::kGptqSym>, grid, dim3(kThreads),
+                           0, m, n_begin, count, out);
+    default:
+      return launch_kernel(plain, quant_dequant_kernel<QuantKind::kGptqAsym>, grid, dim3(kThreads),
+                           0, m, n_begin, count, out);
+  }
+}
+
+}  // namespace hearth::kernels

@@ -1,0 +1,64 @@
+// Host-side entry points of the EXL2 / GPTQ kernels (kernels/quant_gemm.cu). Plain C++, like
+// kernels/kernels.h, whose conventions hold here too (device pointers, row-major, nothing syncs
+// with the host, launches on Launch::stream, returns the launch status).
+//
+// The weights are in the tile layout of kernels/quant_tile_codec.cuh, built at load time by
+// engine/quant/quant_tile_layout.cpp and copied to the device as they are.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernels.h"
+
+namespace hearth::kernels {
+
+enum class QuantKind : int { kExl2 = 0, kGptqSym = 1, kGptqAsym = 2 };
+
+// A quantized matrix on the device (see QuantTileLayout for the meaning of every array).
+struct QuantMatrix {
+  QuantKind kind = QuantKind::kExl2;
+  const uint32_t* qweight = nullptr;      // [blocks][lines][32]
+  const int32_t* chunk_line = nullptr;    // [chunks + 1]
+  const uint32_t* chunk_info = nullptr;   // [chunks]
+  const int32_t* row_src = nullptr;       // [chunks · 32]
+  const uint16_t* scale_codes = nullptr;  // kExl2: [blocks][groups][8]
+  const uint16_t* scale_max = nullptr;    // kExl2: [groups] (fp16)
+  const uint16_t* scales = nullptr;       // GPTQ: [blocks][groups][8][4] (fp16)
+  const uint16_t* zeros = nullptr;        // kGptqAsym: [blocks][groups][8][4] (fp16, 1024 + z)
+  int64_t in_features = 0;
+  int64_t out_features = 0;
+  int64_t blocks = 0;
+  int64_t chunks = 0;
+  int64_t groups = 0;
+  int64_t lines = 0;
+  int max_bits = 8;  // widest chunk (sizes the shared-memory staging)
+};
+
+constexpr int kQuantGemmMaxRows = 64;  // most x rows the fused kernel takes per launch
+
+// Split-K scratch: partial sums and per-column-tile arrival counters (start at zero; the kernel
+// leaves them at zero).
+struct QuantGemmScratch {
+  float* partials = nullptr;
+  int32_t* counters = nullptr;
+};
+size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows);
+size_t quant_gemm_counters(const QuantMatrix& m);
+
+// Fused dequantize-and-multiply: out[R, N] = x[R, K] · Wᵀ (+ bias), 1 <= R <= 64.
+// x: fp16 [R, K]; bias: f32 [N] or null; out: fp16 or f32 [R, N]. The act-order gather of x
+// happens while x is staged in shared memory. Deterministic: an output's value does not depend
+// on R (the K split depends only on the matrix shape).
+cudaError_t quant_gemm(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
+                       const float* bias, void* out, Elem out_t, const QuantGemmScratch& scratch);
+
+// Dequantizes outputs [n_begin, n_begin + count) to fp16 w[count, K] in the original input
+// order (act-order undone): the large-batch path feeds this to cuBLAS. n_begin must be a
+// multiple of 32.
+cudaError_t quant_dequantize(const Launch& l, const QuantMatrix& m, int64_t n_begin, int64_t count,
+                             void* w);
+
+}  // namespace hearth::kernels
