@@ -98,28 +98,6 @@ if has_stage test; then
   grep -E '^\[  FAILED  \] [A-Za-z]|^\[ (attention|batching|SmolLM2|device|tiny)' "$OUT/tests.log" | sort -u | tee -a "$SUMMARY"
 fi
 
-status_memcheck=skipped
-if has_stage memcheck; then
-  start=$SECONDS
-  if command -v compute-sanitizer >/dev/null; then
-    status_memcheck=ok
-    : > "$OUT/memcheck.log"
-    # The whole op suite, and the model tests that replay graphs (sanitizing is slow).
-    for run in "gpu/gpu_ops_tests" \
-               "gpu/gpu_model_tests --gtest_filter=GpuGraphs.*:Synthetic/GpuModel.*/tiny_odd"; do
-      set -- $run
-      exe=$1; shift
-      if ! timeout "$LIMIT" compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 20 \
-           "$BIN/$exe" --gtest_color=no "$@" >> "$OUT/memcheck.log" 2>&1; then
-        status_memcheck=FAILED
-      fi
-    done
-    say "memcheck: $status_memcheck ($((SECONDS - start)) s): $(grep -h 'ERROR SUMMARY' "$OUT/memcheck.log" | tr '\n' ' ')"
-  else
-    say "memcheck: compute-sanitizer not found"
-  fi
-fi
-
 status_bench=skipped
 if has_stage bench; then
   start=$SECONDS
@@ -144,6 +122,28 @@ if has_stage ncu; then
     say "ncu: rc $? ($((SECONDS - start)) s), $(wc -l < "$OUT/ncu.csv") lines"
   else
     say "ncu: not found"
+  fi
+fi
+
+status_memcheck=skipped
+if has_stage memcheck; then
+  start=$SECONDS
+  if command -v compute-sanitizer >/dev/null; then
+    status_memcheck=ok
+    : > "$OUT/memcheck.log"
+    # The whole op suite, and the model tests that replay graphs (sanitizing is slow).
+    for run in "gpu/gpu_ops_tests" \
+               "gpu/gpu_model_tests --gtest_filter=GpuGraphs.*:Synthetic/GpuModel.*/tiny_odd"; do
+      set -- $run
+      exe=$1; shift
+      if ! timeout "$LIMIT" compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 20 \
+           "$BIN/$exe" --gtest_color=no "$@" >> "$OUT/memcheck.log" 2>&1; then
+        status_memcheck=FAILED
+      fi
+    done
+    say "memcheck: $status_memcheck ($((SECONDS - start)) s): $(grep -h 'ERROR SUMMARY' "$OUT/memcheck.log" | tr '\n' ' ')"
+  else
+    say "memcheck: compute-sanitizer not found"
   fi
 fi
 
