@@ -4,9 +4,11 @@
 //  - the streaming detokenizer reproduces decode() and emits only whole characters;
 //  - the native SentencePiece-BPE (GGUF "llama" vocabulary) gives libsentencepiece's ids on
 //    valid UTF-8.
-// Fixtures are read from the source tree (HEARTH_SOURCE_DIR).
+// Fixtures are read from the source tree: $HEARTH_SOURCE_DIR, or the current directory
+// (scripts/fuzz.sh runs from the repository root).
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -21,21 +23,30 @@
 
 namespace {
 
+std::string fixtures_dir() {
+  const char* root = std::getenv("HEARTH_SOURCE_DIR");
+  return std::string(root && *root ? root : ".") + "/tests/fixtures/tokenizer/";
+}
+
 std::string fixture(const std::string& relative) {
-  std::ifstream in(std::string(HEARTH_SOURCE_DIR) + "/tests/fixtures/tokenizer/" + relative,
-                   std::ios::binary);
+  std::ifstream in(fixtures_dir() + relative, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "missing fixture %s%s (run from the repository root)\n",
+                 fixtures_dir().c_str(), relative.c_str());
+    std::abort();
+  }
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
 }
 
 struct Tokenizers {
-  std::unique_ptr<hearth::Tokenizer> byte_level = hearth::load_tokenizer(
-      std::string(HEARTH_SOURCE_DIR) + "/tests/fixtures/tokenizer/synthetic/llama3");
+  std::unique_ptr<hearth::Tokenizer> byte_level =
+      hearth::parse_tokenizer_json(fixture("synthetic/llama3/tokenizer.json"),
+                                   fixture("synthetic/llama3/tokenizer_config.json"), "llama3");
   std::unique_ptr<hearth::Tokenizer> spm =
       hearth::parse_sentencepiece_model(fixture("spm/bpe.model"), std::nullopt, "bpe.model");
-  hearth::GgufFile gguf = hearth::GgufFile::open(std::string(HEARTH_SOURCE_DIR) +
-                                                 "/tests/fixtures/tokenizer/spm/bpe_vocab.gguf");
+  hearth::GgufFile gguf = hearth::GgufFile::open(fixtures_dir() + "spm/bpe_vocab.gguf");
   std::unique_ptr<hearth::Tokenizer> native = hearth::load_tokenizer_from_gguf(gguf);
 };
 
