@@ -11,6 +11,8 @@
 #include "engine/io/gguf_source.h"
 #include "engine/io/hf_config.h"
 #include "engine/io/safetensors.h"
+#include "engine/quant/gptq_config.h"
+#include "engine/quant/quant_model_info.h"
 #include "engine/quant/quantized_linear_loader.h"
 
 namespace hearth {
@@ -130,6 +132,13 @@ ModelBundle open_folder(const fs::path& dir, bool with_tokenizer) {
   }
   if (with_tokenizer) m.tokenizer = load_tokenizer(dir);
   fill_common_info(m);
+  // EXL2 / GPTQ models are known by the bits per weight of their quantized layers ("4.0 bpw"),
+  // not by file size over parameters (which counts the fp16 embedding and a separate head).
+  if (m.info.format == ModelFormat::kExl2 || m.info.format == ModelFormat::kGptq) {
+    if (const auto bpw = quantized_bits_per_weight(*m.weights)) m.info.bits_per_weight = *bpw;
+    // AutoGPTQ-era folders keep the config in quantize_config.json instead.
+    if (m.info.quantization.empty()) m.info.quantization = read_quantize_config_file(dir);
+  }
   return m;
 }
 

@@ -51,8 +51,13 @@ LinearSource read_linear(const TensorSource& weights, const std::string& prefix,
       src.weight = read_tensor(weights, prefix + ".weight", {out_features, in_features});
       break;
     case LinearFormat::kExl2:
-    case LinearFormat::kGptq:
-      src.quantized = load_quantized_linear(weights, prefix, config.quantization_config_json);
+    case LinearFormat::kGptq: {
+      // The real shape goes in: EXL2 stores lm_head padded to a multiple of 32 outputs.
+      QuantizedLinearOptions q;
+      q.quantization_config_json = config.quantization_config_json;
+      q.out_features = out_features;
+      q.in_features = in_features;
+      src.quantized = load_quantized_linear(weights, prefix, q);
       if (src.quantized->out_features() != out_features ||
           src.quantized->in_features() != in_features) {
         fail(ErrorCode::kInvalidFile,
@@ -61,9 +66,14 @@ LinearSource read_linear(const TensorSource& weights, const std::string& prefix,
                  std::to_string(in_features) + " → " + std::to_string(out_features));
       }
       break;
+    }
   }
   if (weights.has(prefix + ".bias")) {
     HostTensor bias = weights.get(prefix + ".bias");
+    if (src.quantized && bias.shape.size() == 1 && bias.numel() > out_features &&
+        bias.numel() - out_features < 32) {
+      bias.shape = {out_features};  // an EXL2 bias padded like its layer: keep the real part
+    }
     if (bias.numel() != out_features) {
       fail(ErrorCode::kInvalidFile, prefix + ".bias has " + std::to_string(bias.numel()) +
                                         " values, the layer has " + std::to_string(out_features) +

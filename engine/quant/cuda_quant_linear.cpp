@@ -1,0 +1,179 @@
+#include "engine/quant/cuda_quant_linear.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/backend/cuda/cuda_backend_impl.h"
+#include "engine/backend/cuda/cuda_check.h"
+#include "engine/core/error.h"
+#include "engine/quant/quant_tile_layout.h"
+#include "kernels/quant_kernels.h"
+
+namespace hearth::cuda {
+namespace {
+
+class CudaQuantLinearWeight final : public BackendWeight {
+ public:
+  explicit CudaQuantLinearWeight(GraphEpoch epoch) : on_destroy(std::move(epoch)) {}
+  size_t device_bytes() const override { return storage.size() + bias.size(); }
+  EpochOnDestroy on_destroy;
+  std::string name;
+  DeviceBuffer storage;  // every array of the tile layout, each 256-byte aligned
+  DeviceBuffer bias;     // f32 [N], or empty
+  kernels::QuantMatrix matrix;
+};
+
+// fp16 weights dequantized per cuBLAS call on the large-batch path.
+constexpr size_t kDequantBytes = size_t(64) << 20;
+
+kernels::QuantKind kind_of(QuantTileLayout::Kind k) {
+  switch (k) {
+    case QuantTileLayout::Kind::kExl2:
+      return kernels::QuantKind::kExl2;
+    case QuantTileLayout::Kind::kGptqSym:
+      return kernels::QuantKind::kGptqSym;
+    default:
+      return kernels::QuantKind::kGptqAsym;
+  }
+}
+
+int max_bits(uint32_t mask) {
+  int b = 0;
+  for (int i = 0; i < 8; ++i) {
+    if (mask & (1u << i)) b = i + 1;
+  }
+  return b;
+}
+
+}  // namespace
+
+bool is_quantized_linear(const BackendWeight& w) {
+  return dynamic_cast<const CudaQuantLinearWeight*>(&w) != nullptr;
+}
+
+std::unique_ptr<BackendWeight> CudaBackend::upload_quantized_linear(const LinearSource& source) {
+  DeviceGuard guard(options_.device);
+  HEARTH_CHECK(source.quantized != nullptr, "upload_quantized_linear: not a quantized layer");
+  const QuantTileLayout L = build_quant_tile_layout(*source.quantized);
+  auto w = std::make_unique<CudaQuantLinearWeight>(epoch_);
+  w->name = source.name;
+
+  struct Part {
+    const void* data;
+    size_t bytes;
+    size_t offset = 0;
+  };
+  Part parts[] = {
+      {L.qweight.data(), L.qweight.size() * 4},
+      {L.chunk_line.data(), L.chunk_line.size() * 4},
+      {L.chunk_info.data(), L.chunk_info.size() * 4},
+      {L.row_src.data(), L.row_src.size() * 4},
+      {L.scale_codes.data(), L.scale_codes.size() * 2},
+      {L.scale_max.data(), L.scale_max.size() * 2},
+      {L.scales.data(), L.scales.size() * 2},
+      {L.zeros.data(), L.zeros.size() * 2},
+  };
+  size_t total = 0;
+  for (Part& p : parts) {
+    p.offset = total;
+    total += (p.bytes + 255) / 256 * 256;
+  }
+  w->storage = DeviceBuffer(total, MemoryCategory::kWeights, counters_, source.name);
+  auto* base = static_cast<std::byte*>(w->storage.get());
+  for (const Part& p : parts) {
+    if (p.bytes) {
+      stream_to_device(p.data, DType::kU8, static_cast<int64_t>(p.bytes), base + p.offset,
+                       DType::kU8, source.name);
+    }
+  }
+  auto at = [&](int i) -> const void* { return parts[i].bytes ? base + parts[i].offset : nullptr; };
+  kernels::QuantMatrix& m = w->matrix;
+  m.kind = kind_of(L.kind);
+  m.qweight = static_cast<const uint32_t*>(at(0));
+  m.chunk_line = static_cast<const int32_t*>(at(1));
+  m.chunk_info = static_cast<const uint32_t*>(at(2));
+  m.row_src = static_cast<const int32_t*>(at(3));
+  m.scale_codes = static_cast<const uint16_t*>(at(4));
+  m.scale_max = static_cast<const uint16_t*>(at(5));
+  m.scales = static_cast<const uint16_t*>(at(6));
+  m.zeros = static_cast<const uint16_t*>(at(7));
+  m.in_features = L.in_features;
+  m.out_features = L.out_features;
+  m.blocks = L.blocks;
+  m.chunks = L.chunks;
+  m.groups = L.groups;
+  m.lines = L.lines;
+  m.max_bits = max_bits(L.bits_mask);
+
+  if (source.bias) {
+    const HostTensor& b = *source.bias;
+    if (b.numel() != L.out_features) {
+      fail(ErrorCode::kInvalidFile, source.name + ": bias has " + std::to_string(b.numel()) +
+                                        " values for " + std::to_string(L.out_features) +
+                                        " outputs");
+    }
+    w->bias = DeviceBuffer(static_cast<size_t>(b.numel()) * sizeof(float), MemoryCategory::kWeights,
+                           counters_, source.name + " bias");
+    stream_to_device(b.data, b.dtype, b.numel(), w->bias.get(), DType::kF32, source.name + " bias");
+  }
+  return w;
+}
+
+void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTensor& x,
+                                   const DeviceTensor& out) {
+  const auto& w = static_cast<const CudaQuantLinearWeight&>(weight);
+  const kernels::QuantMatrix& m = w.matrix;
+  const int64_t rows = x.rows;
+  HEARTH_CHECK(x.cols == m.in_features && out.cols == m.out_features,
+               "linear " + w.name + ": x has " + std::to_string(x.cols) + " columns, out " +
+                   std::to_string(out.cols) + ", weight is [" + std::to_string(m.out_features) +
+                   ", " + std::to_string(m.in_features) + "]");
+  HEARTH_CHECK(x.dtype == DType::kF16, "quantized linear: activations must be fp16");
+  HEARTH_CHECK(out.data != nullptr && out.rows >= rows, "linear: output rows");
+  HEARTH_CHECK(out.dtype == DType::kF16 || out.dtype == DType::kF32, "linear: output dtype");
+  if (rows <= 0) return;
+  const float* bias = w.bias ? w.bias.as<float>() : nullptr;
+  const kernels::Elem out_t = to_elem(out.dtype);
+  if (rows <= kernels::kQuantGemmMaxRows) {
+    ensure_gemv_scratch(kernels::quant_gemm_partial_floats(m, rows),
+                        kernels::quant_gemm_counters(m));
+    const kernels::QuantGemmScratch scratch{gemv_partials_.as<float>(),
+                                            gemv_counters_.as<int32_t>()};
+    check_launch(kernels::quant_gemm(launch(), m, x.data, rows, bias, out.data, out_t, scratch),
+                 "quant_gemm");
+    return;
+  }
+  // Large batches: fp16 weights slice by slice (output rows, multiples of 32), then cuBLAS.
+  const int64_t K = m.in_features, N = m.out_features;
+  int64_t slice = std::max<int64_t>(32, static_cast<int64_t>(kDequantBytes / (K * 2)) / 32 * 32);
+  slice = std::min(slice, (N + 31) / 32 * 32);
+  const size_t need = static_cast<size_t>(slice * K) * 2;
+  if (quant_dequant_.size() < need) {
+    grow_guard();
+    quant_dequant_.reset();
+    quant_dequant_ = DeviceBuffer(need, MemoryCategory::kWorkspace, counters_,
+                                  "dequantized weights of large batches");
+    invalidate_graphs();
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  const size_t out_elem = dtype_size(out.dtype);
+  const cudaDataType_t out_type = out.dtype == DType::kF32 ? CUDA_R_32F : CUDA_R_16F;
+  for (int64_t n0 = 0; n0 < N; n0 += slice) {
+    const int64_t count = std::min(slice, N - n0);
+    check_launch(kernels::quant_dequantize(launch_plain(), m, n0, count, quant_dequant_.get()),
+                 "quant_dequantize");
+    // Column-major view: out^T[count, R] (ld N) = W_slice[count, K] (stored K-major) · x^T.
+    check_cublas(
+        cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(count),
+                     static_cast<int>(rows), static_cast<int>(K), &alpha, quant_dequant_.get(),
+                     CUDA_R_16F, static_cast<int>(K), x.data, CUDA_R_16F, static_cast<int>(K),
+                     &beta, static_cast<std::byte*>(out.data) + n0 * out_elem, out_type,
+                     static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        ("matrix product of " + w.name).c_str());
+  }
+  if (bias) {
+    check_launch(kernels::add_bias(launch(), out_t, out.data, bias, rows, N), "add_bias");
+  }
+}
+
+}  // namespace hearth::cuda

@@ -1,0 +1,18 @@
+// The CUDA backend's EXL2 / GPTQ linear layers (implementation: cuda_quant_linear.cpp, which
+// defines CudaBackend::upload_quantized_linear and CudaBackend::linear_quantized).
+//
+// Upload: the layer's tile layout (quant_tile_layout.h) is built on the host once and copied to
+// the device as it is. Forward: up to kernels::kQuantGemmMaxRows rows of x run the fused
+// dequantize-and-multiply kernel (kernels/quant_gemm.cu; graph-safe: fixed scratch, no host
+// sync); larger batches dequantize slices of at most 64 MiB of fp16 weights and use cuBLAS.
+// fp16 activations only: a bf16 backend keeps quantized layers dequantized (dense).
+#pragma once
+
+#include "engine/backend/backend.h"
+
+namespace hearth::cuda {
+
+// Whether `w` is a quantized linear layer uploaded by CudaBackend::upload_quantized_linear.
+bool is_quantized_linear(const BackendWeight& w);
+
+}  // namespace hearth::cuda
