@@ -4,6 +4,7 @@
 Each configuration mirrors a real family's tokenizer.json layout (pre-tokenizer, added tokens
 with their flags, post-processor, decoder) on a tiny vocabulary trained here, so the C++
 tokenizer.json loader and pipeline are checked against `tokenizers` itself:
+  gpt2_plain    GPT-2's own layout: ByteLevel(use_regex), one special token
   gpt2_added    ByteLevel(use_regex) + added tokens with lstrip/rstrip/single_word/normalized
                 flags, one whose text is not byte-mapped; TemplateProcessing "<|bos|> $A <|eos|>"
   llama3        Split(Llama 3 regex) + ByteLevel(use_regex=false), ignore_merges, BOS template
@@ -79,6 +80,13 @@ def gpt2_added():
     tok.post_processor = template(tok, "<|bos|> $A <|endoftext|>")
     config = {"bos_token": "<|bos|>", "eos_token": "<|endoftext|>"}
     return tok, config
+
+
+def gpt2_plain():
+    tok = train(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+                ["<|endoftext|>"])
+    tok.decoder = decoders.ByteLevel()
+    return tok, {"eos_token": "<|endoftext|>"}
 
 
 def llama3():
@@ -185,7 +193,8 @@ def write(name, tok, config):
 
 
 def main():
-    for name, make in [("gpt2_added", gpt2_added), ("llama3", llama3), ("qwen2", qwen2),
+    for name, make in [("gpt2_added", gpt2_added), ("gpt2_plain", gpt2_plain),
+                       ("llama3", llama3), ("qwen2", qwen2),
                        ("digits_prefix", digits_prefix), ("behaviors", behaviors),
                        ("llama2_style", llama2_style)]:
         tok, config = make()

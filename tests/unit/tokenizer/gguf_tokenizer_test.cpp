@@ -44,6 +44,63 @@ TEST(GgufTokenizer, SentencePieceVocabularyMatchesSentencepiece) {
   EXPECT_EQ(tok->bos_id(), 1);
 }
 
+// A tokenizer.json vocabulary written as GGUF "gpt2" metadata the way llama.cpp's converter
+// writes it: tokens by id, CONTROL/USER_DEFINED types for added tokens, merges as "a b", the
+// pre-tokenizer named by tokenizer.ggml.pre.
+std::vector<std::byte> gguf_from_tokenizer_json(const std::filesystem::path& dir,
+                                                const std::string& pre, bool add_bos) {
+  const auto j = nlohmann::json::parse(test::read_file(dir / "tokenizer.json"));
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  auto put = [&](size_t id, const std::string& text, int32_t type) {
+    if (tokens.size() <= id) {
+      tokens.resize(id + 1);
+      types.resize(id + 1, 1);
+    }
+    tokens[id] = text;
+    types[id] = type;
+  };
+  for (const auto& [text, id] : j["model"]["vocab"].items()) put(id.get<size_t>(), text, 1);
+  for (const auto& t : j["added_tokens"])
+    put(t["id"].get<size_t>(), t["content"], t["special"].get<bool>() ? 3 : 4);
+  std::vector<std::string> merges;
+  for (const auto& m : j["model"]["merges"])
+    merges.push_back(m.is_string() ? m.get<std::string>()
+                                   : m[0].get<std::string>() + " " + m[1].get<std::string>());
+  GgufVocabBuilder b;
+  b.string("tokenizer.ggml.model", "gpt2")
+      .string("tokenizer.ggml.pre", pre)
+      .strings("tokenizer.ggml.tokens", tokens)
+      .array<int32_t>("tokenizer.ggml.token_type", GgufVocabBuilder::kI32, types)
+      .strings("tokenizer.ggml.merges", merges)
+      .boolean("tokenizer.ggml.add_bos_token", add_bos);
+  if (add_bos) b.u32("tokenizer.ggml.bos_token_id", 0);
+  return b.build();
+}
+
+struct GgufLayout {
+  const char* dir;
+  const char* pre;
+  bool add_bos;
+};
+
+class GgufFromTokenizerJson : public ::testing::TestWithParam<GgufLayout> {};
+
+TEST_P(GgufFromTokenizerJson, MatchesTokenizers) {
+  const auto dir = test::tokenizer_fixtures() / "synthetic" / GetParam().dir;
+  const auto bytes = gguf_from_tokenizer_json(dir, GetParam().pre, GetParam().add_bos);
+  const auto tok = load_tokenizer_from_gguf(GgufFile::parse(bytes, "vocab.gguf"));
+  const auto cases = test::load_cases(dir / "cases.json");
+  EXPECT_EQ(test::check_cases(*tok, cases, {.check_with_special = GetParam().add_bos}), 0);
+}
+
+// llama3's id 0 is <|begin_of_text|>, its BOS.
+INSTANTIATE_TEST_SUITE_P(Pre, GgufFromTokenizerJson,
+                         ::testing::Values(GgufLayout{"gpt2_plain", "gpt2", false},
+                                           GgufLayout{"gpt2_plain", "default", false},
+                                           GgufLayout{"llama3", "llama-bpe", true},
+                                           GgufLayout{"qwen2", "qwen2", false}));
+
 // A minimal valid byte-level vocabulary: bytes of "ab", the merge "a b" and a control token.
 GgufVocabBuilder gpt2_vocab(const std::string& pre = "smollm") {
   GgufVocabBuilder b;

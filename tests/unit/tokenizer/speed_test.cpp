@@ -22,6 +22,18 @@ std::string corpus() {
   return text;
 }
 
+// About 4 MB of English prose and code: the repository's own documentation, repeated.
+std::string prose() {
+  std::string docs;
+  for (const char* name : {"README.md", "docs/ARCHITECTURE.md", "docs/DEVELOPERS.md"})
+    if (std::filesystem::exists(test::source_dir() / name))
+      docs += test::read_file(test::source_dir() / name);
+  if (docs.empty()) return {};
+  std::string text;
+  while (text.size() < (4u << 20)) text += docs;
+  return text;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -41,7 +53,10 @@ TEST(TokenizerSpeed, EncodeThroughput) {
   const std::string text = corpus();
   if (std::filesystem::exists(test::test_model())) {
     const auto gguf = GgufFile::open(test::test_model());
-    report("SmolLM2 (GGUF, byte BPE)", *load_tokenizer_from_gguf(gguf), text);
+    const auto smollm2 = load_tokenizer_from_gguf(gguf);
+    report("SmolLM2 (GGUF, byte BPE)", *smollm2, text);
+    if (const std::string docs = prose(); !docs.empty())
+      report("SmolLM2 on English docs", *smollm2, docs);
   }
   const auto synth = test::tokenizer_fixtures() / "synthetic";
   report("llama3 layout (tokenizer.json)", *load_tokenizer(synth / "llama3"), text);

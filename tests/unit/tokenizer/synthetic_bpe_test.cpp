@@ -22,8 +22,8 @@ TEST_P(SyntheticBpe, MatchesTokenizers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, SyntheticBpe,
-                         ::testing::Values("gpt2_added", "llama3", "qwen2", "digits_prefix",
-                                           "behaviors", "llama2_style"));
+                         ::testing::Values("gpt2_added", "gpt2_plain", "llama3", "qwen2",
+                                           "digits_prefix", "behaviors", "llama2_style"));
 
 TEST(SyntheticBpe, SpecialTokensAndPostProcessing) {
   const auto tok = load_tokenizer(test::tokenizer_fixtures() / "synthetic" / "llama3");
