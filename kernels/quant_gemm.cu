@@ -469,7 +469,8 @@ cudaError_t quant_dequantize(const Launch& l, const QuantMatrix& m, int64_t n_be
   }
   const dim3 grid(static_cast<unsigned>(ceil_div(count, 32)),
                   static_cast<unsigned>(ceil_div(m.chunks, kWarps)));
-  const Launch plain{l.stream, false};  // cuBLAS may still read the previous slice
+  Launch plain = l;  // no early start: cuBLAS may still read the previous slice
+  plain.pdl = false;
   auto* out = static_cast<__half*>(w);
   switch (m.kind) {
     case QuantKind::kExl2:

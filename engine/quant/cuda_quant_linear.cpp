@@ -121,6 +121,7 @@ std::unique_ptr<BackendWeight> CudaBackend::upload_quantized_linear(const Linear
 
 void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTensor& x,
                                    const DeviceTensor& out) {
+  flush_linears();  // dense linears queued before this one run first
   const auto& w = static_cast<const CudaQuantLinearWeight&>(weight);
   const kernels::QuantMatrix& m = w.matrix;
   const int64_t rows = x.rows;

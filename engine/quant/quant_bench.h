@@ -1,0 +1,42 @@
+// The quantized-model benchmark (CUDA): synthetic EXL2 and GPTQ models of real shapes
+// (engine/quant/synthetic_quant_source.h) through the engine's own forward pass on the CUDA
+// backend, next to the device's measured bandwidth. Driven by tests/gpu/quant_bench_main.cpp
+// (the quant_bench program); `hearth-cli bench` can call it the same way.
+//
+// For each model and quantization: decode tokens/s at the given batch sizes with the share of
+// the bandwidth limit (bytes of quantized weights, norms and KV cache read per step ÷ the
+// device-to-device copy bandwidth measured in the same run, and ÷ the nominal bandwidth);
+// prefill tokens/s. Optionally a kernel sweep: the fused quantized GEMM alone on each weight
+// shape, in GB/s of weights read.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace hearth {
+
+struct QuantBenchOptions {
+  std::vector<std::string> models = {"llama3-8b"};  // synthetic_model_names()
+  // "exl2:<bpw>" or "gptq:<bits>:<group size>[:noact][:asym]".
+  std::vector<std::string> quants = {"exl2:4.0", "gptq:4:128"};
+  int device = 0;
+  std::vector<int64_t> prefill_lengths = {512, 2048};
+  std::vector<int64_t> decode_batches = {1, 8, 32};
+  int64_t decode_context = 512;
+  int decode_steps = 32;
+  bool kernel_sweep = true;  // on the first model's shapes, for every quantization
+  uint64_t seed = 1;
+  double memory_fraction = 0.9;  // models beyond this share of free memory run fewer layers
+};
+
+struct QuantBenchReport {
+  nlohmann::json json;
+  std::string text;
+};
+
+// Throws Error(kBackend) without a usable GPU, Error(kInvalidArgument) for unknown names.
+QuantBenchReport run_quant_benchmark(const QuantBenchOptions& options);
+
+}  // namespace hearth

@@ -1,0 +1,92 @@
+// quant_bench: the quantized-model benchmark (engine/quant/quant_bench.h) from the command line.
+//
+//   quant_bench [--models llama3-8b,llama2-7b] [--quants exl2:4.0,gptq:4:128]
+//               [--prefill 512,2048] [--batches 1,8,32] [--context 512] [--steps 32]
+//               [--device 0] [--no-sweep] [--json] [--json-out FILE]
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "engine/core/error.h"
+#include "engine/quant/quant_bench.h"
+
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: quant_bench [--models a,b] [--quants exl2:4.0,gptq:4:128] [--prefill N,..] "
+               "[--batches N,..] [--context N] [--steps N] [--device N] [--no-sweep] [--json] "
+               "[--json-out FILE]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  hearth::QuantBenchOptions o;
+  bool json = false;
+  std::string json_out;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw std::invalid_argument(a);
+        return argv[++i];
+      };
+      auto numbers = [&](const std::string& s) {
+        std::vector<int64_t> v;
+        for (const auto& x : split(s)) v.push_back(std::stoll(x));
+        return v;
+      };
+      if (a == "--models")
+        o.models = split(value());
+      else if (a == "--quants")
+        o.quants = split(value());
+      else if (a == "--prefill")
+        o.prefill_lengths = numbers(value());
+      else if (a == "--batches")
+        o.decode_batches = numbers(value());
+      else if (a == "--context")
+        o.decode_context = std::stoll(value());
+      else if (a == "--steps")
+        o.decode_steps = std::stoi(value());
+      else if (a == "--device")
+        o.device = std::stoi(value());
+      else if (a == "--no-sweep")
+        o.kernel_sweep = false;
+      else if (a == "--json")
+        json = true;
+      else if (a == "--json-out")
+        json_out = value();
+      else
+        return usage();
+    }
+  } catch (const std::exception&) {
+    return usage();
+  }
+  try {
+    const hearth::QuantBenchReport r = hearth::run_quant_benchmark(o);
+    if (json) {
+      std::cout << r.json.dump(2) << "\n";
+    } else {
+      std::cout << r.text;
+    }
+    if (!json_out.empty()) std::ofstream(json_out) << r.json.dump(2) << "\n";
+  } catch (const hearth::Error& e) {
+    std::fprintf(stderr, "quant_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
