@@ -209,6 +209,10 @@ void parse_model(const json& model, const std::string& src, BpeTokenizerSpec& sp
     entries.emplace_back(id, &token);
     max_id = std::max(max_id, id);
   }
+  // Vocabularies are dense; a lone huge id would only make us allocate for nothing.
+  if (max_id >= 2 * static_cast<int64_t>(entries.size()) + 1024)
+    fail(ErrorCode::kInvalidFile, where + ": id " + std::to_string(max_id) + " is far beyond the " +
+                                      std::to_string(entries.size()) + " tokens of the vocabulary");
   spec.vocab.assign(static_cast<size_t>(max_id + 1), std::string());
   for (const auto& [id, token] : entries) {
     if (!spec.vocab[id].empty())
@@ -304,6 +308,15 @@ std::unique_ptr<Tokenizer> parse_tokenizer_json(std::string_view text,
         spec.added_tokens.push_back(parse_added_token(value, id, where));
     }
   }
+
+  const auto id_limit =
+      2 * static_cast<int64_t>(spec.vocab.size() + spec.added_tokens.size()) + 1024;
+  for (const auto& t : spec.added_tokens)
+    if (t.id >= id_limit)
+      fail(ErrorCode::kInvalidFile, source + ": added token \"" + t.content.substr(0, 100) +
+                                        "\" has id " + std::to_string(t.id) +
+                                        ", far beyond the vocabulary of " +
+                                        std::to_string(spec.vocab.size()));
 
   spec.metaspace_normalizer =
       parse_normalizer(ju::find(root, "normalizer"), source + ": normalizer");

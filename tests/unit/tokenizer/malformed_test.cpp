@@ -117,6 +117,12 @@ TEST(MalformedTokenizerJson, StructuralDefects) {
   auto huge_id = base_tokenizer_json();
   huge_id["model"]["vocab"]["zzz"] = 100000000;
   expect_json_error(huge_id.dump(), ErrorCode::kInvalidFile, "vocab[\"zzz\"]");
+  auto sparse_id = base_tokenizer_json();
+  sparse_id["model"]["vocab"]["zzz"] = 4000000;  // allowed as a number, not by the vocab size
+  expect_json_error(sparse_id.dump(), ErrorCode::kInvalidFile, "far beyond");
+  auto sparse_added = base_tokenizer_json();
+  sparse_added["added_tokens"][0]["id"] = 4000000;
+  expect_json_error(sparse_added.dump(), ErrorCode::kInvalidFile, "far beyond");
 }
 
 TEST(MalformedTokenizerJson, MutatedFilesNeverCrash) {

@@ -140,3 +140,43 @@ TEST(NativeSentencePieceBpe, RejectsBadVocabularies) {
 
 }  // namespace
 }  // namespace hearth
+
+namespace hearth {
+namespace {
+
+// load_tokenizer prefers tokenizer.json, except when it is not byte-level and a tokenizer.model
+// lies beside it (then libsentencepiece, the reference for those models, is used).
+TEST(LoadTokenizer, ChoosesBetweenTokenizerJsonAndModel) {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / "hearth_load_tokenizer_choice";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto synth = test::tokenizer_fixtures() / "synthetic";
+  fs::copy_file(spm_dir() / "bpe.model", dir / "tokenizer.model");
+  EXPECT_EQ(load_tokenizer(dir)->vocab_size(), 1000);  // the .model alone
+
+  fs::copy_file(synth / "llama2_style" / "tokenizer.json", dir / "tokenizer.json");
+  EXPECT_EQ(load_tokenizer(dir)->vocab_size(), 1000);  // not byte-level: the .model wins
+
+  fs::copy_file(synth / "llama3" / "tokenizer.json", dir / "tokenizer.json",
+                fs::copy_options::overwrite_existing);
+  EXPECT_EQ(load_tokenizer(dir)->vocab_size(), 700);  // byte-level: tokenizer.json wins
+
+  fs::remove(dir / "tokenizer.model");
+  fs::copy_file(synth / "llama2_style" / "tokenizer.json", dir / "tokenizer.json",
+                fs::copy_options::overwrite_existing);
+  EXPECT_EQ(load_tokenizer(dir)->vocab_size(), 758);  // Llama 2 style BPE from tokenizer.json
+
+  fs::remove(dir / "tokenizer.json");
+  try {
+    load_tokenizer(dir);
+    ADD_FAILURE() << "loaded a folder without tokenizer files";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(std::string(e.what()).find("tokenizer.json"), std::string::npos);
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace hearth
