@@ -43,6 +43,7 @@ Rectangle {
             }
             Button {
                 id: copyButton
+                objectName: "copyCodeButton"
                 property bool copied: false
                 flat: true
                 implicitHeight: 30

@@ -31,6 +31,7 @@ Rectangle {
         spacing: 8
 
         Button {
+            objectName: "newChatButton"
             Layout.fillWidth: true
             text: qsTr("New chat")
             icon.source: "qrc:/hearth/icons/plus.svg"

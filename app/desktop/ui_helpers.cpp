@@ -21,6 +21,10 @@ void UiHelpers::copyText(const QString& text) const {
   QGuiApplication::clipboard()->setText(text);
 }
 
+QString UiHelpers::clipboardText() const {
+  return QGuiApplication::clipboard()->text();
+}
+
 QString UiHelpers::formatBytes(double bytes) const {
   return QLocale().formattedDataSize(qint64(bytes), 1, QLocale::DataSizeIecFormat);
 }

@@ -20,6 +20,7 @@ class UiHelpers : public QObject {
 
   bool systemPrefersDark() const;
   Q_INVOKABLE void copyText(const QString& text) const;
+  Q_INVOKABLE QString clipboardText() const;
   Q_INVOKABLE QString formatBytes(double bytes) const;  // "1.2 GiB"
   Q_INVOKABLE QString formatCount(double count) const;  // "135 M", "7.2 B"
   Q_INVOKABLE QString formatNumber(double value, int decimals) const;

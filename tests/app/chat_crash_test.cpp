@@ -88,10 +88,16 @@ class ChatCrashTest : public QObject {
       problem = QStringLiteral("integrity_check: ") + ic;
     else if (const QString fk = one("PRAGMA foreign_key_check"); fk != u"<no rows>")
       problem = QStringLiteral("foreign_key_check: ") + fk;
-    else if (const QString fts = one("INSERT INTO messages_fts(messages_fts, rank) "
-                                     "VALUES('integrity-check', 1)");
-             fts != u"<no rows>")
-      problem = QStringLiteral("fts integrity-check: ") + fts;
+    // Killed before the first migration committed: an empty database is a correct outcome.
+    const bool migrated = one("PRAGMA user_version").toInt() >= 2;
+    if (problem.isEmpty() && migrated) {
+      if (const QString fts = one("INSERT INTO messages_fts(messages_fts, rank) "
+                                  "VALUES('integrity-check', 1)");
+          fts != u"<no rows>")
+        problem = QStringLiteral("fts integrity-check: ") + fts;
+    }
+    if (!migrated && !ledger->acknowledged.isEmpty())
+      problem = QStringLiteral("the schema is gone although messages were acknowledged");
 
     // Every row: valid UTF-8; acknowledged ones exact and complete; streaming ones a prefix.
     sqlite3_stmt* st = nullptr;

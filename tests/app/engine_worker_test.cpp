@@ -1,0 +1,317 @@
+// EngineWorker and EngineController with the real default model on the CPU: greedy answers
+// streamed through the worker equal Hugging Face transformers' continuations (decoded by its
+// tokenizer, tests/fixtures/app/worker_greedy.json), tokens arrive in batches, cancellation
+// works during load and during generation, and bad loads (missing file, corrupt file, a cache
+// that cannot fit) fail with readable errors while the worker stays usable.
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QThread>
+
+#include "app/desktop/engine_controller.h"
+#include "app/desktop/engine_worker.h"
+#include "tests/common/test_paths.h"
+
+using namespace hearth::app;
+
+namespace {
+
+struct LoadOutcome {
+  bool done = false;
+  bool ok = false;
+  bool cancelled = false;
+  EngineFailure failure;
+  ModelSummary summary;
+  MemorySnapshot memory;
+};
+
+struct GenerationOutcome {
+  bool done = false;
+  bool failed = false;
+  QString streamed;
+  int batches = 0;
+  QString text;
+  MessageStats stats;
+  EngineFailure failure;
+};
+
+QString modelPath() {
+  return QString::fromStdString(hearth::test::test_model().string());
+}
+
+}  // namespace
+
+class EngineWorkerTest : public QObject {
+  Q_OBJECT
+
+  QThread thread_;
+  EngineWorker* worker_ = nullptr;
+  QTemporaryDir dir_;
+
+  LoadOutcome load(hearth::LoadOptions options, hearth::CancelToken cancel = {},
+                   bool cancelOnFirstProgress = false) {
+    LoadOutcome out;
+    QObject context;
+    QMetaObject::Connection direct;
+    if (cancelOnFirstProgress) {
+      // Runs on the worker thread, inside the engine's progress callback.
+      direct = connect(
+          worker_, &EngineWorker::loadProgress, worker_,
+          [cancel](quint64, const QString&, qint64, qint64) { cancel.cancel(); },
+          Qt::DirectConnection);
+    }
+    connect(worker_, &EngineWorker::loadFinished, &context,
+            [&](quint64, const ModelSummary& s, const MemorySnapshot& m) {
+              out = {true, true, false, {}, s, m};
+            });
+    connect(worker_, &EngineWorker::loadFailed, &context,
+            [&](quint64, const EngineFailure& f, bool cancelled) {
+              out.done = true;
+              out.cancelled = cancelled;
+              out.failure = f;
+            });
+    LoadJob job{1, std::move(options), cancel};
+    QMetaObject::invokeMethod(worker_, [w = worker_, job] { w->load(job); });
+    [&] { QTRY_VERIFY_WITH_TIMEOUT(out.done, 120000); }();
+    disconnect(direct);
+    return out;
+  }
+
+  GenerationOutcome generate(hearth::GenerationRequest request, hearth::CancelToken cancel = {},
+                             bool cancelAfterFirstBatch = false) {
+    GenerationOutcome out;
+    QObject context;
+    connect(worker_, &EngineWorker::textStreamed, &context,
+            [&](quint64, const QString& text, qint64, double, double) {
+              out.streamed += text;
+              ++out.batches;
+              if (cancelAfterFirstBatch) cancel.cancel();
+            });
+    connect(worker_, &EngineWorker::generationFinished, &context,
+            [&](quint64, const QString& text, const MessageStats& stats, qint64) {
+              out.done = true;
+              out.text = text;
+              out.stats = stats;
+            });
+    connect(worker_, &EngineWorker::generationFailed, &context,
+            [&](quint64, const EngineFailure& f) {
+              out.done = out.failed = true;
+              out.failure = f;
+            });
+    GenerateJob job{2, std::move(request), cancel};
+    QMetaObject::invokeMethod(worker_, [w = worker_, job] { w->generate(job); });
+    [&] { QTRY_VERIFY_WITH_TIMEOUT(out.done, 120000); }();
+    return out;
+  }
+
+  static hearth::LoadOptions cpuOptions(const QString& path) {
+    hearth::LoadOptions o;
+    o.model_path = path.toStdString();
+    o.device = hearth::DeviceKind::kCpu;
+    o.max_seq_len = 1024;
+    return o;
+  }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY2(QFile::exists(modelPath()), "the default model is missing: run scripts/setup.sh");
+    worker_ = new EngineWorker(30);
+    worker_->moveToThread(&thread_);
+    connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
+    thread_.start();
+  }
+
+  void cleanupTestCase() {
+    thread_.quit();
+    thread_.wait();
+  }
+
+  void generatingWithoutAModelFails() {
+    hearth::GenerationRequest r;
+    r.prompt = "Hello";
+    const GenerationOutcome g = generate(r);
+    QVERIFY(g.failed);
+    QVERIFY2(g.failure.message.contains(QStringLiteral("no model")), qPrintable(g.failure.message));
+  }
+
+  void missingModelFileFailsNamingIt() {
+    const QString path = dir_.filePath(QStringLiteral("does-not-exist.gguf"));
+    const LoadOutcome r = load(cpuOptions(path));
+    QVERIFY(!r.ok);
+    QVERIFY(!r.cancelled);
+    QVERIFY2(r.failure.message.contains(QStringLiteral("does-not-exist.gguf")),
+             qPrintable(r.failure.message));
+  }
+
+  void corruptModelFileFailsAsInvalid() {
+    const QString path = dir_.filePath(QStringLiteral("corrupt.gguf"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    QByteArray bytes("GGUF");
+    bytes.append("\x03\x00\x00\x00", 4);                  // version 3
+    bytes.append("\xff\xff\xff\xff\xff\xff\xff\x7f", 8);  // absurd tensor count
+    bytes.append(QByteArray(64, '\x5a'));
+    f.write(bytes);
+    f.close();
+    const LoadOutcome r = load(cpuOptions(path));
+    QVERIFY(!r.ok);
+    QCOMPARE(r.failure.code,
+             QString::fromLatin1(hearth::error_code_name(hearth::ErrorCode::kInvalidFile)));
+    QVERIFY2(r.failure.message.contains(QStringLiteral("corrupt.gguf")),
+             qPrintable(r.failure.message));
+  }
+
+  void cancelledBeforeItStartsLoadsNothing() {
+    hearth::CancelToken cancel;
+    cancel.cancel();
+    const LoadOutcome r = load(cpuOptions(modelPath()), cancel);
+    QVERIFY(!r.ok);
+    QVERIFY(r.cancelled);
+  }
+
+  void cancelDuringLoad() {
+    hearth::CancelToken cancel;
+    const LoadOutcome r = load(cpuOptions(modelPath()), cancel, /*cancelOnFirstProgress=*/true);
+    QVERIFY2(!r.ok, "the load ignored the cancellation");
+    QVERIFY(r.cancelled);
+  }
+
+  void cacheThatCannotFitIsRefusedWithNumbers() {
+    hearth::LoadOptions o = cpuOptions(modelPath());
+    o.max_seq_len = 4'000'000;
+    o.cache_tokens = 4'000'000;  // ~180 GB of fp32 KV cache for SmolLM2-135M
+    const LoadOutcome r = load(o);
+    QVERIFY(!r.ok);
+    QVERIFY2(r.failure.outOfMemory, qPrintable(r.failure.code + u' ' + r.failure.message));
+    QVERIFY(r.failure.needed > r.failure.available);
+    QVERIFY(r.failure.needed > 100ull << 30);
+    QVERIFY(!r.failure.advice.isEmpty());
+  }
+
+  void loadsTheDefaultModel() {
+    const LoadOutcome r = load(cpuOptions(modelPath()));
+    QVERIFY2(r.ok, qPrintable(r.failure.message));
+    QCOMPARE(r.summary.format, QStringLiteral("gguf"));
+    // SmolLM2-135M: 134.5 M parameters, trained for 8192 tokens (its config.json).
+    QVERIFY2(r.summary.parameters > 130'000'000 && r.summary.parameters < 140'000'000,
+             qPrintable(QString::number(r.summary.parameters)));
+    QCOMPARE(r.summary.trainedContext, 8192);
+    QCOMPARE(r.summary.maxSeqLen, 1024);
+    QVERIFY(r.memory.weights > 0);
+  }
+
+  void greedyStreamsMatchTransformers() {
+    QFile f(QStringLiteral(HEARTH_FIXTURES_DIR "/app/worker_greedy.json"));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonArray cases = QJsonDocument::fromJson(f.readAll()).object()[u"cases"].toArray();
+    QVERIFY(cases.size() >= 5);
+    int exact = 0;
+    for (const QJsonValue& v : cases) {
+      const QJsonObject c = v.toObject();
+      hearth::GenerationRequest r;
+      r.prompt = c[u"prompt"].toString().toStdString();
+      r.max_tokens = c[u"max_tokens"].toInt();
+      r.sampling.temperature = 0;
+      QElapsedTimer clock;
+      clock.start();
+      const GenerationOutcome g = generate(r);
+      QVERIFY2(!g.failed, qPrintable(g.failure.message));
+      // What streamed is what the engine returned, and it came in batches, not per token.
+      QCOMPARE(g.streamed, g.text);
+      QVERIFY(g.batches >= 1);
+      QVERIFY2(
+          g.batches <= clock.elapsed() / 30 + 2,
+          qPrintable(QStringLiteral("%1 batches in %2 ms").arg(g.batches).arg(clock.elapsed())));
+      QVERIFY(g.stats.generatedTokens <= r.max_tokens);
+      QVERIFY(g.stats.decodeSeconds > 0);
+      if (g.text == c[u"text"].toString())
+        ++exact;
+      else
+        qWarning("differs from transformers for %s:\n ours:   %s\n theirs: %s",
+                 qPrintable(c[u"prompt"].toString().left(40)), qPrintable(g.text),
+                 qPrintable(c[u"text"].toString()));
+    }
+    // fp32 on both sides; a near-tie may flip one argmax, never most of them.
+    QVERIFY2(exact >= cases.size() - 1,
+             qPrintable(QStringLiteral("%1 of %2 match").arg(exact).arg(cases.size())));
+  }
+
+  void cancelDuringGeneration() {
+    hearth::GenerationRequest r;
+    r.prompt = "Once upon a time";
+    r.max_tokens = 500;
+    r.ignore_eos = true;
+    hearth::CancelToken cancel;
+    QElapsedTimer clock;
+    clock.start();
+    const GenerationOutcome g = generate(r, cancel, /*cancelAfterFirstBatch=*/true);
+    QVERIFY2(!g.failed, qPrintable(g.failure.message));
+    QCOMPARE(g.stats.finishReason, QStringLiteral("cancelled"));
+    QVERIFY(g.stats.generatedTokens < 500);
+    QVERIFY(g.text.startsWith(g.streamed.left(1)));
+  }
+
+  // The UI thread's view: states, streamed text, stop.
+  void controllerDrivesTheWorker() {
+    EngineController controller(nullptr);
+    QSignalSpy states(&controller, &EngineController::stateChanged);
+    controller.load({{QStringLiteral("path"), modelPath()},
+                     {QStringLiteral("device"), QStringLiteral("cpu")},
+                     {QStringLiteral("maxSeqLen"), 2048}});
+    QCOMPARE(controller.state(), EngineController::Loading);
+    QTRY_COMPARE_WITH_TIMEOUT(controller.state(), EngineController::Ready, 120000);
+    QCOMPARE(controller.maxSeqLen(), 2048);
+    QVERIFY(controller.memory().value(QStringLiteral("weights")).toDouble() > 0);
+
+    QString streamed;
+    QString finalText;
+    MessageStats stats;
+    bool done = false;
+    connect(&controller, &EngineController::generationText, this,
+            [&](quint64, const QString& t) { streamed += t; });
+    connect(&controller, &EngineController::generationDone, this,
+            [&](quint64, const QString& t, const MessageStats& s) {
+              finalText = t;
+              stats = s;
+              done = true;
+            });
+    const quint64 id = controller.generate({{"user", "Name three colours."}},
+                                           {{QStringLiteral("temperature"), 0}}, 40);
+    QVERIFY(id != 0);
+    QCOMPARE(controller.state(), EngineController::Generating);
+    QTRY_VERIFY_WITH_TIMEOUT(done, 120000);
+    QCOMPARE(streamed, finalText);
+    QVERIFY(!finalText.isEmpty());
+    QCOMPARE(controller.state(), EngineController::Ready);
+    QVERIFY(controller.lastDecodeTps() > 0);
+    QVERIFY(controller.contextUsed() > 0);
+
+    // Stop while it runs.
+    done = false;
+    streamed.clear();
+    controller.generate({{"user", "Tell me a very long story."}}, {}, 2000);
+    QTRY_VERIFY_WITH_TIMEOUT(!streamed.isEmpty(), 60000);
+    controller.stop();
+    QTRY_VERIFY_WITH_TIMEOUT(done, 10000);
+    QCOMPARE(stats.finishReason, QStringLiteral("cancelled"));
+
+    // The plan for a load, computed off the UI thread.
+    controller.requestPlan(
+        {{QStringLiteral("path"), modelPath()}, {QStringLiteral("device"), QStringLiteral("cpu")}});
+    QVERIFY(controller.planning());
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.planning(), 60000);
+    QVERIFY(controller.plan().value(QStringLiteral("valid")).toBool());
+    QVERIFY(controller.plan().value(QStringLiteral("fits")).toBool());
+
+    controller.unload();
+    QTRY_COMPARE_WITH_TIMEOUT(controller.state(), EngineController::Empty, 10000);
+    QVERIFY(states.count() >= 6);
+  }
+};
+
+QTEST_GUILESS_MAIN(EngineWorkerTest)
+#include "engine_worker_test.moc"

@@ -1,0 +1,55 @@
+// Qt Quick Test runner for the views: the Hearth QML module with a real AppRuntime on temporary
+// files (history database, settings), and the default model imported into its library.
+#include <QtQml/qqmlextensionplugin.h>
+#include <QtQuickTest/quicktest.h>
+#include <QQmlContext>
+#include <QQmlEngine>
+#include <QQuickStyle>
+#include <QTemporaryDir>
+#include <memory>
+
+#include "app/desktop/app_runtime.h"
+#include "app/desktop/app_settings.h"
+#include "app/desktop/chat_store.h"
+#include "tests/common/test_paths.h"
+
+Q_IMPORT_QML_PLUGIN(HearthPlugin)
+
+class Setup : public QObject {
+  Q_OBJECT
+
+ public:
+  Setup() { QQuickStyle::setStyle(QStringLiteral("Material")); }
+
+ public slots:
+  void applicationAvailable() {
+    runtime_ = std::make_unique<hearth::app::AppRuntime>(
+        hearth::app::AppRuntime::Paths{dir_.filePath(QStringLiteral("history.sqlite")),
+                                       dir_.filePath(QStringLiteral("settings.ini"))});
+    auto& settings = runtime_->settings();
+    settings.setImportedModels({QString::fromStdString(hearth::test::test_model().string())});
+    settings.setLanguage(QStringLiteral("en"));
+    settings.setTheme(QStringLiteral("light"));
+  }
+
+  void qmlEngineAvailable(QQmlEngine* engine) {
+    engine->addImportPath(QStringLiteral("qrc:/qt/qml"));
+    runtime_->attach(engine);
+    engine->rootContext()->setContextProperty(
+        QStringLiteral("testModelPath"),
+        QString::fromStdString(hearth::test::test_model().string()));
+    engine->rootContext()->setContextProperty(
+        QStringLiteral("codeConversationUrl"),
+        QUrl::fromLocalFile(
+            QStringLiteral(HEARTH_FIXTURES_DIR "/app/conversation_with_code.json")));
+  }
+
+  void cleanupTestCase() { runtime_.reset(); }
+
+ private:
+  QTemporaryDir dir_;
+  std::unique_ptr<hearth::app::AppRuntime> runtime_;
+};
+
+QUICK_TEST_MAIN_WITH_SETUP(hearth_views, Setup)
+#include "quick_test_main.moc"
