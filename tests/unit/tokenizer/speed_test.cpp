@@ -46,7 +46,7 @@ void report(const char* name, const Tokenizer& tok, const std::string& text) {
   const double mb_s = static_cast<double>(text.size()) / 1e6 / s;
   std::printf("[ speed    ] %-28s %7.2f MB/s  (%zu bytes -> %zu ids in %.3f s)\n", name, mb_s,
               text.size(), ids.size(), s);
-  EXPECT_GT(mb_s, 0.5) << name;
+  EXPECT_GT(mb_s, 0.05) << name;  // catches quadratic behaviour, even in sanitizer builds
 }
 
 TEST(TokenizerSpeed, EncodeThroughput) {
