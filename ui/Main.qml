@@ -88,7 +88,7 @@ ApplicationWindow {
         Sidebar {
             id: sidebar
             Layout.fillHeight: true
-            Layout.preferredWidth: 272
+            Layout.preferredWidth: 288
             onNewChat: window.newChat()
             onOpenLibrary: libraryDialog.open()
             onExportRequested: (id, format) => exportDialog.start(id, format)

@@ -176,6 +176,7 @@ Rectangle {
                 Layout.fillWidth: true
                 flat: true
                 text: qsTr("Import…")
+                font.capitalization: Font.MixedCase
                 icon.source: "qrc:/hearth/icons/upload.svg"
                 Accessible.name: qsTr("Import a conversation from JSON")
                 onClicked: sidebar.importRequested()
@@ -184,6 +185,7 @@ Rectangle {
                 Layout.fillWidth: true
                 flat: true
                 text: qsTr("Models")
+                font.capitalization: Font.MixedCase
                 icon.source: "qrc:/hearth/icons/library.svg"
                 Accessible.name: qsTr("Open the model library")
                 onClicked: sidebar.openLibrary()

@@ -2,7 +2,10 @@
 # to PNG. Fails when the app fails or the picture is missing or blank-sized.
 file(REMOVE "${PNG}")
 file(REMOVE_RECURSE "${WORK}")
-file(MAKE_DIRECTORY "${WORK}/data" "${WORK}/config")
+file(MAKE_DIRECTORY "${WORK}/data/hearth/models" "${WORK}/config")
+# The default model in the default models folder, as after scripts/setup.sh.
+get_filename_component(model_name "${MODEL}" NAME)
+file(CREATE_LINK "${MODEL}" "${WORK}/data/hearth/models/${model_name}" SYMBOLIC)
 set(ENV{XDG_DATA_HOME} "${WORK}/data")
 set(ENV{XDG_CONFIG_HOME} "${WORK}/config")
 # A light theme and a fixed language, whatever the machine's locale says.
