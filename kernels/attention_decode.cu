@@ -48,6 +48,8 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float sm_max[kGroups][GM];
   __shared__ float sm_sum[kGroups][GM];
   __shared__ float sm_acc[kGroups][GM][D];
+  __shared__ float sm_split_max[kDecodeMaxSplits][GM];
+  __shared__ float sm_split_sum[kDecodeMaxSplits][GM];
   __shared__ bool last_block;
 
   const int split = blockIdx.x;
@@ -207,22 +209,50 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   if (!last_block) return;
   __threadfence();
+  // The splits' maxima and sums go to shared memory with one load per thread, then each head's
+  // weights are computed once; the values are read in batches of independent loads (a chain of
+  // dependent L2 reads per element used to dominate this kernel).
+  for (int i = tid; i < sp.used * group; i += kThreads) {
+    const int s = i / group;
+    const int h = i % group;
+    const float* slot =
+        partials +
+        ((int64_t(seq) * num_heads + kv_head * group + h) * kDecodeMaxSplits + s) * slot_floats;
+    sm_split_max[s][h] = __ldcg(slot + D);
+    sm_split_sum[s][h] = __ldcg(slot + D + 1);
+  }
+  __syncthreads();
+  if (tid < group) {
+    const int h = tid;
+    float mx = -INFINITY;
+    for (int s = 0; s < sp.used; ++s) mx = fmaxf(mx, sm_split_max[s][h]);
+    float sum = 0.0f;
+    for (int s = 0; s < sp.used; ++s) {
+      const float w = exp2f(sm_split_max[s][h] - mx);
+      sm_split_max[s][h] = w;  // now the split's weight
+      sum += sm_split_sum[s][h] * w;
+    }
+    sm_split_sum[0][h] = sum;
+  }
+  __syncthreads();
   for (int e = tid; e < work; e += kThreads) {
     const int h = e / D;
     const int d = e % D;
     const int head = kv_head * group + h;
     const float* slots =
-        partials + (int64_t(seq) * num_heads + head) * kDecodeMaxSplits * slot_floats;
-    float mx = -INFINITY;
-    for (int s = 0; s < sp.used; ++s) mx = fmaxf(mx, __ldcg(slots + s * slot_floats + D));
-    float sum = 0.0f, a = 0.0f;
-    for (int s = 0; s < sp.used; ++s) {
-      const float* slot = slots + s * slot_floats;
-      const float w = exp2f(__ldcg(slot + D) - mx);
-      sum += __ldcg(slot + D + 1) * w;
-      a += __ldcg(slot + d) * w;
+        partials + (int64_t(seq) * num_heads + head) * kDecodeMaxSplits * slot_floats + d;
+    float a = 0.0f;
+    for (int s0 = 0; s0 < sp.used; s0 += 8) {
+      float v[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u)
+        v[u] = s0 + u < sp.used ? __ldcg(slots + (s0 + u) * slot_floats) : 0.0f;
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        if (s0 + u < sp.used) a += v[u] * sm_split_max[s0 + u][h];
+      }
     }
-    out[int64_t(row) * q_cols + int64_t(head) * D + d] = from_f<T>(a / sum);
+    out[int64_t(row) * q_cols + int64_t(head) * D + d] = from_f<T>(a / sm_split_sum[0][h]);
   }
   if (tid == 0) *counter = 0;
 }

@@ -192,9 +192,21 @@ __global__ void __launch_bounds__(kWarps * 32)
       const int row = c < 2 ? row0 : row1;
       const int col = nt * 8 + 2 * t + (c & 1);
       if (row < n && col < rows) {
+        // Batches of independent loads (a dependent chain of L2 reads was the tail before),
+        // summed in split order.
         float sum = 0.0f;
-        for (int s = 0; s < m.splits; ++s) {
-          sum += __ldcg(&part[(int64_t(s) * kRowsPadded + col) * n + row]);
+        for (int s0 = 0; s0 < m.splits; s0 += 8) {
+          float v[8];
+#pragma unroll
+          for (int u = 0; u < 8; ++u) {
+            v[u] = s0 + u < m.splits
+                       ? __ldcg(&part[(int64_t(s0 + u) * kRowsPadded + col) * n + row])
+                       : 0.0f;
+          }
+#pragma unroll
+          for (int u = 0; u < 8; ++u) {
+            if (s0 + u < m.splits) sum += v[u];
+          }
         }
         store(row, col, sum);
       }
@@ -204,24 +216,60 @@ __global__ void __launch_bounds__(kWarps * 32)
   if (lane == 0) *counter = 0;  // ready for the next launch
 }
 
-// One warp per output feature, one x row, CUDA cores (for comparison in benchmarks).
+// One x row (batch-1 decode): one warp per output feature, CUDA cores, eight 16-byte loads
+// of W in flight per lane. Many small blocks keep every multiprocessor busy to the end (no
+// split-K, no tail). On sm_90 each warp first asks L2 for the start of its row with a bulk
+// prefetch, which is issued before griddepcontrol.wait and so overlaps the previous kernel.
+struct RowMatrix {
+  const void* w;
+  const float* bias;
+  void* out;
+  int row_begin;
+  bool out_f32;
+};
+
+struct RowGroup {
+  RowMatrix m[kGemvMaxMatrices];
+  int count;
+  int rows;  // output features of all matrices
+};
+
 template <class T>
-__global__ void gemv_fma_kernel(const T* __restrict__ w, const T* x, T* out, int n, int k) {
-  constexpr int kUnroll = 4;
+// (128, 4): ptxas then keeps all eight loads of an iteration in flight (with a higher occupancy
+// target it interleaves them one by one with the FMAs, a register-saving schedule).
+__global__ void __launch_bounds__(128, 4) gemv_row_kernel(RowGroup group, const T* x, int k) {
+  constexpr int kUnroll = 8;
   const int feature = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   pdl_launch_dependents();
-  if (feature >= n) return;
-  const T* wr = w + int64_t(feature) * k;
-  float acc = 0.0f;
+  if (feature >= group.rows) return;
+  RowMatrix m = group.m[0];
+#pragma unroll
+  for (int i = 1; i < kGemvMaxMatrices; ++i) {
+    if (i < group.count && feature >= group.m[i].row_begin) m = group.m[i];
+  }
+  const int row = feature - m.row_begin;
+  const T* wr = static_cast<const T*>(m.w) + int64_t(row) * k;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (lane == 0) {
+    const unsigned bytes = static_cast<unsigned>(min(k * 2, 8192));
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(wr), "r"(bytes) : "memory");
+  }
+#endif
   pdl_wait();
-  for (int base = lane * 8; base < k; base += 32 * 8 * kUnroll) {
+  const int chunks = k / 8;
+  float acc = 0.0f;
+  for (int c0 = lane; c0 < chunks; c0 += 32 * kUnroll) {
     uint4 wv[kUnroll], xv[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int kk = base + u * 256;
-      wv[u] = kk < k ? load_stream(wr + kk) : make_uint4(0, 0, 0, 0);
-      xv[u] = kk < k ? load16(x + kk) : make_uint4(0, 0, 0, 0);
+      const int c = c0 + 32 * u;
+      wv[u] = c < chunks ? load_stream(wr + c * 8) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int c = c0 + 32 * u;
+      xv[u] = c < chunks ? load16(x + c * 8) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -233,7 +281,14 @@ __global__ void gemv_fma_kernel(const T* __restrict__ w, const T* x, T* out, int
     }
   }
   acc = warp_sum(acc);
-  if (lane == 0) out[feature] = from_f<T>(acc);
+  if (lane == 0) {
+    if (m.bias) acc += m.bias[row];
+    if (m.out_f32) {
+      static_cast<float*>(m.out)[row] = acc;
+    } else {
+      static_cast<T*>(m.out)[row] = from_f<T>(acc);
+    }
+  }
 }
 
 // One warp per (x row, output feature); scalar loads, any K and alignment.
@@ -341,14 +396,26 @@ cudaError_t gemv(const Launch& l, Elem t, const void* w, const float* bias, cons
   return gemv_group(l, t, &o, 1, x, rows, k, scratch);
 }
 
-cudaError_t gemv_fma_row(const Launch& l, Elem t, const void* w, const void* x, int64_t n,
-                         int64_t k, void* out) {
-  if (k % 8 != 0 || !aligned16(w) || !aligned16(x)) return cudaErrorInvalidValue;
+cudaError_t gemv_row(const Launch& l, Elem t, const GemvOutput* outputs, int count, const void* x,
+                     int64_t k) {
+  if (count < 1 || count > kGemvMaxMatrices || k % 8 != 0 || !aligned16(x)) {
+    return cudaErrorInvalidValue;
+  }
+  RowGroup group{};
+  group.count = count;
+  int64_t rows = 0;
+  for (int i = 0; i < count; ++i) {
+    if (!aligned16(outputs[i].w)) return cudaErrorInvalidValue;
+    group.m[i] = RowMatrix{outputs[i].w, outputs[i].bias, outputs[i].out, static_cast<int>(rows),
+                           outputs[i].out_type == Elem::kF32};
+    rows += outputs[i].n;
+  }
+  if (rows >= (int64_t(1) << 26)) return cudaErrorInvalidValue;
+  group.rows = static_cast<int>(rows);
   const int threads = 128;
-  const dim3 grid(static_cast<unsigned>(ceil_div(n * 32, threads)));
+  const dim3 grid(static_cast<unsigned>(ceil_div(rows * 32, threads)));
   HEARTH_DISPATCH_16(t, T, {
-    return launch_kernel(l, gemv_fma_kernel<T>, grid, threads, 0, static_cast<const T*>(w),
-                         static_cast<const T*>(x), static_cast<T*>(out), static_cast<int>(n),
+    return launch_kernel(l, gemv_row_kernel<T>, grid, threads, 0, group, static_cast<const T*>(x),
                          static_cast<int>(k));
   });
 }

@@ -142,9 +142,10 @@ cudaError_t gemv(const Launch& l, Elem t, const void* w, const float* bias, cons
                  int64_t rows, int64_t n, int64_t k, void* out, Elem out_t,
                  const GemvScratch& scratch);
 
-// A CUDA-core GEMV for one row (for comparison in benchmarks; not used by the backend).
-cudaError_t gemv_fma_row(const Launch& l, Elem t, const void* w, const void* x, int64_t n,
-                         int64_t k, void* out);
+// One x row (R = 1, batch-1 decode): CUDA-core GEMV, a warp per output feature, for up to
+// kGemvMaxMatrices matrices sharing x [1, K] (K a multiple of 8).
+cudaError_t gemv_row(const Launch& l, Elem t, const GemvOutput* outputs, int count, const void* x,
+                     int64_t k);
 
 // Any shape, any alignment: one warp per output, fp32 accumulation. The fallback.
 cudaError_t gemv_generic(const Launch& l, Elem t, const void* w, const float* bias, const void* x,

@@ -42,12 +42,36 @@ __global__ void argmax_kernel(const float* logits, int64_t vocab, int32_t* out) 
   const float* row = logits + blockIdx.x * vocab;
   float bv = -INFINITY;
   int32_t bi = INT_MAX;
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
-    const float v = row[i];
-    if (v > bv || bi == INT_MAX) {
+  auto consider = [&](float v, int64_t i) {
+    if (v > bv || (v == bv && i < bi) || bi == INT_MAX) {
       bv = v;
       bi = static_cast<int32_t>(i);
     }
+  };
+  if (vocab % 4 == 0) {
+    // 16-byte loads, four in flight per thread (a dependent chain of scalar loads was slow).
+    const float4* row4 = reinterpret_cast<const float4*>(row);
+    const int64_t n4 = vocab / 4;
+    for (int64_t base = threadIdx.x; base < n4; base += 4 * int64_t(blockDim.x)) {
+      float4 v[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int64_t j = base + u * int64_t(blockDim.x);
+        v[u] = j < n4 ? row4[j] : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int64_t j = base + u * int64_t(blockDim.x);
+        if (j < n4) {
+          consider(v[u].x, 4 * j);
+          consider(v[u].y, 4 * j + 1);
+          consider(v[u].z, 4 * j + 2);
+          consider(v[u].w, 4 * j + 3);
+        }
+      }
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) consider(row[i], i);
   }
   auto better = [](float v, int32_t i, float bv, int32_t bi) {
     return v > bv || (v == bv && i < bi) || bi == INT_MAX;

@@ -175,32 +175,44 @@ TEST_F(GpuOps, LinearMatchesReferenceAcrossShapesAndRowCounts) {
       {1000, 576, 4, false, DType::kF32},   {1000, 576, 4, true, DType::kBF16},
       {14336, 4096, 1, false, DType::kF16},
   };
-  for (const LinearCase& c : cases) {
-    const float scale = 1.0f / std::sqrt(static_cast<float>(c.k));
-    const auto x = random_values(static_cast<size_t>(c.rows * c.k), c.n + 3 * c.k, 1.0f);
-    const auto w = random_values(static_cast<size_t>(c.n * c.k), c.k, scale * 1.7f,
-                                 c.weight_dtype == DType::kBF16 ? DType::kBF16 : DType::kF16);
-    const auto bias = random_values(static_cast<size_t>(c.n), 99, 0.5f);
-    const auto got = run_linear(*gpu, c, x, w, bias);
-    const auto ref = run_linear(*cpu, c, x, w, bias);
-    const auto d = compare(got, ref);
-    EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref)
-        << "N " << c.n << " K " << c.k << " R " << c.rows << " " << dtype_name(c.weight_dtype)
-        << (c.bias ? " +bias" : "") << ": " << d.str();
+  // The default backend (row GEMV for one row, cuBLAS above) and one that sends up to 64 rows
+  // to the tensor-core GEMV.
+  CudaBackendOptions mma_options;
+  mma_options.gemv_max_rows = 64;
+  auto mma = create_cuda_backend(mma_options);
+  for (Backend* g : {gpu.get(), mma.get()}) {
+    for (const LinearCase& c : cases) {
+      const float scale = 1.0f / std::sqrt(static_cast<float>(c.k));
+      const auto x = random_values(static_cast<size_t>(c.rows * c.k), c.n + 3 * c.k, 1.0f);
+      const auto w = random_values(static_cast<size_t>(c.n * c.k), c.k, scale * 1.7f,
+                                   c.weight_dtype == DType::kBF16 ? DType::kBF16 : DType::kF16);
+      const auto bias = random_values(static_cast<size_t>(c.n), 99, 0.5f);
+      const auto got = run_linear(*g, c, x, w, bias);
+      const auto ref = run_linear(*cpu, c, x, w, bias);
+      const auto d = compare(got, ref);
+      EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref)
+          << (g == gpu.get() ? "default" : "tensor-core GEMV") << " N " << c.n << " K " << c.k
+          << " R " << c.rows << " " << dtype_name(c.weight_dtype) << (c.bias ? " +bias" : "")
+          << ": " << d.str();
+    }
   }
 }
 
 // A row's result does not depend on how many other rows share the product (decode batches).
-TEST_F(GpuOps, LinearRowsAreBatchInvariantUpTo32Rows) {
+// With the tensor-core GEMV (gemv_max_rows >= 2) the split-K does not depend on R.
+TEST_F(GpuOps, TensorCoreGemvRowsAreBatchInvariant) {
+  CudaBackendOptions o;
+  o.gemv_max_rows = 32;
+  auto mma = create_cuda_backend(o);
   const LinearCase big{4096, 4096, 32, false, DType::kF16};
   const auto x = random_values(static_cast<size_t>(32 * 4096), 5, 1.0f);
   const auto w = random_values(static_cast<size_t>(4096 * 4096), 6, 0.03f);
-  const auto all = run_linear(*gpu, big, x, w, {});
-  for (int64_t rows : {1, 5, 8, 16}) {
+  const auto all = run_linear(*mma, big, x, w, {});
+  for (int64_t rows : {2, 5, 8, 16}) {
     LinearCase c = big;
     c.rows = rows;
     const auto part =
-        run_linear(*gpu, c, std::vector<float>(x.begin(), x.begin() + rows * 4096), w, {});
+        run_linear(*mma, c, std::vector<float>(x.begin(), x.begin() + rows * 4096), w, {});
     EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin())) << "rows " << rows;
   }
 }
@@ -425,10 +437,23 @@ TEST_F(GpuOps, AttentionWithEightWarpBlocksMatchesReference) {
                      1.5e-3);
 }
 
+void grouped_linears_case(Backend& gpu_backend, Backend& cpu_backend, int64_t rows);
+
 // Consecutive linears reading the same input are launched together; each must still get its
 // own result (shapes and biases differ).
 TEST_F(GpuOps, GroupedLinearsMatchSeparateOnes) {
-  const int64_t rows = 3, k = 576;
+  CudaBackendOptions o;
+  o.gemv_max_rows = 8;
+  auto mma = create_cuda_backend(o);
+  for (const int64_t rows : {1, 3}) {
+    for (Backend* g : {gpu.get(), mma.get()}) {
+      grouped_linears_case(*g, *cpu, rows);
+    }
+  }
+}
+
+void grouped_linears_case(Backend& gpu_backend, Backend& cpu_backend, int64_t rows) {
+  const int64_t k = 576;
   const std::vector<int64_t> outs = {576, 192, 1536};
   auto run = [&](Backend& b) {
     TestBatch batch = one_sequence(rows);
@@ -458,10 +483,11 @@ TEST_F(GpuOps, GroupedLinearsMatchSeparateOnes) {
     }
     return all;
   };
-  const auto got = run(*gpu);
-  const auto ref = run(*cpu);
+  const auto got = run(gpu_backend);
+  const auto ref = run(cpu_backend);
   const auto d = compare(got, ref);
-  EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref) << d.str();
+  EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref)
+      << "rows " << rows << ": " << d.str();
 }
 
 TEST_F(GpuOps, AttentionInBf16MatchesReference) {

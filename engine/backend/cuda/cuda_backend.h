@@ -17,9 +17,10 @@ struct CudaBackendOptions {
   DType activation_dtype = DType::kF16;  // kF16 or kBF16: activations, weights and KV cache
   bool cuda_graphs = true;  // capture decode steps per batch-size bucket and replay them
   bool pdl = true;          // programmatic dependent launch between kernels (sm_90+ only)
-  // Up to this many rows a linear layer runs on Hearth's tensor-core GEMV; above, on cuBLAS.
-  int64_t gemv_max_rows = 32;
-  int attention_warps = 4;  // prefill attention: 4 (64 queries per block) or 8 (128)
+  // A linear layer with one row runs on Hearth's row GEMV; with 2..gemv_max_rows rows on its
+  // tensor-core GEMV (measured slower than cuBLAS on H200 for R >= 2, hence off); else cuBLAS.
+  int64_t gemv_max_rows = 1;
+  int attention_warps = 8;  // prefill attention: 4 (64 queries per block) or 8 (128)
   size_t cublas_workspace_bytes = size_t(32) << 20;
 };
 

@@ -196,13 +196,12 @@ json kernel_sweep(CudaBackend& be, const ModelConfig& c, DType dtype) {
         const double ms = time_ms(
             be.stream(),
             [&](int i) {
-              check_launch(
-                  kernels::gemv_fma_row(launch, e, w[i % copies].get(), x.get(), s.n, s.k, y.get()),
-                  "gemv_fma");
+              const kernels::GemvOutput out{w[i % copies].get(), nullptr, y.get(), e, s.n};
+              check_launch(kernels::gemv_row(launch, e, &out, 1, x.get(), s.k), "gemv_row");
             },
             5, 40);
-        row["fma_us"] = ms * 1e3;
-        row["fma_gbs"] = gb / (ms * 1e-3);
+        row["row_us"] = ms * 1e3;
+        row["row_gbs"] = gb / (ms * 1e-3);
       }
       const float alpha = 1.0f, beta = 0.0f;
       const double ms = time_ms(
@@ -593,7 +592,7 @@ BenchReport run_backend_benchmark(const BenchOptions& o) {
               fmt(" (%.0f TFLOP/s)\n", e["warps8_tflops"].get<double>());
     }
     text += "\nGEMV sweep (" + o.models.front() + " shapes; GB/s of weights read):\n";
-    text += "shape    rows | GEMV us  GB/s | FMA us  GB/s | cuBLAS us  GB/s\n";
+    text += "shape    rows | MMA GEMV us GB/s | row GEMV us GB/s | cuBLAS us  GB/s\n";
     for (const auto& e : j["kernel_sweep"]) {
       std::string shape = e["shape"].get<std::string>();
       shape.resize(std::max<size_t>(shape.size(), 8), ' ');
@@ -601,8 +600,8 @@ BenchReport run_backend_benchmark(const BenchOptions& o) {
       line += e.contains("gemv_us") ? fmt("%7.1f ", e["gemv_us"].get<double>()) +
                                           fmt("%5.0f | ", e["gemv_gbs"].get<double>())
                                     : std::string("      -     - | ");
-      line += e.contains("fma_us") ? fmt("%6.1f ", e["fma_us"].get<double>()) +
-                                         fmt("%5.0f | ", e["fma_gbs"].get<double>())
+      line += e.contains("row_us") ? fmt("%6.1f ", e["row_us"].get<double>()) +
+                                         fmt("%5.0f | ", e["row_gbs"].get<double>())
                                    : std::string("     -     - | ");
       line += fmt("%9.1f ", e["cublas_us"].get<double>()) +
               fmt("%5.0f\n", e["cublas_gbs"].get<double>());

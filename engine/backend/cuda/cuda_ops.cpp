@@ -2,6 +2,8 @@
 // each (nothing here waits for the GPU, so a whole step can be captured as a graph).
 #include <cublas_v2.h>
 
+#include <cstdint>
+
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/core/error.h"
@@ -106,10 +108,15 @@ void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTens
     return a0 < b0 + bytes_of(b, rows) && b0 < a0 + bytes_of(a, rows);
   };
   HEARTH_CHECK(!overlap(x, out), "linear " + w->name + ": output overlaps the input");
+  // One row: the CUDA-core row GEMV. A few rows (up to gemv_max_rows, off by default): the
+  // tensor-core GEMV. Otherwise cuBLAS.
+  const bool aligned = (reinterpret_cast<uintptr_t>(x.data) & 15u) == 0;
+  const bool row_kernel = rows == 1 && k % 8 == 0 && aligned;
   const bool gemv =
-      rows <= options_.gemv_max_rows && kernels::gemv_supported(n, k, rows) &&
-      kernels::gemv_partial_floats(n, k, rows, info_.multiprocessors) * sizeof(float) <=
-          kMaxGemvScratchBytes;
+      row_kernel ||
+      (rows <= options_.gemv_max_rows && kernels::gemv_supported(n, k, rows) &&
+       kernels::gemv_partial_floats(n, k, rows, info_.multiprocessors) * sizeof(float) <=
+           kMaxGemvScratchBytes);
   if (!gemv) {
     flush_linears();
     linear_cublas(*w, x, out);
@@ -146,6 +153,12 @@ void CudaBackend::flush_linears() {
   const DType dtype = pending_.front().weight->dtype;
   const void* x = pending_x_.data;
   pending_.clear();
+  if (rows == 1) {
+    check_launch(kernels::gemv_row(launch(), to_elem(dtype), outputs.data(),
+                                   static_cast<int>(outputs.size()), x, k),
+                 "gemv_row");
+    return;
+  }
   ensure_gemv_scratch(partials, counters);
   const kernels::GemvScratch scratch{gemv_partials_.as<float>(), gemv_counters_.as<int32_t>()};
   check_launch(kernels::gemv_group(launch(), to_elem(dtype), outputs.data(),
