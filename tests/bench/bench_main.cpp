@@ -37,7 +37,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: hearth_bench [--models a,b] [--dtype f16|bf16] [--prefill 512,2048] "
                "[--batches 1,8] [--context N] [--steps N] [--device N] [--no-sweep] "
-               "[--no-variants] [--json] [--json-out FILE]\n");
+               "[--no-variants] [--max-layers N] [--json] [--json-out FILE]\n");
   return 2;
 }
 
@@ -81,6 +81,8 @@ int main(int argc, char** argv) {
         o.kernel_sweep = false;
       } else if (a == "--no-variants") {
         o.variants = false;
+      } else if (a == "--max-layers") {
+        o.max_layers = std::stoi(value());
       } else if (a == "--profile-decode") {
         o.profile_decode_step = true;
       } else if (a == "--json") {

@@ -322,6 +322,10 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
   const size_t free = cuda_free_memory(be.device());
   const double budget = static_cast<double>(free) * o.memory_fraction;
   bool truncated = false;
+  if (o.max_layers > 0 && config.num_layers > o.max_layers) {
+    config.num_layers = o.max_layers;
+    truncated = true;
+  }
   while (config.num_layers > 1 && static_cast<double>(needed(config.num_layers)) > budget) {
     --config.num_layers;
     truncated = true;
@@ -487,7 +491,7 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
   // ---- text ----
   text += "\n== " + name +
           (truncated ? " (first " + std::to_string(config.num_layers) + " of " +
-                           std::to_string(full_layers) + " layers: full model does not fit)"
+                           std::to_string(full_layers) + " layers)"
                      : "") +
           ", " + std::string(dtype_name(o.dtype)) + ", load " +
           fmt("%.1f s", r["load_seconds"].get<double>()) + "\n";

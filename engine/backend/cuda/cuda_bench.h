@@ -32,6 +32,7 @@ struct BenchOptions {
   // Models whose weights and cache exceed this share of free memory run with fewer layers
   // (reported as such, with an estimate for the full depth).
   double memory_fraction = 0.9;
+  int max_layers = 0;  // > 0: run at most this many layers (and estimate the full depth)
   // Only load the first model and run batch-1 decode steps, with the CUDA profiler started for
   // one step after the warm-up (for `ncu --profile-from-start off`).
   bool profile_decode_step = false;
