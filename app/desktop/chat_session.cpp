@@ -71,7 +71,10 @@ void ChatSession::fail(const QString& message) {
 }
 
 void ChatSession::open(qint64 conversationId) {
-  if (generating()) stop();
+  if (generating()) {
+    stop();
+    answerRow_ = -1;  // the answer is finished in the store when the engine returns
+  }
   try {
     const auto c = store_->conversation(conversationId);
     if (!c) return;
@@ -88,7 +91,10 @@ void ChatSession::open(qint64 conversationId) {
 }
 
 void ChatSession::startNew() {
-  if (generating()) stop();
+  if (generating()) {
+    stop();
+    answerRow_ = -1;
+  }
   conversationId_ = 0;
   title_.clear();
   systemPrompt_ = settings_->systemPrompt();
@@ -173,6 +179,7 @@ bool ChatSession::startAnswer() {
     return false;
   }
   messages_.append(answer);
+  answer_ = answer;
   answerRow_ = int(messages_.rowCount()) - 1;
   dirty_ = false;
   checkpointTimer_.start();
@@ -221,14 +228,15 @@ bool ChatSession::editAndResend(int row, const QString& text) {
 
 void ChatSession::onText(quint64 id, const QString& text) {
   if (id != requestId_) return;
-  messages_.appendText(answerRow_, text);
+  answer_.content += text;
+  if (answerRow_ >= 0) messages_.appendText(answerRow_, text);
   dirty_ = true;
 }
 
 void ChatSession::checkpoint() {
-  if (!dirty_ || answerRow_ < 0 || answerRow_ >= messages_.rowCount()) return;
+  if (!dirty_ || !answer_.id) return;
   try {
-    store_->checkpointMessage(messages_.at(answerRow_).id, messages_.at(answerRow_).content);
+    store_->checkpointMessage(answer_.id, answer_.content);
     dirty_ = false;
   } catch (const StoreError& e) {
     fail(e.message());
@@ -239,6 +247,7 @@ void ChatSession::endRequest() {
   checkpointTimer_.stop();
   requestId_ = 0;
   answerRow_ = -1;
+  answer_ = MessageRecord();
   dirty_ = false;
   emit generatingChanged();
   emit messagesChanged();
@@ -246,7 +255,7 @@ void ChatSession::endRequest() {
 
 void ChatSession::onDone(quint64 id, const QString& text, const MessageStats& stats) {
   if (id != requestId_) return;
-  MessageRecord m = messages_.at(answerRow_);
+  MessageRecord m = answer_;
   if (!text.isEmpty()) m.content = text;
   m.state = MessageState::Complete;
   m.stats = stats;
@@ -255,7 +264,7 @@ void ChatSession::onDone(quint64 id, const QString& text, const MessageStats& st
   } catch (const StoreError& e) {
     fail(e.message());
   }
-  messages_.update(answerRow_, m);
+  if (answerRow_ >= 0) messages_.update(answerRow_, m);
   conversations_->refresh();
   endRequest();
   emit answerFinished(stats.finishReason);
@@ -263,15 +272,15 @@ void ChatSession::onDone(quint64 id, const QString& text, const MessageStats& st
 
 void ChatSession::onError(quint64 id, const QVariantMap& failure) {
   if (id != requestId_) return;
-  MessageRecord m = messages_.at(answerRow_);
+  MessageRecord m = answer_;
   m.state = MessageState::Incomplete;
   try {
     if (m.content.isEmpty()) {
       store_->truncateFrom(m.id);
-      messages_.truncate(answerRow_);
+      if (answerRow_ >= 0) messages_.truncate(answerRow_);
     } else {
       store_->interruptMessage(m.id, m.content);
-      messages_.update(answerRow_, m);
+      if (answerRow_ >= 0) messages_.update(answerRow_, m);
     }
   } catch (const StoreError& e) {
     fail(e.message());

@@ -85,7 +85,10 @@ class ChatSession : public QObject {
   QString systemPrompt_;
   QVariantMap sampling_;
   quint64 requestId_ = 0;
-  int answerRow_ = -1;
+  // The answer being generated, kept apart from the view: the user may open another
+  // conversation while it is cancelled, and it must still be stored whole.
+  MessageRecord answer_;
+  int answerRow_ = -1;  // its row in messages_, or -1 when another conversation is shown
   bool dirty_ = false;
   QTimer checkpointTimer_;
   QString lastError_;

@@ -105,5 +105,30 @@ Item {
             mouseClick(copy)
             compare(Ui.clipboardText(), "def reverse(s):\n    return s[::-1]")
         }
+
+        function test_6_openingAnotherConversationKeepsTheAnswer() {
+            ChatSession.startNew()
+            ChatSession.sampling = { temperature: 0.8, maxTokens: 2000 }
+            const input = findChild(chat, "composerInput")
+            input.forceActiveFocus()
+            input.text = "Tell me a long story about the sea."
+            keyClick(Qt.Key_Return)
+            const first = ChatSession.conversationId
+            verify(first > 0)
+            streamed.clear()
+            tryVerify(() => streamed.count > 0, 60000)
+            const before = finished.count
+            ChatSession.open(ConversationList.importJson(codeConversationUrl))
+            tryCompare(finished, "count", before + 1, 10000)
+            compare(list().count, 2)
+            compare(list().itemAtIndex(0).content, "How do I reverse a string in Python?")
+            // The interrupted answer was stored whole in its own conversation.
+            ChatSession.open(first)
+            compare(list().count, 2)
+            const answer = list().itemAtIndex(1)
+            compare(answer.messageState, "complete")
+            compare(answer.finishReason, "cancelled")
+            verify(answer.content.length > 0)
+        }
     }
 }
