@@ -48,8 +48,11 @@ MemoryPlan estimate_memory(const LoadOptions& options, const ModelInfo& info,
   MemoryPlan plan;
   const auto params = static_cast<size_t>(info.parameters);
   switch (info.format) {
-    case ModelFormat::kGguf:  // dequantized on import: fp32 on the CPU, fp16 on the GPU
-      plan.weights = params * act_size;
+    case ModelFormat::kGguf:
+      // The CPU keeps block-quantized linears packed and the embedding table in fp32; the GPU
+      // dequantizes everything to fp16.
+      plan.weights = cuda ? params * 2
+                          : info.file_bytes + static_cast<size_t>(c.vocab_size * c.hidden_size) * 4;
       break;
     case ModelFormat::kSafetensors:
       plan.weights = cuda ? params * 2 : info.file_bytes;

@@ -2,6 +2,7 @@
 #include <unordered_map>
 
 #include "engine/core/error.h"
+#include "engine/io/gguf_block_weight.h"
 #include "engine/io/gguf_dequant.h"
 #include "engine/io/gguf_file.h"
 #include "engine/io/gguf_names.h"
@@ -61,6 +62,26 @@ class GgufSource final : public TensorSource {
   }
 
   uint64_t file_bytes() const override { return file_bytes_; }
+
+  std::shared_ptr<const QuantizedWeight> packed(std::string_view name) const override {
+    const GgufTensorInfo& t = find(name);
+    if (t.dims.size() != 2 || !gguf_type_is_packed(t.type)) return nullptr;
+    // Where each Hugging Face row lives in the file: un-permute a column of row numbers.
+    std::vector<int32_t> row_order;
+    const RopePermutation perm = rope_permutation_of(t.name);
+    if (perm != RopePermutation::kNone) {
+      std::vector<float> index(static_cast<size_t>(t.dims[1]));
+      for (size_t i = 0; i < index.size(); ++i) index[i] = static_cast<float>(i);
+      const HostTensor order = unpermute_rope_rows(
+          HostTensor::from_floats(std::move(index), {t.dims[1]}),
+          perm == RopePermutation::kQuery ? num_heads_ : num_kv_heads_,
+          gguf_->display_name() + ": tensor \"" + t.name + "\"");
+      for (int64_t i = 0; i < t.dims[1]; ++i) {
+        row_order.push_back(static_cast<int32_t>(order.as<float>()[i]));
+      }
+    }
+    return std::make_shared<GgufBlockWeight>(gguf_, t, std::move(row_order));
+  }
 
  private:
   const GgufTensorInfo& find(std::string_view name) const {

@@ -12,6 +12,8 @@
 
 namespace hearth {
 
+class QuantizedWeight;
+
 struct TensorInfo {
   std::string name;
   DType dtype = DType::kF32;   // the dtype `get` returns
@@ -32,6 +34,12 @@ class TensorSource {
   virtual HostTensor get(std::string_view name) const = 0;
   // Bytes the weights occupy in their files (for "size on disk" and memory estimates).
   virtual uint64_t file_bytes() const = 0;
+  // The 2-D tensor `name` kept in its packed, block-quantized form (GGUF Q4_0, Q8_0, ...), with
+  // the same values get() returns; null when the tensor is stored plainly. Backends that can
+  // multiply packed blocks keep weights small this way.
+  virtual std::shared_ptr<const QuantizedWeight> packed(std::string_view name) const {
+    return nullptr;
+  }
 };
 
 }  // namespace hearth

@@ -48,7 +48,14 @@ LinearSource read_linear(const TensorSource& weights, const std::string& prefix,
   src.name = prefix;
   switch (detect_linear_format(weights, prefix)) {
     case LinearFormat::kDense:
-      src.weight = read_tensor(weights, prefix + ".weight", {out_features, in_features});
+      // Block-quantized GGUF weights stay packed; backends decode them as they multiply.
+      if (weights.has(prefix + ".weight")) {
+        check_shape(weights.info(prefix + ".weight"), {out_features, in_features});
+        src.quantized = weights.packed(prefix + ".weight");
+      }
+      if (!src.quantized) {
+        src.weight = read_tensor(weights, prefix + ".weight", {out_features, in_features});
+      }
       break;
     case LinearFormat::kExl2:
     case LinearFormat::kGptq: {
@@ -135,7 +142,8 @@ LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, const Tensor
   } else if (config_.tie_word_embeddings) {
     LinearSource tied;
     tied.name = "lm_head (tied to model.embed_tokens)";
-    tied.weight = weights.get("model.embed_tokens.weight");
+    tied.quantized = weights.packed("model.embed_tokens.weight");
+    if (!tied.quantized) tied.weight = weights.get("model.embed_tokens.weight");
     lm_head_ = backend_.upload_linear(tied);
   } else {
     fail(ErrorCode::kInvalidFile, "the model has no lm_head and does not tie its embeddings");
