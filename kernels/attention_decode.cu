@@ -60,8 +60,9 @@ __global__ void __launch_bounds__(kThreads)
   const int gl = tid % kLanes;  // lane within the group
 
   pdl_launch_dependents();
-  pdl_wait();
-
+  // The batch layout (copied before the step's first kernel) and the keys and values of earlier
+  // positions (written by earlier steps) do not depend on the previous kernel: read the layout
+  // and ask L2 for this block's part of the cache before waiting for q, k and v.
   const int kv_len = batch.seq_kv_len[seq];
   if (kv_len <= 0) return;
   const DecodeSplit sp = split_of(kv_len, split);
@@ -81,6 +82,17 @@ __global__ void __launch_bounds__(kThreads)
     const int slot = pos % kv.page_size;
     return page * kv.page_stride + (int64_t(kv_head) * kv.page_size + slot) * D;
   };
+  if (tid == 0) {
+    const int end = min(sp.end, newest);
+    for (int pos = sp.begin; pos < end;) {
+      const int run = min(kv.page_size - pos % kv.page_size, end - pos);
+      const T* start = cache + cache_offset(pos);
+      prefetch_l2(start, static_cast<unsigned>(run * D * sizeof(T)));
+      prefetch_l2(start + kv.v_offset, static_cast<unsigned>(run * D * sizeof(T)));
+      pos += run;
+    }
+  }
+  pdl_wait();
 
   if (split == sp.used - 1 && tid < 2 * kLanes) {
     const bool is_v = tid >= kLanes;

@@ -117,6 +117,17 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
+// Asks L2 to fetch [p, p + bytes) (sm_90 bulk prefetch; p 16-byte aligned, bytes a multiple of
+// 16). A hint: used before griddepcontrol.wait for data no earlier kernel of the step writes.
+__device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (bytes >= 16) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes & ~15u)
+                 : "memory");
+  }
+#endif
+}
+
 // ---- tensor cores: mma.sync m16n8k16, fp32 accumulators ----
 template <class T>
 __device__ __forceinline__ void mma_16816(float c[4], const uint32_t a[4], uint32_t b0,

@@ -49,6 +49,8 @@ __global__ void rms_norm_kernel(T* x, const T* delta, const float* __restrict__ 
                                 int64_t cols, T* out) {
   __shared__ float scratch[32];
   pdl_launch_dependents();
+  // The weights are read only in the second pass: have L2 fetch them while waiting.
+  if (threadIdx.x == 0 && blockIdx.x == 0) prefetch_l2(w, static_cast<unsigned>(cols * 4));
   pdl_wait();
   const int64_t row = blockIdx.x;
   T* xr = x + row * cols;

@@ -216,10 +216,14 @@ __global__ void __launch_bounds__(kWarps * 32)
   if (lane == 0) *counter = 0;  // ready for the next launch
 }
 
-// One x row (batch-1 decode): one warp per output feature, CUDA cores, eight 16-byte loads
-// of W in flight per lane. Many small blocks keep every multiprocessor busy to the end (no
-// split-K, no tail). On sm_90 each warp first asks L2 for the start of its row with a bulk
-// prefetch, which is issued before griddepcontrol.wait and so overlaps the previous kernel.
+// One x row (batch-1 decode): one warp per output feature, CUDA cores. Many small blocks keep
+// every multiprocessor busy to the end (no split-K, no tail). Two variants (measured in the
+// benchmark; which wins depends on the shape):
+//  0: four 16-byte loads per lane per iteration, 32 registers, the highest occupancy (ptxas
+//     schedules the loads one at a time next to their FMAs; occupancy hides the latency);
+//  1: eight loads in flight per lane (__launch_bounds__(128, 4) makes ptxas keep them together)
+//     and, on sm_90, an L2 bulk prefetch of the row's start issued before griddepcontrol.wait,
+//     so it overlaps the previous kernel.
 struct RowMatrix {
   const void* w;
   const float* bias;
@@ -234,11 +238,8 @@ struct RowGroup {
   int rows;  // output features of all matrices
 };
 
-template <class T>
-// (128, 4): ptxas then keeps all eight loads of an iteration in flight (with a higher occupancy
-// target it interleaves them one by one with the FMAs, a register-saving schedule).
-__global__ void __launch_bounds__(128, 4) gemv_row_kernel(RowGroup group, const T* x, int k) {
-  constexpr int kUnroll = 8;
+template <class T, int kUnroll, bool kPrefetch>
+__device__ __forceinline__ void gemv_row_body(const RowGroup& group, const T* x, int k) {
   const int feature = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   pdl_launch_dependents();
@@ -250,12 +251,7 @@ __global__ void __launch_bounds__(128, 4) gemv_row_kernel(RowGroup group, const 
   }
   const int row = feature - m.row_begin;
   const T* wr = static_cast<const T*>(m.w) + int64_t(row) * k;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (lane == 0) {
-    const unsigned bytes = static_cast<unsigned>(min(k * 2, 8192));
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(wr), "r"(bytes) : "memory");
-  }
-#endif
+  if (kPrefetch && lane == 0) prefetch_l2(wr, static_cast<unsigned>(min(k * 2, 8192)));
   pdl_wait();
   const int chunks = k / 8;
   float acc = 0.0f;
@@ -289,6 +285,16 @@ __global__ void __launch_bounds__(128, 4) gemv_row_kernel(RowGroup group, const 
       static_cast<T*>(m.out)[row] = from_f<T>(acc);
     }
   }
+}
+
+template <class T>
+__global__ void __launch_bounds__(128) gemv_row_kernel(RowGroup group, const T* x, int k) {
+  gemv_row_body<T, 4, false>(group, x, k);
+}
+
+template <class T>
+__global__ void __launch_bounds__(128, 4) gemv_row_deep_kernel(RowGroup group, const T* x, int k) {
+  gemv_row_body<T, 8, true>(group, x, k);
 }
 
 // One warp per (x row, output feature); scalar loads, any K and alignment.
@@ -397,7 +403,7 @@ cudaError_t gemv(const Launch& l, Elem t, const void* w, const float* bias, cons
 }
 
 cudaError_t gemv_row(const Launch& l, Elem t, const GemvOutput* outputs, int count, const void* x,
-                     int64_t k) {
+                     int64_t k, int variant) {
   if (count < 1 || count > kGemvMaxMatrices || k % 8 != 0 || !aligned16(x)) {
     return cudaErrorInvalidValue;
   }
@@ -415,6 +421,10 @@ cudaError_t gemv_row(const Launch& l, Elem t, const GemvOutput* outputs, int cou
   const int threads = 128;
   const dim3 grid(static_cast<unsigned>(ceil_div(rows * 32, threads)));
   HEARTH_DISPATCH_16(t, T, {
+    if (variant == 1) {
+      return launch_kernel(l, gemv_row_deep_kernel<T>, grid, threads, 0, group,
+                           static_cast<const T*>(x), static_cast<int>(k));
+    }
     return launch_kernel(l, gemv_row_kernel<T>, grid, threads, 0, group, static_cast<const T*>(x),
                          static_cast<int>(k));
   });

@@ -143,9 +143,10 @@ cudaError_t gemv(const Launch& l, Elem t, const void* w, const float* bias, cons
                  const GemvScratch& scratch);
 
 // One x row (R = 1, batch-1 decode): CUDA-core GEMV, a warp per output feature, for up to
-// kGemvMaxMatrices matrices sharing x [1, K] (K a multiple of 8).
+// kGemvMaxMatrices matrices sharing x [1, K] (K a multiple of 8). variant 0: high occupancy,
+// four loads per lane; 1: eight loads in flight and an L2 prefetch under PDL (see gemv.cu).
 cudaError_t gemv_row(const Launch& l, Elem t, const GemvOutput* outputs, int count, const void* x,
-                     int64_t k);
+                     int64_t k, int variant = 0);
 
 // Any shape, any alignment: one warp per output, fp32 accumulation. The fallback.
 cudaError_t gemv_generic(const Launch& l, Elem t, const void* w, const float* bias, const void* x,

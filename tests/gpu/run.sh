@@ -118,7 +118,7 @@ if has_stage ncu; then
     # One batch-1 decode step of the Llama-3-8B shape (graph nodes profiled one by one).
     timeout "$LIMIT" ncu --profile-from-start off --graph-profiling node --csv \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__registers_per_thread \
-      "$BIN/bench/hearth_bench" --models llama3-8b --profile-decode > "$OUT/ncu.csv" 2> "$OUT/ncu.log"
+      "$BIN/bench/hearth_bench" --models llama3-8b --profile-decode > "$OUT/ncu.csv" 2>&1
     say "ncu: rc $? ($((SECONDS - start)) s), $(wc -l < "$OUT/ncu.csv") lines"
   else
     say "ncu: not found"

@@ -20,7 +20,8 @@ struct CudaBackendOptions {
   // A linear layer with one row runs on Hearth's row GEMV; with 2..gemv_max_rows rows on its
   // tensor-core GEMV (measured slower than cuBLAS on H200 for R >= 2, hence off); else cuBLAS.
   int64_t gemv_max_rows = 1;
-  int attention_warps = 8;  // prefill attention: 4 (64 queries per block) or 8 (128)
+  int attention_warps = 8;   // prefill attention: 4 (64 queries per block) or 8 (128)
+  int row_gemv_variant = 0;  // batch-1 GEMV: 0 high occupancy, 1 deeper loads + L2 prefetch
   size_t cublas_workspace_bytes = size_t(32) << 20;
 };
 

@@ -145,6 +145,11 @@ class CudaBackend final : public Backend {
   void set_gemv_max_rows(int64_t rows) { options_.gemv_max_rows = rows; }
   void set_attention_warps(int warps) { options_.attention_warps = warps == 8 ? 8 : 4; }
   int attention_warps() const { return options_.attention_warps; }
+  void set_row_gemv_variant(int v) {
+    options_.row_gemv_variant = v == 1 ? 1 : 0;
+    invalidate_graphs();
+  }
+  int row_gemv_variant() const { return options_.row_gemv_variant; }
   // Drops every captured graph (buffers they point to changed or went away).
   void invalidate_graphs();
   void synchronize();

@@ -193,15 +193,19 @@ json kernel_sweep(CudaBackend& be, const ModelConfig& c, DType dtype) {
         row["gemv_gbs"] = gb / (ms * 1e-3);
       }
       if (rows == 1) {
-        const double ms = time_ms(
-            be.stream(),
-            [&](int i) {
-              const kernels::GemvOutput out{w[i % copies].get(), nullptr, y.get(), e, s.n};
-              check_launch(kernels::gemv_row(launch, e, &out, 1, x.get(), s.k), "gemv_row");
-            },
-            5, 40);
-        row["row_us"] = ms * 1e3;
-        row["row_gbs"] = gb / (ms * 1e-3);
+        for (int variant : {0, 1}) {
+          const double ms = time_ms(
+              be.stream(),
+              [&](int i) {
+                const kernels::GemvOutput out{w[i % copies].get(), nullptr, y.get(), e, s.n};
+                check_launch(kernels::gemv_row(launch, e, &out, 1, x.get(), s.k, variant),
+                             "gemv_row");
+              },
+              5, 40);
+          const std::string v = variant == 0 ? "row" : "row_deep";
+          row[v + "_us"] = ms * 1e3;
+          row[v + "_gbs"] = gb / (ms * 1e-3);
+        }
       }
       const float alpha = 1.0f, beta = 0.0f;
       const double ms = time_ms(
@@ -476,6 +480,11 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
     be.set_pdl(false);
     v["no_pdl"] = decode_run(1);
     be.set_pdl(pdl);
+    const int variant = be.row_gemv_variant();
+    be.set_row_gemv_variant(1 - variant);
+    v["other_row_gemv"] = decode_run(1);
+    v["other_row_gemv"]["row_gemv_variant"] = 1 - variant;
+    be.set_row_gemv_variant(variant);
     r["decode_batch1_variants"] = v;
   }
   if (truncated) {
@@ -533,7 +542,14 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
         fmt("%.1f tokens/s",
             r["decode_batch1_variants"]["no_graphs"]["tokens_per_s"].get<double>()) +
         ", without PDL: " +
-        fmt("%.1f tokens/s\n", r["decode_batch1_variants"]["no_pdl"]["tokens_per_s"].get<double>());
+        fmt("%.1f tokens/s", r["decode_batch1_variants"]["no_pdl"]["tokens_per_s"].get<double>()) +
+        fmt(", row GEMV variant %.0f: ",
+            r["decode_batch1_variants"]["other_row_gemv"]["row_gemv_variant"].get<double>()) +
+        fmt("%.1f tokens/s",
+            r["decode_batch1_variants"]["other_row_gemv"]["tokens_per_s"].get<double>()) +
+        fmt(" (%.1f%% of the limit)\n",
+            100 * r["decode_batch1_variants"]["other_row_gemv"]["share_of_bandwidth_limit"]
+                      .get<double>());
   }
   if (r.contains("full_depth_estimate_decode_batch1_tokens_per_s")) {
     text += fmt("estimated full-depth batch-1 decode: %.1f tokens/s\n",
@@ -596,7 +612,9 @@ BenchReport run_backend_benchmark(const BenchOptions& o) {
               fmt(" (%.0f TFLOP/s)\n", e["warps8_tflops"].get<double>());
     }
     text += "\nGEMV sweep (" + o.models.front() + " shapes; GB/s of weights read):\n";
-    text += "shape    rows | MMA GEMV us GB/s | row GEMV us GB/s | cuBLAS us  GB/s\n";
+    text +=
+        "shape    rows | MMA GEMV us GB/s | row GEMV us GB/s | row deep us GB/s | cuBLAS us  "
+        "GB/s\n";
     for (const auto& e : j["kernel_sweep"]) {
       std::string shape = e["shape"].get<std::string>();
       shape.resize(std::max<size_t>(shape.size(), 8), ' ');
@@ -604,9 +622,12 @@ BenchReport run_backend_benchmark(const BenchOptions& o) {
       line += e.contains("gemv_us") ? fmt("%7.1f ", e["gemv_us"].get<double>()) +
                                           fmt("%5.0f | ", e["gemv_gbs"].get<double>())
                                     : std::string("      -     - | ");
-      line += e.contains("row_us") ? fmt("%6.1f ", e["row_us"].get<double>()) +
-                                         fmt("%5.0f | ", e["row_gbs"].get<double>())
-                                   : std::string("     -     - | ");
+      for (const char* v : {"row", "row_deep"}) {
+        const std::string us = std::string(v) + "_us", gbs = std::string(v) + "_gbs";
+        line += e.contains(us)
+                    ? fmt("%10.1f ", e[us].get<double>()) + fmt("%5.0f | ", e[gbs].get<double>())
+                    : std::string("         -     - | ");
+      }
       line += fmt("%9.1f ", e["cublas_us"].get<double>()) +
               fmt("%5.0f\n", e["cublas_gbs"].get<double>());
       text += line;

@@ -154,9 +154,10 @@ void CudaBackend::flush_linears() {
   const void* x = pending_x_.data;
   pending_.clear();
   if (rows == 1) {
-    check_launch(kernels::gemv_row(launch(), to_elem(dtype), outputs.data(),
-                                   static_cast<int>(outputs.size()), x, k),
-                 "gemv_row");
+    check_launch(
+        kernels::gemv_row(launch(), to_elem(dtype), outputs.data(),
+                          static_cast<int>(outputs.size()), x, k, options_.row_gemv_variant),
+        "gemv_row");
     return;
   }
   ensure_gemv_scratch(partials, counters);
