@@ -1,7 +1,6 @@
 #include "engine/io/json_strict.h"
 
 #include <fstream>
-#include <unordered_set>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -37,52 +36,119 @@ std::optional<size_t> first_too_deep(std::string_view text, int max_depth) {
 
 }  // namespace
 
-nlohmann::json parse_json_strict(std::string_view text, const std::string& what, int max_depth,
-                                 uint64_t base_offset) {
+namespace {
+
+// Builds the document from SAX events, refusing duplicate keys and deep nesting as they come.
+// (nlohmann's callback parser re-scans the parent object at every object end, which is
+// quadratic in the number of keys: a 90 MB safetensors header would take hours.)
+class StrictDomBuilder {
+ public:
+  using json = nlohmann::json;
+
+  StrictDomBuilder(json& root, const std::string& what, int max_depth, uint64_t base_offset)
+      : root_(root), what_(what), max_depth_(max_depth), base_offset_(base_offset) {}
+
+  bool null() { return add(nullptr); }
+  bool boolean(bool v) { return add(v); }
+  bool number_integer(json::number_integer_t v) { return add(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return add(v); }
+  bool number_float(json::number_float_t v, const json::string_t& /*text*/) { return add(v); }
+  bool string(json::string_t& v) { return add(std::move(v)); }
+  bool binary(json::binary_t& v) { return add(json::binary(std::move(v))); }
+
+  bool start_object(std::size_t /*unknown*/) { return open(json::value_t::object); }
+  bool start_array(std::size_t /*unknown*/) { return open(json::value_t::array); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+
+  bool key(json::string_t& k) {
+    json& object = *stack_.back();
+    if (object.find(k) != object.end()) {
+      fail(ErrorCode::kInvalidFile, what_ + ": duplicate key \"" + printable(k) + "\"");
+    }
+    slot_ = &object[k];
+    return true;
+  }
+
+  bool parse_error(std::size_t position, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& e) {
+    fail_json_syntax(what_, position, base_offset_, e);
+  }
+
+ private:
+  // Places a value where the parser is: the root, the next array element, or the slot of the
+  // last key.
+  json* place(json&& v) {
+    if (stack_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    json& top = *stack_.back();
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      return &top.back();
+    }
+    *slot_ = std::move(v);
+    return slot_;
+  }
+  bool add(json&& v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(json::value_t type) {
+    if (static_cast<int>(stack_.size()) >= max_depth_) {
+      fail(ErrorCode::kInvalidFile,
+           what_ + ": JSON nested deeper than " + std::to_string(max_depth_) + " levels");
+    }
+    stack_.push_back(place(json(type)));
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  json& root_;
+  const std::string& what_;
+  int max_depth_;
+  uint64_t base_offset_;
+  std::vector<json*> stack_;
+  json* slot_ = nullptr;
+};
+
+}  // namespace
+
+void fail_json_syntax(const std::string& what, std::size_t position, uint64_t base_offset,
+                      const std::exception& e) {
+  std::string detail = e.what();
+  if (auto pos = detail.find("parse error"); pos != std::string::npos) detail = detail.substr(pos);
+  const uint64_t at = base_offset + (position > 0 ? position - 1 : 0);
+  // The parser quotes the bytes it last read, which may be the invalid UTF-8 itself.
+  fail(ErrorCode::kInvalidFile, what + ": invalid JSON at byte " + std::to_string(at) + ": " +
+                                    printable(detail, /*escape_high=*/true));
+}
+
+void check_json_depth(std::string_view text, const std::string& what, int max_depth,
+                      uint64_t base_offset) {
   if (auto at = first_too_deep(text, max_depth)) {
     fail(ErrorCode::kInvalidFile, what + ": JSON nested deeper than " + std::to_string(max_depth) +
                                       " levels at byte " + std::to_string(base_offset + *at));
   }
-  // One set of seen keys per open object; the callback sees keys in document order.
-  std::vector<std::unordered_set<std::string>> seen;
-  auto callback = [&](int /*depth*/, nlohmann::json::parse_event_t event,
-                      nlohmann::json& parsed) -> bool {
-    using E = nlohmann::json::parse_event_t;
-    switch (event) {
-      case E::object_start:
-        seen.emplace_back();
-        break;
-      case E::object_end:
-        if (!seen.empty()) seen.pop_back();
-        break;
-      case E::key: {
-        const std::string& key = parsed.get_ref<const std::string&>();
-        if (!seen.empty() && !seen.back().insert(key).second) {
-          fail(ErrorCode::kInvalidFile, what + ": duplicate key \"" + printable(key) + "\"");
-        }
-        break;
-      }
-      default:
-        break;
-    }
-    return true;
-  };
+}
+
+nlohmann::json parse_json_strict(std::string_view text, const std::string& what, int max_depth,
+                                 uint64_t base_offset) {
+  check_json_depth(text, what, max_depth, base_offset);
+  nlohmann::json root;
+  StrictDomBuilder builder(root, what, max_depth, base_offset);
   try {
-    return nlohmann::json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true,
-                                 /*ignore_comments=*/false);
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is 1-based; e.what() already names the defect (including invalid UTF-8).
-    const uint64_t at = base_offset + (e.byte > 0 ? e.byte - 1 : 0);
-    std::string detail = e.what();
-    if (auto pos = detail.find("parse error"); pos != std::string::npos) {
-      detail = detail.substr(pos);
-    }
-    // The parser quotes the bytes it last read, which may be the invalid UTF-8 itself.
-    fail(ErrorCode::kInvalidFile, what + ": invalid JSON at byte " + std::to_string(at) + ": " +
-                                      printable(detail, /*escape_high=*/true));
-  } catch (const nlohmann::json::exception& e) {
-    fail(ErrorCode::kInvalidFile, what + ": invalid JSON: " + e.what());
+    nlohmann::json::sax_parse(text.begin(), text.end(), &builder,
+                              nlohmann::json::input_format_t::json, /*strict=*/true,
+                              /*ignore_comments=*/false);
+  } catch (const nlohmann::json::exception& e) {  // e.g. number overflow ("1e400")
+    fail(ErrorCode::kInvalidFile, what + ": invalid JSON: " + printable(e.what(), true));
   }
+  return root;
 }
 
 std::string read_text_file(const std::string& path, uint64_t max_bytes) {

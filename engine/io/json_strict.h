@@ -19,6 +19,16 @@ namespace hearth {
 nlohmann::json parse_json_strict(std::string_view text, const std::string& what, int max_depth = 64,
                                  uint64_t base_offset = 0);
 
+// Error(kInvalidFile) naming the byte when brackets nest deeper than `max_depth` (strings are
+// skipped). Linear, allocation-free; run before any parser sees hostile text.
+void check_json_depth(std::string_view text, const std::string& what, int max_depth,
+                      uint64_t base_offset = 0);
+
+// Throws Error(kInvalidFile) for a syntax error that nlohmann's SAX parser reports at
+// `position` (1-based) of a document that starts at file byte `base_offset`.
+[[noreturn]] void fail_json_syntax(const std::string& what, std::size_t position,
+                                   uint64_t base_offset, const std::exception& e);
+
 // Reads a whole small text file (config.json, index json) with a size cap. Error(kIo) when it
 // cannot be read, Error(kInvalidFile) when it exceeds `max_bytes`.
 std::string read_text_file(const std::string& path, uint64_t max_bytes);

@@ -7,6 +7,7 @@
 #include "engine/core/error.h"
 #include "engine/io/json_strict.h"
 #include "engine/io/mapped_file.h"
+#include "engine/io/safetensors_header.h"
 
 namespace hearth {
 
@@ -46,17 +47,12 @@ std::string tensor_where(const std::string& file, const std::string& tensor) {
   return file + ": tensor \"" + printable(tensor) + "\"";
 }
 
-// Reads a JSON value that must be a non-negative integer (what serde's usize accepts).
-uint64_t json_unsigned(const nlohmann::json& v, const std::string& where) {
-  if (!v.is_number_unsigned()) {
-    fail(ErrorCode::kInvalidFile, where + " must be a non-negative integer, got " +
-                                      std::string(json_kind(v)) +
-                                      (v.is_number() ? " (" + v.dump() + ")" : ""));
-  }
-  return v.get<uint64_t>();
-}
-
 }  // namespace
+
+std::optional<DType> safetensors_dtype(std::string_view name) {
+  if (const auto* e = find_dtype(name)) return e->dtype;
+  return std::nullopt;
+}
 
 std::optional<uint64_t> safetensors_dtype_bits(std::string_view name) {
   if (const auto* e = find_dtype(name)) return e->bits;
@@ -138,99 +134,29 @@ void SafetensorsFile::parse_header() {
   if (text.empty() || text.front() != '{') {
     fail(ErrorCode::kInvalidFile, name_ + ": header at byte 8 does not start with '{'");
   }
-  const nlohmann::json header = parse_json_strict(text, name_ + ": header", 64, 8);
-  if (!header.is_object()) {
-    fail(ErrorCode::kInvalidFile,
-         name_ + ": header is " + std::string(json_kind(header)) + ", not a JSON object");
-  }
-
-  tensors_.reserve(header.size());
-  for (const auto& [key, value] : header.items()) {
-    if (key == "__metadata__") {
-      if (value.is_null()) continue;
-      if (!value.is_object()) {
-        fail(ErrorCode::kInvalidFile,
-             name_ + ": __metadata__ must be an object of strings, got " + json_kind(value));
-      }
-      for (const auto& [mk, mv] : value.items()) {
-        if (!mv.is_string()) {
-          fail(ErrorCode::kInvalidFile, name_ + ": __metadata__ value \"" + printable(mk) +
-                                            "\" must be a string, got " + json_kind(mv));
-        }
-        metadata_[mk] = mv.get<std::string>();
-      }
-      continue;
-    }
-    const std::string where = tensor_where(name_, key);
-    if (!value.is_object()) {
-      fail(ErrorCode::kInvalidFile, where + " must be an object, got " + json_kind(value));
-    }
-    SafetensorsTensor t;
-    t.name = key;
-
-    const auto dt = value.find("dtype");
-    if (dt == value.end() || !dt->is_string()) {
-      fail(ErrorCode::kInvalidFile, where + ": \"dtype\" missing or not a string");
-    }
-    t.dtype_name = dt->get<std::string>();
-    const DtypeEntry* entry = find_dtype(t.dtype_name);
-    if (!entry) {
-      fail(ErrorCode::kInvalidFile, where + ": unknown dtype \"" + t.dtype_name + "\"");
-    }
-    t.dtype = entry->dtype;
-
-    const auto sh = value.find("shape");
-    if (sh == value.end() || !sh->is_array()) {
-      fail(ErrorCode::kInvalidFile, where + ": \"shape\" missing or not an array");
-    }
-    std::optional<uint64_t> elements = 1;
-    for (size_t i = 0; i < sh->size(); ++i) {
-      const uint64_t d = json_unsigned((*sh)[i], where + ": shape[" + std::to_string(i) + "]");
-      if (d > static_cast<uint64_t>(INT64_MAX)) {
-        fail(ErrorCode::kInvalidFile,
-             where + ": shape[" + std::to_string(i) + "] = " + std::to_string(d) + " is too large");
-      }
-      t.shape.push_back(static_cast<int64_t>(d));
-      if (elements) elements = checked_mul(*elements, d);
-    }
-    if (!elements) {
-      fail(ErrorCode::kInvalidFile, where + ": shape " + sh->dump() + " overflows 64 bits");
-    }
-
-    const auto off = value.find("data_offsets");
-    if (off == value.end() || !off->is_array() || off->size() != 2) {
-      fail(ErrorCode::kInvalidFile, where + ": \"data_offsets\" must be an array [begin, end]");
-    }
-    t.begin = json_unsigned((*off)[0], where + ": data_offsets[0]");
-    t.end = json_unsigned((*off)[1], where + ": data_offsets[1]");
-
-    const auto bits = checked_mul(*elements, entry->bits);
-    if (!bits) {
-      fail(ErrorCode::kInvalidFile, where + ": byte size of shape " + sh->dump() + " x " +
-                                        t.dtype_name + " overflows 64 bits");
-    }
-    if (*bits % 8 != 0) {
-      fail(ErrorCode::kInvalidFile, where + ": " + std::to_string(*elements) + " elements of " +
-                                        t.dtype_name + " do not fill a whole number of bytes");
-    }
-    if (t.end < t.begin) {
-      fail(ErrorCode::kInvalidFile, where + ": data_offsets end " + std::to_string(t.end) +
-                                        " is before begin " + std::to_string(t.begin));
-    }
-    if (t.end - t.begin != *bits / 8) {
-      fail(ErrorCode::kInvalidFile,
-           where + ": data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
-               "] hold " + std::to_string(t.end - t.begin) + " bytes but shape " + sh->dump() +
-               " of " + t.dtype_name + " needs " + std::to_string(*bits / 8));
-    }
-    tensors_.push_back(std::move(t));
-  }
+  SafetensorsHeader header = read_safetensors_header(text, name_, 8);
+  tensors_ = std::move(header.tensors);
+  metadata_ = std::move(header.metadata);
 
   // As the reference: sorted by offsets, the tensors must tile the data buffer exactly, from 0
   // to its end, with no gap, no overlap and no trailing byte.
   std::sort(tensors_.begin(), tensors_.end(), [](const auto& a, const auto& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
+
+  // Names are unique (JSON keys of one object).
+  if (tensors_.size() > UINT32_MAX) fail(ErrorCode::kInvalidFile, name_ + ": too many tensors");
+  by_name_.resize(tensors_.size());
+  for (uint32_t i = 0; i < by_name_.size(); ++i) by_name_[i] = i;
+  std::sort(by_name_.begin(), by_name_.end(),
+            [&](uint32_t a, uint32_t b) { return tensors_[a].name < tensors_[b].name; });
+  for (size_t i = 1; i < by_name_.size(); ++i) {
+    if (tensors_[by_name_[i]].name == tensors_[by_name_[i - 1]].name) {
+      fail(ErrorCode::kInvalidFile,
+           name_ + ": header: duplicate key \"" + printable(tensors_[by_name_[i]].name) + "\"");
+    }
+  }
+
   const uint64_t data_size = size - data_offset_;
   uint64_t expected = 0;
   for (const auto& t : tensors_) {
@@ -257,13 +183,14 @@ void SafetensorsFile::parse_header() {
              std::to_string(data_size - expected) + " trailing bytes from file byte " +
              std::to_string(data_offset_ + expected) + " belong to no tensor");
   }
-  by_name_.reserve(tensors_.size());
-  for (size_t i = 0; i < tensors_.size(); ++i) by_name_.emplace(tensors_[i].name, i);
 }
 
 const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {
-  const auto it = by_name_.find(std::string(name));
-  return it == by_name_.end() ? nullptr : &tensors_[it->second];
+  const auto it =
+      std::lower_bound(by_name_.begin(), by_name_.end(), name,
+                       [&](uint32_t i, std::string_view n) { return tensors_[i].name < n; });
+  if (it == by_name_.end() || tensors_[*it].name != name) return nullptr;
+  return &tensors_[*it];
 }
 
 std::span<const std::byte> SafetensorsFile::raw_data(const SafetensorsTensor& t) const {

@@ -14,7 +14,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/core/dtype.h"
@@ -66,13 +65,16 @@ class SafetensorsFile {
   std::shared_ptr<const MappedFile> mapping_;  // null for parse()
   uint64_t data_offset_ = 0;
   std::vector<SafetensorsTensor> tensors_;
-  std::unordered_map<std::string, size_t> by_name_;
+  std::vector<uint32_t> by_name_;  // indices into tensors_, sorted by name
   std::map<std::string, std::string> metadata_;
 };
 
 // Bits per element of a safetensors dtype name (F4 = 4, F6_* = 6, BOOL = 8, ...), nullopt when
 // the name is not a safetensors dtype.
 std::optional<uint64_t> safetensors_dtype_bits(std::string_view name);
+
+// The DType of a safetensors dtype name Hearth loads; nullopt for other (or unknown) names.
+std::optional<DType> safetensors_dtype(std::string_view name);
 
 // model.safetensors.index.json: {"metadata": {...}, "weight_map": {tensor: shard file}}.
 struct SafetensorsIndex {

@@ -43,7 +43,8 @@ TEST(SafetensorsMalformed, HeaderLength) {
 TEST(SafetensorsMalformed, HeaderText) {
   reject(test::safetensors_image("[]", {}), ErrorCode::kInvalidFile, {"at byte 8", "'{'"});
   reject(test::safetensors_image(" {}", {}), ErrorCode::kInvalidFile, {"'{'"});
-  reject(test::safetensors_image("{\"t\": 1", {}), ErrorCode::kInvalidFile, {"invalid JSON"});
+  reject(test::safetensors_image("{\"t\": {\"dtype\": \"U8\"", {}), ErrorCode::kInvalidFile,
+         {"invalid JSON at byte 28", "unexpected end of input"});
   reject(test::safetensors_image("{} []", {}), ErrorCode::kInvalidFile, {"invalid JSON"});
   // Invalid UTF-8 inside a key.
   reject(test::safetensors_image("{\"\xff\xfe\":{}}", {}), ErrorCode::kInvalidFile,
