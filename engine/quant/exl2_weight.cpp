@@ -17,14 +17,40 @@ bool exl2_bits_allowed(int64_t b) {
   return b == 2 || b == 3 || b == 4 || b == 5 || b == 6 || b == 8;
 }
 
+// Decodes `rows` codes of one column (a strided bitstream) and scatters the fp16 values to
+// row[dst[j]]. Widths up to 6 bits go through a table of every code's value (exact: one fp16
+// rounding per entry), which costs less than rounding each weight when the group is long enough.
 template <int B>
 void decode_column(const uint32_t* col, int64_t stride, int64_t rows, float scale,
                    const int32_t* dst, float* row) {
   constexpr int kZero = 1 << (B - 1);
-  quant::BitReader reader(col, stride);
-  for (int64_t j = 0; j < rows; ++j) {
-    const int q = static_cast<int>(reader.next<B>());
-    row[dst[j]] = quant::round_to_half(static_cast<float>(q - kZero) * scale);
+  constexpr uint32_t kMask = (1u << B) - 1u;
+  if ((1 << B) > rows) {
+    quant::BitReader reader(col, stride);
+    for (int64_t j = 0; j < rows; ++j) {
+      const int q = static_cast<int>(reader.next<B>());
+      row[dst[j]] = quant::round_to_half(static_cast<float>(q - kZero) * scale);
+    }
+    return;
+  }
+  float lut[1 << B];
+  for (int q = 0; q < (1 << B); ++q) {
+    lut[q] = quant::round_to_half(static_cast<float>(q - kZero) * scale);
+  }
+  if constexpr (32 % B == 0) {
+    constexpr int kPerWord = 32 / B;
+    int64_t j = 0;
+    for (; j + kPerWord <= rows; j += kPerWord, col += stride) {
+      const uint32_t w = *col;
+      for (int i = 0; i < kPerWord; ++i) row[dst[j + i]] = lut[(w >> (B * i)) & kMask];
+    }
+    if (j < rows) {
+      const uint32_t w = *col;
+      for (int i = 0; j < rows; ++i, ++j) row[dst[j]] = lut[(w >> (B * i)) & kMask];
+    }
+  } else {
+    quant::BitReader reader(col, stride);
+    for (int64_t j = 0; j < rows; ++j) row[dst[j]] = lut[reader.next<B>()];
   }
 }
 

@@ -12,14 +12,37 @@ namespace {
 using quant::LoadedTensor;
 using quant::require_tensor;
 
+// Decodes column n (k codes along a strided bitstream); `lut` holds, for every group, the value
+// of every code: lut[g << B | q] = fp16((q − z_g) · s_g).
 template <int B>
 void decode_column(const uint32_t* col, int64_t stride, int64_t k, const int32_t* g_idx,
-                   const float* zeros, const float* scales, float* row) {
+                   const float* lut, float* row) {
+  constexpr uint32_t kMask = (1u << B) - 1u;
+  if constexpr (32 % B == 0) {
+    constexpr int kPerWord = 32 / B;
+    for (int64_t i = 0; i < k; i += kPerWord, col += stride) {
+      const uint32_t w = *col;
+      for (int j = 0; j < kPerWord; ++j) {
+        row[i + j] = lut[(static_cast<uint32_t>(g_idx[i + j]) << B) | ((w >> (B * j)) & kMask)];
+      }
+    }
+  } else {
+    quant::BitReader reader(col, stride);
+    for (int64_t i = 0; i < k; ++i) {
+      row[i] = lut[(static_cast<uint32_t>(g_idx[i]) << B) | reader.next<B>()];
+    }
+  }
+}
+
+// As above, computing each weight (for wide codes with many small groups, where the table
+// would cost more than the column).
+template <int B>
+void decode_column_direct(const uint32_t* col, int64_t stride, int64_t k, const int32_t* g_idx,
+                          const float* zeros, const float* scales, float* row) {
   quant::BitReader reader(col, stride);
   for (int64_t i = 0; i < k; ++i) {
     const int32_t g = g_idx[i];
-    const float q = static_cast<float>(reader.next<B>());
-    row[i] = quant::round_to_half((q - zeros[g]) * scales[g]);
+    row[i] = quant::round_to_half((static_cast<float>(reader.next<B>()) - zeros[g]) * scales[g]);
   }
 }
 
@@ -205,26 +228,53 @@ float GptqWeight::scale(int64_t g, int64_t n) const {
 
 void GptqWeight::dequantize_rows(int64_t n_begin, int64_t n_end, float* out) const {
   HEARTH_CHECK(0 <= n_begin && n_begin <= n_end && n_end <= n_, "dequantize_rows: range");
+  // K is a multiple of 32 / bits for 2, 4 and 8 bits (whole words), so the word loop is exact.
+  const bool table = (groups_ << bits_) <= k_ / 2;
+  std::vector<float> lut(table ? static_cast<size_t>(groups_) << bits_ : 0);
   std::vector<float> zeros(static_cast<size_t>(groups_)), scales(static_cast<size_t>(groups_));
   for (int64_t n = n_begin; n < n_end; ++n) {
     for (int64_t g = 0; g < groups_; ++g) {
       zeros[static_cast<size_t>(g)] = static_cast<float>(zero(g, n));
       scales[static_cast<size_t>(g)] = scale(g, n);
+      if (!table) continue;
+      float* t = lut.data() + (g << bits_);
+      for (int q = 0; q < (1 << bits_); ++q) {
+        t[q] = quant::round_to_half((static_cast<float>(q) - zeros[static_cast<size_t>(g)]) *
+                                    scales[static_cast<size_t>(g)]);
+      }
     }
     const uint32_t* col = qweight_.as<uint32_t>() + n;
     float* row = out + (n - n_begin) * k_;
+    const int32_t* gi = g_idx_.data();
+    if (!table) {
+      switch (bits_) {
+        case 2:
+          decode_column_direct<2>(col, n_, k_, gi, zeros.data(), scales.data(), row);
+          break;
+        case 3:
+          decode_column_direct<3>(col, n_, k_, gi, zeros.data(), scales.data(), row);
+          break;
+        case 4:
+          decode_column_direct<4>(col, n_, k_, gi, zeros.data(), scales.data(), row);
+          break;
+        default:
+          decode_column_direct<8>(col, n_, k_, gi, zeros.data(), scales.data(), row);
+          break;
+      }
+      continue;
+    }
     switch (bits_) {
       case 2:
-        decode_column<2>(col, n_, k_, g_idx_.data(), zeros.data(), scales.data(), row);
+        decode_column<2>(col, n_, k_, gi, lut.data(), row);
         break;
       case 3:
-        decode_column<3>(col, n_, k_, g_idx_.data(), zeros.data(), scales.data(), row);
+        decode_column<3>(col, n_, k_, gi, lut.data(), row);
         break;
       case 4:
-        decode_column<4>(col, n_, k_, g_idx_.data(), zeros.data(), scales.data(), row);
+        decode_column<4>(col, n_, k_, gi, lut.data(), row);
         break;
       default:
-        decode_column<8>(col, n_, k_, g_idx_.data(), zeros.data(), scales.data(), row);
+        decode_column<8>(col, n_, k_, gi, lut.data(), row);
         break;
     }
   }

@@ -46,6 +46,35 @@ void expect_exact(const QuantizedWeight& w, const std::vector<uint16_t>& expecte
   EXPECT_EQ(mismatches, 0) << name;
 }
 
+// exllamav2's fused GEMM (fp16 partial sums, relative error about 1e-3) on the fixture's x,
+// against x · Wᵀ (+ bias) with the weights decoded here.
+void expect_close_to_exllamav2_gemm(const QuantizedWeight& w, const TensorSource& src,
+                                    const std::string& prefix, const std::string& name) {
+  const std::vector<float> x = src.get("x").to_floats();
+  const std::vector<float> y = src.get("y_exllamav2").to_floats();
+  const int64_t K = w.in_features(), N = w.out_features();
+  const int64_t R = static_cast<int64_t>(x.size()) / K;
+  ASSERT_EQ(static_cast<int64_t>(y.size()), R * N) << name;
+  std::vector<float> W(static_cast<size_t>(N * K));
+  w.dequantize_rows(0, N, W.data());
+  std::vector<float> bias;
+  if (src.has(prefix + ".bias")) bias = src.get(prefix + ".bias").to_floats();
+  double num = 0, den = 0, worst = 0, top = 0;
+  for (int64_t r = 0; r < R; ++r) {
+    for (int64_t n = 0; n < N; ++n) {
+      double ref = bias.empty() ? 0.0 : bias[static_cast<size_t>(n)];
+      for (int64_t k = 0; k < K; ++k) ref += double(x[r * K + k]) * W[n * K + k];
+      const double e = y[r * N + n] - ref;
+      num += e * e;
+      den += ref * ref;
+      worst = std::max(worst, std::fabs(e));
+      top = std::max(top, std::fabs(ref));
+    }
+  }
+  EXPECT_LE(num / den, 1e-5) << name << ": NMSE against exllamav2's GEMM";
+  EXPECT_LE(worst, 1e-2 * top) << name << ": worst |error| against exllamav2's GEMM";
+}
+
 void run_set(const std::string& set, bool required) {
   const auto fixtures = load_quant_fixtures(set);
   if (!fixtures) {
@@ -86,6 +115,9 @@ void run_set(const std::string& set, bool required) {
       }
     }
     expect_exact(*w, expected_bits(*source), name);
+    if (source->has("x") && source->has("y_exllamav2")) {
+      expect_close_to_exllamav2_gemm(*w, *source, c["prefix"].get<std::string>(), name);
+    }
     ++cases;
   }
   EXPECT_GT(cases, 0);
