@@ -9,7 +9,8 @@
 #   HEARTH_GPU_STAGES=build,test tests/gpu/run.sh
 #   HEARTH_BENCH_ARGS="--models llama3-8b,llama2-13b" tests/gpu/run.sh
 #
-# Variables: HEARTH_GPU_STAGES (build,test,memcheck,bench,ncu; default all but ncu),
+# Variables: HEARTH_GPU_STAGES (build,test,others,bench,ncu,memcheck; default all but ncu;
+# "others": every other test labelled gpu, after a full build),
 # HEARTH_GPU_BUILD (build folder, default build-gpu), HEARTH_CUDA_ARCHS (default: native),
 # HEARTH_BENCH_ARGS (extra hearth_bench arguments), HEARTH_GPU_TIMEOUT (seconds per test
 # binary, sanitizer run and benchmark; default 900), OUT (where logs go).
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 BUILD="${HEARTH_GPU_BUILD:-build-gpu}"
 OUT="${OUT:-$ROOT/$BUILD/results}"
-STAGES="${HEARTH_GPU_STAGES:-build,test,memcheck,bench}"
+STAGES="${HEARTH_GPU_STAGES:-build,test,others,bench,memcheck}"
 ARCHS="${HEARTH_CUDA_ARCHS:-native}"
 mkdir -p "$OUT"
 export PATH="/usr/local/cuda/bin:$PATH"
@@ -98,6 +99,23 @@ if has_stage test; then
   grep -E '^\[  FAILED  \] [A-Za-z]|^\[ (attention|batching|SmolLM2|device|tiny)' "$OUT/tests.log" | sort -u | tee -a "$SUMMARY"
 fi
 
+# The other tests labelled gpu (e.g. the quantized kernels' suites), built with everything else.
+status_others=skipped
+if has_stage others; then
+  start=$SECONDS
+  if [ "${HEARTH_GPU_OTHERS_BUILD:-1}" = 1 ]; then
+    cmake --build "$BUILD" -j "$JOBS" >> "$OUT/build.log" 2>&1 || say "others: full build FAILED (see build.log)"
+  fi
+  if timeout "$LIMIT" ctest --test-dir "$BUILD" -L gpu -E '^(gpu_ops_tests|gpu_model_tests)$' \
+       --output-on-failure > "$OUT/others.log" 2>&1; then
+    status_others=ok
+  else
+    status_others=FAILED
+  fi
+  say "other gpu tests: $status_others ($((SECONDS - start)) s): $(grep -E 'tests passed|tests failed' "$OUT/others.log" | tail -1)"
+  grep -E '\*\*\*(Failed|Not Run|Timeout)|Skipped' "$OUT/others.log" | tee -a "$SUMMARY"
+fi
+
 status_bench=skipped
 if has_stage bench; then
   start=$SECONDS
@@ -148,6 +166,6 @@ if has_stage memcheck; then
   fi
 fi
 
-say "== summary: build $status_build, tests $status_test, memcheck $status_memcheck, bench $status_bench"
-[ "$status_build" != FAILED ] && [ "$status_test" != FAILED ] && [ "$status_memcheck" != FAILED ] &&
-  [ "$status_bench" != FAILED ]
+say "== summary: build $status_build, tests $status_test, other gpu tests $status_others, memcheck $status_memcheck, bench $status_bench"
+[ "$status_build" != FAILED ] && [ "$status_test" != FAILED ] && [ "$status_others" != FAILED ] &&
+  [ "$status_memcheck" != FAILED ] && [ "$status_bench" != FAILED ]
