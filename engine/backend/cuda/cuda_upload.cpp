@@ -101,8 +101,12 @@ void CudaBackend::stream_quantized(const QuantizedWeight& q, void* dst, const st
 
 std::unique_ptr<BackendWeight> CudaBackend::upload_linear(const LinearSource& source) {
   DeviceGuard guard(options_.device);
-  // EXL2 / GPTQ layers run on their own kernels (fp16 activations; engine/quant).
-  if (source.quantized && options_.activation_dtype == DType::kF16) {
+  // EXL2 / GPTQ layers run on their own kernels (fp16 activations; engine/quant). Other packed
+  // weights (GGUF blocks) are expanded to dense below.
+  const bool has_quant_kernels =
+      source.quantized &&
+      (source.quantized->format() == "exl2" || source.quantized->format() == "gptq");
+  if (has_quant_kernels && options_.activation_dtype == DType::kF16) {
     return upload_quantized_linear(source);
   }
   auto w = std::make_unique<CudaLinearWeight>(epoch_);
@@ -110,8 +114,8 @@ std::unique_ptr<BackendWeight> CudaBackend::upload_linear(const LinearSource& so
   w->dtype = options_.activation_dtype;
   const size_t elem = dtype_size(w->dtype);
   if (source.quantized) {
-    // Until the quantized kernels land, quantized layers are dequantized row block by row block
-    // on the host and kept dense on the GPU.
+    // Packed weights without GPU kernels (GGUF blocks; EXL2/GPTQ with bf16 activations) are
+    // dequantized row block by row block on the host and kept dense on the GPU.
     const QuantizedWeight& q = *source.quantized;
     w->out_features = q.out_features();
     w->in_features = q.in_features();
