@@ -4,7 +4,8 @@
 Three steps (tests/gpu/exl2_reference_job.sh runs them on the GPU machine):
 
   gguf-to-hf  --gguf FILE --out DIR     the GGUF (Q4_1) dequantized to an fp16 safetensors folder
-                                        with config.json and tokenizer files (transformers; CPU)
+                                        with config.json and tokenizer files (gguf-py dequantizes,
+                                        transformers reads config and tokenizer; CPU)
   quantize    --hf DIR --work DIR --out DIR --bpw 2.5,4.0,6.0
                                         exllamav2's converter (convert_exl2): one measurement pass,
                                         then one quantization per bpw, each compiled with -cf into
@@ -51,24 +52,57 @@ def stub_missing(names):
             sys.modules[name] = types.ModuleType(name)
 
 
+GGUF_NAMES = {  # llama.cpp tensor names -> Hugging Face names (per layer: blk.N.*)
+    "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj", "attn_norm": "input_layernorm",
+    "ffn_norm": "post_attention_layernorm",
+}
+
+
+def gguf_state_dict(path, heads, kv_heads):
+    """The GGUF's tensors dequantized with gguf-py, under Hugging Face names, with q/k rows put back
+    in rotate-half order (llama.cpp's converter interleaves them; transformers undoes it so)."""
+    import numpy as np
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+    reader = GGUFReader(path)
+    sd = {}
+    for t in reader.tensors:
+        w = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32)
+        shape = [int(d) for d in reversed(t.shape.tolist())]
+        w = w.reshape(shape)
+        name = t.name
+        if name == "token_embd.weight":
+            hf = "model.embed_tokens.weight"
+        elif name == "output_norm.weight":
+            hf = "model.norm.weight"
+        elif name == "output.weight":
+            hf = "lm_head.weight"
+        else:
+            _, layer, kind, suffix = name.split(".")
+            hf = "model.layers.%s.%s.%s" % (layer, GGUF_NAMES[kind], suffix)
+            if kind in ("attn_q", "attn_k"):
+                n = heads if kind == "attn_q" else kv_heads
+                dim = w.shape[0] // n // 2
+                w = w.reshape(n, dim, 2, *w.shape[1:]).swapaxes(2, 1).reshape(w.shape)
+        sd[hf] = w
+    return sd
+
+
 def gguf_to_hf(args):
     import torch
     from safetensors.torch import save_file
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
     folder, name = os.path.split(os.path.abspath(args.gguf))
-    kw = {}
-    try:  # transformers 5 keeps GGUF weights packed unless told otherwise
-        from transformers import GgufConfig
-        kw["quantization_config"] = GgufConfig(dequantize=True)
-    except ImportError:
-        pass
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float16, **kw)
+    c = AutoConfig.from_pretrained(folder, gguf_file=name)
+    heads = c.num_attention_heads
+    kv_heads = getattr(c, "num_key_value_heads", None) or heads
+    sd = gguf_state_dict(args.gguf, heads, kv_heads)
     os.makedirs(args.out, exist_ok=True)
-    sd = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}
-    c = model.config
-    if getattr(c, "tie_word_embeddings", False):
-        sd.pop("lm_head.weight", None)
-    save_file(sd, os.path.join(args.out, "model.safetensors"), metadata={"format": "pt"})
+    tied = "lm_head.weight" not in sd
+    tensors = {k: torch.from_numpy(v.copy()).to(torch.float16).contiguous() for k, v in sd.items()}
+    save_file(tensors, os.path.join(args.out, "model.safetensors"), metadata={"format": "pt"})
     rope_theta = getattr(c, "rope_theta", None)
     if rope_theta is None:
         rope_theta = (getattr(c, "rope_parameters", None) or {}).get("rope_theta", 10000.0)
@@ -78,11 +112,11 @@ def gguf_to_hf(args):
         "architectures": ["LlamaForCausalLM"], "model_type": "llama",
         "vocab_size": c.vocab_size, "hidden_size": c.hidden_size,
         "intermediate_size": c.intermediate_size, "num_hidden_layers": c.num_hidden_layers,
-        "num_attention_heads": c.num_attention_heads, "num_key_value_heads": c.num_key_value_heads,
-        "head_dim": getattr(c, "head_dim", c.hidden_size // c.num_attention_heads),
+        "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+        "head_dim": getattr(c, "head_dim", None) or c.hidden_size // heads,
         "max_position_embeddings": c.max_position_embeddings, "rms_norm_eps": c.rms_norm_eps,
         "rope_theta": float(rope_theta), "hidden_act": "silu", "attention_bias": False,
-        "mlp_bias": False, "tie_word_embeddings": bool(getattr(c, "tie_word_embeddings", False)),
+        "mlp_bias": False, "tie_word_embeddings": tied,
         "bos_token_id": c.bos_token_id, "eos_token_id": c.eos_token_id,
         "pad_token_id": c.pad_token_id, "torch_dtype": "float16",
     }
