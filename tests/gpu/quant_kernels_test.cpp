@@ -1,8 +1,9 @@
 // EXL2 / GPTQ linear layers on the CUDA backend against the CPU reference backend (which
 // dequantizes bit-exactly as the spec's reference decoders), through the Backend interface:
 // every bit width and mix, GPTQ 2/3/4/8 bits with act-order, asym and odd group sizes, odd
-// shapes (K not a multiple of 128 or 32, padded N, short last groups), 1..64 rows on the fused
-// kernel and more on the dequantize + cuBLAS path; batch invariance; a whole quantized model,
+// shapes (K not a multiple of 128 or 32, padded N, short last groups), 1..256 rows on the fused
+// kernel (64 per launch) and more on the dequantize + cuBLAS path; batch invariance; a whole
+// quantized model,
 // prefill and decode steps replayed from CUDA graphs.
 //
 // The weights both backends multiply are identical fp16 values, so the linear tolerance of the
@@ -93,7 +94,7 @@ void expect_matches(Backend& gpu, Backend& cpu, const LinearSource& src,
   }
 }
 
-const std::vector<int64_t> kRows = {1, 3, 8, 9, 16, 31, 32, 33, 64, 65, 130};
+const std::vector<int64_t> kRows = {1, 3, 8, 9, 16, 31, 32, 33, 64, 65, 130, 300};
 
 TEST_F(QuantGpu, FixtureLayersMatchTheCpuReference) {
   for (const char* set : {"exl2_numpy", "exl2_exllamav2", "gptq"}) {
@@ -108,7 +109,8 @@ TEST_F(QuantGpu, FixtureLayersMatchTheCpuReference) {
         o.quantization_config_json = c["config"].dump();
       o.out_features = c["out_features"].get<int64_t>();
       expect_matches(*gpu, *cpu, source_of(*t, c["prefix"].get<std::string>(), o),
-                     {1, 7, 32, 64, 100}, std::string(set) + "/" + c["name"].get<std::string>());
+                     {1, 7, 32, 64, 100, 300},
+                     std::string(set) + "/" + c["name"].get<std::string>());
     }
   }
 }
@@ -156,7 +158,7 @@ TEST_F(QuantGpu, Exl2EveryWidthMixAndOddShape) {
     QuantizedLinearOptions o;
     o.out_features = c.n;
     expect_matches(*gpu, *cpu, source_of(src, "l", o),
-                   i < 3 ? kRows : std::vector<int64_t>{1, 8, 33, 64, 70},
+                   i < 3 ? kRows : std::vector<int64_t>{1, 8, 33, 64, 70, 257},
                    std::string(c.what) + " " + std::to_string(c.k) + "x" + std::to_string(c.n));
   }
 }
@@ -179,7 +181,7 @@ TEST_F(QuantGpu, GptqBitsActOrderAsymAndGroups) {
     MemoryTensorSource src(std::move(t));
     QuantizedLinearOptions o;
     o.quantization_config_json = gptq_config_json(c.r);
-    expect_matches(*gpu, *cpu, source_of(src, "l", o), {1, 8, 17, 32, 64, 80},
+    expect_matches(*gpu, *cpu, source_of(src, "l", o), {1, 8, 17, 32, 64, 80, 260},
                    "GPTQ " + std::to_string(c.r.bits) + "-bit g" + std::to_string(c.r.group_size) +
                        (c.r.act_order ? " act-order" : "") + (c.r.sym ? " sym" : " asym") +
                        (c.r.v2 ? " v2 " : " v1 ") + std::to_string(c.k) + "x" +
