@@ -26,6 +26,7 @@ int64_t dim(const TensorSource& s, const std::string& name, size_t i) {
 std::optional<double> quantized_bits_per_weight(const TensorSource& source) {
   double bits = 0, weights = 0;
   for (const std::string& name : source.tensor_names()) {
+    if (name.starts_with("lm_head.")) continue;  // EXL2 gives the head its own width (-hb)
     if (name.ends_with(".q_weight")) {
       const std::string p = name.substr(0, name.size() - 9);
       const double k = static_cast<double>(dim(source, p + ".q_invperm", 0));
