@@ -28,7 +28,7 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kMaxChunksPerBlock = 16;
-constexpr int kMetaWords = 36;  // per (warp, chunk): 4 uint4 scales + 4 uint4 zeros + 1 uint4 misc
+constexpr int kMetaWords = 36;  // per (warp, chunk): scales (16 words), zeros (16), max, info, line
 
 int tile_columns(const QuantMatrix& m) {
   return static_cast<int>(ceil_div(m.blocks, kWarps));
@@ -178,6 +178,10 @@ __global__ void __launch_bounds__(kThreads)
       const uint32_t info = m.chunk_info[c0 + j];
       const int64_t gi = nb * m.groups + qtile::chunk_group(info);
       uint32_t* meta = s_meta + j * kMetaWords;
+      if (part == 2) {  // the chunk's width, group and first line, for the loop below
+        meta[33] = info;
+        meta[34] = static_cast<uint32_t>(m.chunk_line[c0 + j] - line0);
+      }
       if constexpr (KIND == QuantKind::kExl2) {
         if (part == 0) cp_async16(meta, m.scale_codes + gi * 8, true);
         if (part == 1) meta[32] = m.scale_max[qtile::chunk_group(info)];
@@ -226,14 +230,15 @@ __global__ void __launch_bounds__(kThreads)
     __half2 sc[4], zz[4];
     int cur_group = -1;
     for (int j = 0; j < nchunks; ++j) {
-      const uint32_t info = m.chunk_info[c0 + j];
+      const uint32_t* meta = s_meta + j * kMetaWords;
+      const uint32_t info = meta[33];
       const int bits = qtile::chunk_bits(info);
       const int group = static_cast<int>(qtile::chunk_group(info));
       if (group != cur_group) {
-        chunk_scales<KIND>(s_meta + j * kMetaWords, g, bits, sc, zz);
+        chunk_scales<KIND>(meta, g, bits, sc, zz);
         cur_group = group;
       }
-      const uint32_t* wl = s_w + (m.chunk_line[c0 + j] - line0) * 32 + lane;
+      const uint32_t* wl = s_w + meta[34] * 32 + lane;
       const __half* xs = s_x + j * 32;
       switch (bits) {
         case 2:
