@@ -66,7 +66,7 @@ inline Bytes from_base64(const std::string& text) {
 
 inline Bytes to_bytes(std::string_view s) {
   Bytes b(s.size());
-  std::memcpy(b.data(), s.data(), s.size());
+  if (!s.empty()) std::memcpy(b.data(), s.data(), s.size());
   return b;
 }
 
@@ -92,8 +92,10 @@ class TempDir {
 inline void write_file(const std::filesystem::path& path, const Bytes& bytes) {
   std::filesystem::create_directories(path.parent_path());
   std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
+  if (!bytes.empty()) {
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
+  }
 }
 inline void write_file(const std::filesystem::path& path, std::string_view text) {
   write_file(path, to_bytes(text));
@@ -122,6 +124,13 @@ inline void expect_error(const std::function<void()>& fn, ErrorCode code,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, max_seconds) << "rejection took " << seconds << " s";
 }
+
+// Timing limits hold for optimized builds; sanitizer and debug builds run several times slower.
+#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
+inline constexpr double kSlowdown = 1.0;
+#else
+inline constexpr double kSlowdown = 10.0;
+#endif
 
 // Little-endian byte writer for hand-made GGUF and safetensors images.
 class ByteWriter {

@@ -3,6 +3,7 @@
 // index, zero-copy views, and the folder rules.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "engine/io/hf_config.h"
@@ -241,6 +242,35 @@ TEST(Safetensors, HeaderLengthWhoseFirstByteLooksLikePickleIsStillSafetensors) {
   ASSERT_EQ(static_cast<uint8_t>(image[1]), 0x02);
   const SafetensorsFile f = SafetensorsFile::parse({image.data(), image.size()});
   EXPECT_EQ(f.tensors().size(), 1u);
+}
+
+}  // namespace
+}  // namespace hearth
+
+namespace hearth {
+namespace {
+
+// 200 000 tensors (a 10 MB header) must parse in linear time: a DOM parser that re-scans the
+// parent object at each member (nlohmann's callback parser) takes minutes here.
+TEST(Safetensors, LargeHeadersParseInLinearTime) {
+  std::string header = "{";
+  for (int i = 0; i < 200000; ++i) {
+    if (i) header += ',';
+    header += "\"model.layers." + std::to_string(i) +
+              ".weight\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[" + std::to_string(i) +
+              "," + std::to_string(i + 1) + "]}";
+  }
+  header += "}";
+  const Bytes image = test::safetensors_image(header, Bytes(200000));
+  const auto start = std::chrono::steady_clock::now();
+  const SafetensorsFile f = SafetensorsFile::parse({image.data(), image.size()});
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("[ info ] %zu-byte header, %zu tensors: %.3f s\n", header.size(), f.tensors().size(),
+              s);
+  EXPECT_EQ(f.tensors().size(), 200000u);
+  EXPECT_EQ(f.find("model.layers.123456.weight")->begin, 123456u);
+  EXPECT_EQ(f.find("model.layers.123456.weigh"), nullptr);
+  EXPECT_LT(s, 2.0 * test::kSlowdown);
 }
 
 }  // namespace
