@@ -16,7 +16,22 @@ namespace {
 using test::Bytes;
 using test::ByteWriter;
 
+// With HEARTH_DUMP_CORPUS=<folder>, every rejected image is also written there, so that
+// tests/reference/io_safetensors_corpus_check.py can confirm the reference implementation
+// rejects it too.
+void dump(const Bytes& image, const std::string& first_needle) {
+  static int counter = 0;
+  const char* dir = std::getenv("HEARTH_DUMP_CORPUS");
+  if (!dir || !*dir) return;
+  std::string tag;
+  for (char c : first_needle) tag += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  test::write_file(std::filesystem::path(dir) /
+                       (std::to_string(counter++) + "_" + tag.substr(0, 40) + ".safetensors"),
+                   image);
+}
+
 void reject(const Bytes& image, ErrorCode code, std::initializer_list<std::string> needles) {
+  dump(image, *needles.begin());
   test::expect_error(
       [&] {
         SafetensorsFile::parse({image.data(), image.size()}, "bad.st");
