@@ -81,13 +81,15 @@ bool looks_like_pickle_or_archive(std::span<const std::byte> head) {
   return false;
 }
 
+void refuse_pickle_checkpoint(const std::filesystem::path& path) {
+  fail(ErrorCode::kUnsupported,
+       path.string() +
+           ": refusing to open a pickle checkpoint (PyTorch .bin/.pt files can run arbitrary "
+           "code when loaded); convert the model to safetensors");
+}
+
 SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
-  if (is_pickle_checkpoint_name(path)) {
-    fail(ErrorCode::kUnsupported,
-         path.string() +
-             ": refusing to open a pickle checkpoint (PyTorch .bin/.pt files can run arbitrary "
-             "code when loaded); convert the model to safetensors");
-  }
+  if (is_pickle_checkpoint_name(path)) refuse_pickle_checkpoint(path);
   SafetensorsFile f;
   f.mapping_ = MappedFile::open(path);
   f.bytes_ = f.mapping_->bytes();

@@ -89,6 +89,8 @@ SafetensorsIndex parse_safetensors_index(std::string_view json, const std::strin
 // True for names of pickle-based checkpoints (pytorch_model.bin, *.pt, *.pth, *.bin, *.ckpt,
 // *.pkl), which Hearth refuses to open.
 bool is_pickle_checkpoint_name(const std::filesystem::path& path);
+// Error(kUnsupported): Hearth never opens pickle checkpoints.
+[[noreturn]] void refuse_pickle_checkpoint(const std::filesystem::path& path);
 // True when `head` (the first bytes of a file) starts like a pickle, a zip (torch.save), or a
 // 7z archive.
 bool looks_like_pickle_or_archive(std::span<const std::byte> head);

@@ -15,13 +15,6 @@ namespace fs = std::filesystem;
 
 constexpr uint64_t kMaxIndexBytes = 16u << 20;  // real indexes are well under 1 MB
 
-[[noreturn]] void refuse_pickle(const fs::path& path) {
-  fail(ErrorCode::kUnsupported,
-       path.string() +
-           ": refusing to open a pickle checkpoint (PyTorch .bin/.pt files can run arbitrary "
-           "code when loaded); convert the model to safetensors");
-}
-
 // True when `inner` (canonical) lies inside `root` (canonical).
 bool is_within(const fs::path& inner, const fs::path& root) {
   auto r = root.begin();
@@ -141,8 +134,7 @@ std::unique_ptr<TensorSource> open_safetensors_source(const fs::path& file_or_di
   auto source = std::make_unique<SafetensorsSource>();
   std::error_code ec;
   if (!fs::is_directory(file_or_dir, ec)) {
-    if (is_pickle_checkpoint_name(file_or_dir)) refuse_pickle(file_or_dir);
-    source->add_file(file_or_dir);  // Error(kIo) if missing
+    source->add_file(file_or_dir);  // refuses pickle names; Error(kIo) if missing
     return source;
   }
 
@@ -154,7 +146,7 @@ std::unique_ptr<TensorSource> open_safetensors_source(const fs::path& file_or_di
         parse_safetensors_index(read_text_file(where, kMaxIndexBytes), where);
     if (index.shards.empty()) fail(ErrorCode::kInvalidFile, where + ": weight_map is empty");
     for (const auto& shard : index.shards) {
-      if (is_pickle_checkpoint_name(shard)) refuse_pickle(dir / shard);
+      if (is_pickle_checkpoint_name(shard)) refuse_pickle_checkpoint(dir / shard);
       source->add_file(resolve_shard(dir, shard, where));
     }
     source->check_index(index, dir, where);
