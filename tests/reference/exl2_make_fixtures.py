@@ -21,6 +21,8 @@ Run on the GPU machine (tests/gpu/exl2_reference_job.sh does):
   PYTHONPATH=<exllamav2 dir> python3 tests/reference/exl2_make_fixtures.py --out DIR
 """
 import argparse
+import importlib
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -33,7 +35,10 @@ def stub_missing(names):
     needs neither. Empty stand-ins let the import succeed where they are not installed."""
     for name in names:
         if importlib.util.find_spec(name) is None:
-            sys.modules[name] = types.ModuleType(name)
+            stub = types.ModuleType(name)
+            # pandas asks importlib for the spec of optional engines: give the stub one.
+            stub.__spec__ = importlib.machinery.ModuleSpec(name, None)
+            sys.modules[name] = stub
 
 
 def main():

@@ -20,6 +20,8 @@ Needs exllamav2 importable (PYTHONPATH) and torch with CUDA for quantize / refer
 tests/gpu/quant_exl2_smollm2_test.cpp reads the folders and the JSON files.
 """
 import argparse
+import importlib
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -49,7 +51,10 @@ def stub_missing(names):
     needs neither."""
     for name in names:
         if importlib.util.find_spec(name) is None:
-            sys.modules[name] = types.ModuleType(name)
+            stub = types.ModuleType(name)
+            # pandas asks importlib for the spec of optional engines: give the stub one.
+            stub.__spec__ = importlib.machinery.ModuleSpec(name, None)
+            sys.modules[name] = stub
 
 
 GGUF_NAMES = {  # llama.cpp tensor names -> Hugging Face names (per layer: blk.N.*)
