@@ -39,6 +39,7 @@ std::string_view dtype_name(DType t) {
 }
 
 void convert_to_float(DType type, const void* src, float* dst, size_t count) {
+  if (count == 0) return;  // empty tensors may have null data; memcpy(null, ..., 0) is UB
   switch (type) {
     case DType::kF32:
       std::memcpy(dst, src, count * sizeof(float));
