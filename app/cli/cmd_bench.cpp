@@ -6,14 +6,80 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "engine/core/error.h"
 #include "engine/api/memory_planner.h"
 #include "engine/tokenizer/tokenizer.h"
+#if HEARTH_WITH_CUDA
+#include "engine/backend/cuda/cuda_bench.h"
+#include "engine/quant/quant_bench.h"
+#endif
 
 namespace hearth::cli {
 
+namespace {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = s.find(',', start);
+    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos
+                                                                        : comma - start);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+// Synthetic models of real shapes (random weights made in memory) on the GPU: fp16, or EXL2 /
+// GPTQ with --quant. Prints the benchmark's own tables (or its JSON).
+int run_synthetic_bench(const ArgParser& args) {
+#if HEARTH_WITH_CUDA
+  const std::vector<std::string> models = split_list(*args.get("synthetic"));
+  const int device = static_cast<int>(args.get_int("device", 0, 0, 64));
+  std::string text;
+  nlohmann::json json;
+  if (auto quants = args.get("quant")) {
+    QuantBenchOptions o;
+    o.models = models;
+    o.quants = split_list(*quants);
+    o.device = device;
+    o.kernel_sweep = args.has("sweep");
+    const QuantBenchReport r = run_quant_benchmark(o);
+    text = r.text;
+    json = r.json;
+  } else {
+    BenchOptions o;
+    o.models = models;
+    o.device = device;
+    o.kernel_sweep = args.has("sweep");
+    o.variants = false;
+    const BenchReport r = run_backend_benchmark(o);
+    text = r.text;
+    json = r.json;
+  }
+  if (args.has("json")) {
+    std::cout << json.dump(2) << "\n";
+  } else {
+    std::cout << text;
+  }
+  return 0;
+#else
+  (void)args;
+  fail(ErrorCode::kUnsupported, "synthetic benchmarks run on the GPU; this build has no CUDA");
+#endif
+}
+
+}  // namespace
+
 int run_bench(const std::vector<std::string>& raw) {
-  const ArgParser args(raw, merge(load_flags(), {"prompt-len", "gen-len", "batch", "repeat"}),
-                       {"json"});
+  const ArgParser args(raw,
+                       merge(load_flags(), {"prompt-len", "gen-len", "batch", "repeat",
+                                            "synthetic", "quant"}),
+                       {"json", "sweep"});
+  if (args.has("synthetic")) return run_synthetic_bench(args);
+  if (args.has("quant")) throw UsageError("--quant needs --synthetic");
   LoadOptions options = load_options_from(args);
   const int64_t prompt_len = args.get_int("prompt-len", 128, 1, 1 << 20);
   const auto gen_len = static_cast<int32_t>(args.get_int("gen-len", 64, 2, 1 << 20));

@@ -21,6 +21,8 @@ commands:
   tokenize  [--model PATH] --text TEXT
   bench     [--model PATH] [--prompt-len N] [--gen-len N] [--batch N] [--backend cpu|cuda]
             [--json]
+  bench     --synthetic llama3-8b[,llama2-7b,llama2-13b,llama2-70b] [--quant exl2:4.0,gptq:4:128]
+            [--sweep] [--json]      (GPU: random weights of real shapes, with hardware limits)
 
 load flags (every command that runs the model):
   --backend cpu|cuda  --device N  --threads N  --max-seq-len N  --cache-tokens N
