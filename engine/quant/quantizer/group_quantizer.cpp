@@ -1,0 +1,145 @@
+#include "engine/quant/quantizer/group_quantizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/core/error.h"
+#include "engine/quant/quant_bits.h"
+
+namespace hearth::quantizer {
+namespace {
+
+constexpr float kMinP = 0.70f;
+constexpr float kMaxP = 1.2f;
+constexpr int kPGrid = 96;
+
+// |x|^3.5 without pow: x³·√x.
+inline float pow35(float x) {
+  const float a = std::fabs(x);
+  return a * a * a * std::sqrt(a);
+}
+
+}  // namespace
+
+GroupParams exl2_find_params(const float* w, int64_t rows, int64_t n, int64_t stride, int bits) {
+  GroupParams p;
+  p.bits = bits;
+  const float maxq = static_cast<float>((1 << bits) - 1);
+  const float qzero = static_cast<float>(1 << (bits - 1));
+  std::vector<float> base(static_cast<size_t>(n));
+  for (int64_t c = 0; c < n; ++c) {
+    float m = 0;
+    for (int64_t r = 0; r < rows; ++r) m = std::max(m, std::fabs(w[r * stride + c]));
+    base[c] = (m + 1e-12f) / (maxq / 2.0f);
+  }
+  float smax = 0;
+  for (float b : base) smax = std::max(smax, b);
+
+  p.qscale.resize(static_cast<size_t>(n));
+  std::vector<float> s(static_cast<size_t>(n));
+  for (int64_t c = 0; c < n; ++c) {
+    const float t = std::sqrt(base[c] / smax) * 16.0f;
+    const float q = std::clamp(std::nearbyint(t), 1.0f, 16.0f);  // round half to even, as torch
+    p.qscale[c] = static_cast<uint8_t>(q);
+    const float qw = q / 16.0f;
+    s[c] = qw * qw * smax;
+  }
+
+  // Σ |clamp(rint(w / (s·p)), −qzero, maxq − qzero)·(s·p) − w|^3.5 for each p of the grid.
+  // Partial sums per column block are kept apart and added in a fixed order.
+  const float lo = -qzero, hi = maxq - qzero;
+  double best_err = 0;
+  int best_i = 0;
+  for (int i = 0; i <= kPGrid; ++i) {
+    const float pi = static_cast<float>(i) / static_cast<float>(kPGrid);
+    const float pm = kMinP * (1.0f - pi) + kMaxP * pi;
+    double err = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* wr = w + r * stride;
+      float acc = 0;
+      for (int64_t c = 0; c < n; ++c) {
+        const float sp = s[c] * pm;
+        const float q = std::clamp(std::nearbyint(wr[c] / sp), lo, hi);
+        acc += pow35(q * sp - wr[c]);
+      }
+      err += acc;
+    }
+    if (i == 0 || err < best_err) {
+      best_err = err;
+      best_i = i;
+    }
+  }
+  const float best_f = static_cast<float>(best_i) / static_cast<float>(kPGrid);
+  const float best_p = kMaxP * best_f + kMinP * (1.0f - best_f);
+  const float qscale_max = smax * best_p;
+  p.qscale_max = quant::round_to_half(qscale_max);
+  // What the reader computes: fp16(fp16(qs²) · fp16(q_scale_max / 256)).
+  const float premul = quant::round_to_half(p.qscale_max * (1.0f / 256.0f));
+  p.scale.resize(static_cast<size_t>(n));
+  p.zero.assign(static_cast<size_t>(n), qzero);
+  for (int64_t c = 0; c < n; ++c) {
+    const float q2 = static_cast<float>(p.qscale[c]) * static_cast<float>(p.qscale[c]);
+    p.scale[c] = quant::round_to_half(q2 * premul);
+  }
+  return p;
+}
+
+GroupParams gptq_find_params(const float* w, int64_t rows, int64_t n, int64_t stride, int bits,
+                             bool symmetric) {
+  GroupParams p;
+  p.bits = bits;
+  const float maxq = static_cast<float>((1 << bits) - 1);
+  p.scale.resize(static_cast<size_t>(n));
+  p.zero.resize(static_cast<size_t>(n));
+  for (int64_t c = 0; c < n; ++c) {
+    float xmin = 0, xmax = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      xmin = std::min(xmin, w[r * stride + c]);
+      xmax = std::max(xmax, w[r * stride + c]);
+    }
+    if (symmetric) {
+      xmax = std::max(std::fabs(xmin), xmax);
+      if (xmin < 0) xmin = -xmax;
+    }
+    if (xmin == 0 && xmax == 0) {
+      xmin = -1;
+      xmax = 1;
+    }
+    float scale = quant::round_to_half((xmax - xmin) / maxq);
+    if (!(scale > 0)) scale = quant::round_to_half(6.1035156e-05f);  // smallest normal fp16
+    float zero;
+    if (symmetric) {
+      zero = (maxq + 1) / 2;
+    } else {
+      zero = std::nearbyint(-xmin / scale);
+      if (zero < 1) {
+        // v1 stores zero − 1: keep zero ≥ 1 and let the scale cover [0, xmax] with maxq − 1
+        // steps instead.
+        zero = 1;
+        scale = std::max(scale, quant::round_to_half(xmax / (maxq - 1)));
+      }
+      zero = std::min(zero, maxq);
+    }
+    p.scale[c] = scale;
+    p.zero[c] = zero;
+  }
+  return p;
+}
+
+void quantize_row(const float* w, const GroupParams& p, int64_t n0, int64_t n1, uint8_t* codes,
+                  float* deq) {
+  const float maxq = static_cast<float>((1 << p.bits) - 1);
+  for (int64_t c = n0; c < n1; ++c) {
+    const float s = p.scale[c];
+    if (!(s > 0)) {  // a group of (near) zeros whose fp16 scale underflowed
+      codes[c] = static_cast<uint8_t>(p.zero[c]);
+      deq[c] = 0.0f;
+      continue;
+    }
+    const float q = std::clamp(std::nearbyint(w[c] / s) + p.zero[c], 0.0f, maxq);
+    codes[c] = static_cast<uint8_t>(q);
+    deq[c] = quant::round_to_half((q - p.zero[c]) * s);
+  }
+}
+
+}  // namespace hearth::quantizer

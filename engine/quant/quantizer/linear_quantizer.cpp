@@ -1,0 +1,157 @@
+#include "engine/quant/quantizer/linear_quantizer.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "engine/core/error.h"
+#include "engine/core/thread_pool.h"
+#include "engine/quant/quantized_linear_loader.h"
+#include "engine/quant/quantizer/memory_tensor_source.h"
+
+namespace hearth::quantizer {
+namespace {
+
+// Wp[s][n] = W[n][perm[s]] for n < N, zero for the padded columns N ≤ n < n_pad.
+std::vector<float> permuted_transpose(const LinearWeights& w, const std::vector<int32_t>& perm,
+                                      int64_t n_pad) {
+  const int64_t K = w.in_features, N = w.out_features;
+  std::vector<float> wp(static_cast<size_t>(K * n_pad), 0.0f);
+  for (int64_t n = 0; n < N; ++n) {
+    const float* src = w.weight.data() + n * K;
+    for (int64_t s = 0; s < K; ++s) wp[s * n_pad + n] = src[perm[s]];
+  }
+  return wp;
+}
+
+std::vector<float> unpermute(const std::vector<float>& deq, const std::vector<int32_t>& perm,
+                             int64_t k, int64_t n, int64_t n_pad) {
+  std::vector<float> out(static_cast<size_t>(n * k));
+  for (int64_t s = 0; s < k; ++s) {
+    const float* row = deq.data() + s * n_pad;
+    const int64_t orig = perm[s];
+    for (int64_t c = 0; c < n; ++c) out[c * k + orig] = row[c];
+  }
+  return out;
+}
+
+void check_shapes(const LinearWeights& w, const PreparedHessian& h) {
+  HEARTH_CHECK(static_cast<int64_t>(w.weight.size()) == w.out_features * w.in_features,
+               w.name + ": weight size");
+  HEARTH_CHECK(h.k == w.in_features, w.name + ": Hessian does not match in_features");
+  for (float v : w.weight) {
+    if (!std::isfinite(v)) fail(ErrorCode::kInvalidFile, w.name + ": weight holds NaN or inf");
+  }
+}
+
+}  // namespace
+
+QuantizedLinear quantize_linear_exl2(const LinearWeights& w, const PreparedHessian& h,
+                                     const Exl2QParams& qp, bool pack, ThreadPool& pool) {
+  check_shapes(w, h);
+  const int64_t K = w.in_features, N = w.out_features;
+  const int64_t n_pad = (N + 31) / 32 * 32;
+  std::vector<Exl2Group> layout = exl2_group_layout(qp, K);
+  std::vector<GptqGroupSpec> groups;
+  for (const auto& g : layout) groups.push_back({g.row_begin, g.rows, g.bits});
+  std::vector<float> wp = permuted_transpose(w, h.perm, n_pad);
+  FindParams find = [](const float* x, int64_t rows, int64_t n, int bits) {
+    return exl2_find_params(x, rows, n, n, bits);
+  };
+  GptqResult r = gptq_quantize(wp, K, n_pad, h.hinv_upper, groups, find, pool);
+  QuantizedLinear out;
+  out.reconstruction = unpermute(r.dequantized, h.perm, K, N, n_pad);
+  out.proxy_error = r.proxy_error;
+  out.total_bits = exl2_total_bits(qp, K, N, w.bias ? N : 0);
+  if (pack) {
+    std::optional<std::vector<float>> bias;
+    if (w.bias) {
+      bias = *w.bias;
+      bias->resize(static_cast<size_t>(n_pad), 0.0f);
+    }
+    out.tensors = pack_exl2(w.name, K, n_pad, r.codes, groups, r.params, h.perm, bias);
+    verify_packed_layer(w.name, "exl2", out.tensors, N, K, out.reconstruction);
+  }
+  return out;
+}
+
+QuantizedLinear quantize_linear_gptq(const LinearWeights& w, const PreparedHessian& h,
+                                     const GptqSettings& s, bool pack, ThreadPool& pool) {
+  check_shapes(w, h);
+  const int64_t K = w.in_features, N = w.out_features;
+  if (s.bits != 2 && s.bits != 3 && s.bits != 4 && s.bits != 8) {
+    fail(ErrorCode::kInvalidArgument, "GPTQ bits must be 2, 3, 4 or 8");
+  }
+  const int64_t gs = s.group_size <= 0 ? K : s.group_size;
+  std::vector<GptqGroupSpec> groups;
+  for (int64_t r = 0; r < K; r += gs) groups.push_back({r, std::min(gs, K - r), s.bits});
+  std::vector<float> wp = permuted_transpose(w, h.perm, N);
+  const bool sym = s.symmetric;
+  FindParams find = [sym](const float* x, int64_t rows, int64_t n, int bits) {
+    return gptq_find_params(x, rows, n, n, bits, sym);
+  };
+  GptqResult r = gptq_quantize(wp, K, N, h.hinv_upper, groups, find, pool);
+  QuantizedLinear out;
+  out.reconstruction = unpermute(r.dequantized, h.perm, K, N, N);
+  out.proxy_error = r.proxy_error;
+  const auto G = static_cast<int64_t>(groups.size());
+  out.total_bits = K * N * s.bits + G * N * (16 + s.bits) + K * 32 + (w.bias ? N * 16 : 0);
+  if (pack) {
+    out.tensors = pack_gptq(w.name, K, N, s.bits, r.codes, groups, r.params, h.perm, w.bias);
+    verify_packed_layer(w.name, "gptq", out.tensors, N, K, out.reconstruction);
+  }
+  return out;
+}
+
+void verify_packed_layer(const std::string& name, const std::string& format,
+                         const PackedTensors& tensors, int64_t out_features, int64_t in_features,
+                         const std::vector<float>& reconstruction) {
+  MemoryTensorSource src;
+  for (const auto& [tname, t] : tensors) src.put(tname, t);
+  QuantizedLinearOptions opt;
+  opt.out_features = out_features;
+  opt.in_features = in_features;
+  if (format == "gptq") {
+    opt.quantization_config_json = R"({"quant_method":"gptq","checkpoint_format":"gptq"})";
+  }
+  std::shared_ptr<const QuantizedWeight> q;
+  try {
+    q = load_quantized_linear(src, name, opt);
+  } catch (const Error& e) {
+    fail(ErrorCode::kInternal, name + ": the packed layer does not load: " + e.what());
+  }
+  if (q->format() != format || q->out_features() != out_features ||
+      q->in_features() != in_features) {
+    fail(ErrorCode::kInternal, name + ": the packed layer reads back with the wrong shape");
+  }
+  const int64_t K = in_features;
+  constexpr int64_t kRows = 64;
+  std::vector<float> buf(static_cast<size_t>(kRows * K));
+  for (int64_t n0 = 0; n0 < out_features; n0 += kRows) {
+    const int64_t n1 = std::min(out_features, n0 + kRows);
+    q->dequantize_rows(n0, n1, buf.data());
+    const float* want = reconstruction.data() + n0 * K;
+    if (std::memcmp(buf.data(), want, static_cast<size_t>((n1 - n0) * K) * sizeof(float)) != 0) {
+      for (int64_t i = 0; i < (n1 - n0) * K; ++i) {
+        if (buf[i] != want[i]) {
+          fail(ErrorCode::kInternal,
+               name + ": the packed layer does not reproduce its reconstruction at output " +
+                   std::to_string(n0 + i / K) + ", input " + std::to_string(i % K) + " (" +
+                   std::to_string(buf[i]) + " read back, " + std::to_string(want[i]) +
+                   " computed)");
+        }
+      }
+    }
+  }
+}
+
+double relative_weight_error(const std::vector<float>& w, const std::vector<float>& w_hat) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    const double d = static_cast<double>(w_hat[i]) - w[i];
+    num += d * d;
+    den += static_cast<double>(w[i]) * w[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : 0.0;
+}
+
+}  // namespace hearth::quantizer
