@@ -1,0 +1,179 @@
+#include "engine/quant/quantizer/layer_runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "engine/core/error.h"
+#include "engine/model/rope.h"
+
+namespace hearth::quantizer {
+namespace {
+constexpr int64_t kPageSize = 256;
+}
+
+LayerRunner::LayerRunner(Backend& backend, const ModelConfig& config, int64_t max_tokens)
+    : backend_(backend), config_(config), max_tokens_(max_tokens) {
+  const int64_t H = config.hidden_size, I = config.intermediate_size;
+  const int64_t pages = (max_tokens + kPageSize - 1) / kPageSize;
+  KvCacheSpec spec;
+  spec.num_layers = 1;
+  spec.num_kv_heads = config.num_kv_heads;
+  spec.head_dim = config.head_dim;
+  spec.page_size = kPageSize;
+  spec.num_pages = pages;
+  spec.type = backend.activation_dtype() == DType::kF32 ? KvCacheType::kF32 : KvCacheType::kF16;
+  cache_ = backend.create_kv_cache(spec);
+  pages_.resize(static_cast<size_t>(pages));
+  std::iota(pages_.begin(), pages_.end(), 0);
+  ids_.resize(static_cast<size_t>(max_tokens));
+  std::iota(ids_.begin(), ids_.end(), 0);
+
+  // The frequencies a default load uses (trained context, capped as the engine caps it), so
+  // that context-dependent scalings (dynamic NTK, YaRN) calibrate as the model will run.
+  const int64_t seq = std::max(max_tokens, std::min<int64_t>(config.max_position_embeddings, 8192));
+  const RopeFrequencies rope = compute_rope_frequencies(config, seq);
+  inv_freq_ = backend.upload(
+      HostTensor::from_floats(rope.inv_freq, {static_cast<int64_t>(rope.inv_freq.size())}));
+  rope_attention_factor_ = rope.attention_factor;
+
+  const int64_t T = max_tokens;
+  x_ = backend.alloc_activation(T, H);
+  h_ = backend.alloc_activation(T, H);
+  q_ = backend.alloc_activation(T, config.q_dim());
+  k_ = backend.alloc_activation(T, config.kv_dim());
+  v_ = backend.alloc_activation(T, config.kv_dim());
+  attn_ = backend.alloc_activation(T, config.q_dim());
+  attn_out_ = backend.alloc_activation(T, H);
+  gate_ = backend.alloc_activation(T, I);
+  up_ = backend.alloc_activation(T, I);
+  down_out_ = backend.alloc_activation(T, H);
+}
+
+LayerRunner::~LayerRunner() = default;
+
+void LayerRunner::begin(const float* x, int64_t tokens) {
+  HEARTH_CHECK(tokens > 0 && tokens <= max_tokens_, "LayerRunner: row length");
+  HostTensor t;
+  t.dtype = DType::kF32;
+  t.shape = {tokens, config_.hidden_size};
+  t.data = x;  // the caller keeps the row alive while the module runs
+  table_ = backend_.upload(t);
+  BatchDesc batch;
+  SequenceSlice s;
+  s.tokens = std::span<const int32_t>(ids_.data(), static_cast<size_t>(tokens));
+  s.start_pos = 0;
+  s.page_table = pages_;
+  batch.seqs.push_back(s);
+  const PreparedBatch p = backend_.prepare_batch(batch);
+  HEARTH_CHECK(p.tokens == tokens, "LayerRunner: the backend padded a prefill batch");
+}
+
+void LayerRunner::read(DeviceTensor t, int64_t tokens, std::vector<float>* out) {
+  if (!out) return;
+  *out = backend_.read(t, tokens);
+}
+
+void LayerRunner::norm(const float* xin, int64_t tokens, const BackendWeight& w,
+                       std::vector<float>& out) {
+  begin(xin, tokens);
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  const DeviceTensor x = x_.first_rows(tokens), h = h_.first_rows(tokens);
+  backend_.run(
+      [&] {
+        backend_.embed(*table_, x);
+        backend_.rms_norm(x, w, eps, h);
+      },
+      std::nullopt);
+  out = backend_.read(h, tokens);
+}
+
+void LayerRunner::attention(const float* xin, int64_t tokens, const AttentionWeights& w,
+                            const AttentionCapture& cap) {
+  begin(xin, tokens);
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  const int64_t T = tokens;
+  const DeviceTensor x = x_.first_rows(T), h = h_.first_rows(T), q = q_.first_rows(T),
+                     k = k_.first_rows(T), v = v_.first_rows(T), attn = attn_.first_rows(T),
+                     attn_out = attn_out_.first_rows(T);
+  RopeParams rope;
+  rope.inv_freq = inv_freq_.get();
+  rope.attention_factor = rope_attention_factor_;
+  rope.head_dim = config_.head_dim;
+  rope.rotary_dim = config_.rotary_dim();
+  AttentionParams ap;
+  ap.layer = 0;
+  ap.num_heads = config_.num_heads;
+  ap.num_kv_heads = config_.num_kv_heads;
+  ap.head_dim = config_.head_dim;
+  ap.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
+  backend_.run(
+      [&] {
+        backend_.embed(*table_, x);
+        backend_.rms_norm(x, *w.norm, eps, h);
+        backend_.linear(*w.q, h, q);
+        backend_.linear(*w.k, h, k);
+        backend_.linear(*w.v, h, v);
+        backend_.rope(q, k, rope);
+        backend_.attention(q, k, v, *cache_, ap, attn);
+        backend_.linear(*w.o, attn, attn_out);
+      },
+      std::nullopt);
+  read(h, T, cap.normed);
+  read(attn, T, cap.attn);
+  if (cap.output) {
+    // x + attn_out, formed on the host in fp32 (the backend's fused add also normalises).
+    std::vector<float> delta = backend_.read(attn_out, T);
+    std::vector<float>& out = *cap.output;
+    out.resize(delta.size());
+    for (size_t i = 0; i < delta.size(); ++i) out[i] = xin[i] + delta[i];
+  }
+}
+
+void LayerRunner::mlp(const float* xin, int64_t tokens, const MlpWeights& w,
+                      const MlpCapture& cap) {
+  begin(xin, tokens);
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  const int64_t T = tokens;
+  const DeviceTensor x = x_.first_rows(T), h = h_.first_rows(T), gate = gate_.first_rows(T),
+                     up = up_.first_rows(T), down = down_out_.first_rows(T);
+  backend_.run(
+      [&] {
+        backend_.embed(*table_, x);
+        backend_.rms_norm(x, *w.norm, eps, h);
+        backend_.linear(*w.gate, h, gate);
+        backend_.linear(*w.up, h, up);
+        backend_.silu_mul(gate, up, gate);
+        backend_.linear(*w.down, gate, down);
+      },
+      std::nullopt);
+  read(h, T, cap.normed);
+  read(gate, T, cap.pre_down);
+  if (cap.output) {
+    std::vector<float> delta = backend_.read(down, T);
+    std::vector<float>& out = *cap.output;
+    out.resize(delta.size());
+    for (size_t i = 0; i < delta.size(); ++i) out[i] = xin[i] + delta[i];
+  }
+}
+
+void LayerRunner::head(const float* xin, int64_t tokens, const BackendWeight& norm,
+                       const BackendWeight& head, std::vector<float>& logits) {
+  if (logits_.data == nullptr) {
+    logits_ = backend_.alloc_activation(max_tokens_, config_.vocab_size);
+  }
+  begin(xin, tokens);
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  const DeviceTensor x = x_.first_rows(tokens), h = h_.first_rows(tokens),
+                     lg = logits_.first_rows(tokens);
+  backend_.run(
+      [&] {
+        backend_.embed(*table_, x);
+        backend_.rms_norm(x, norm, eps, h);
+        backend_.linear(head, h, lg);
+      },
+      std::nullopt);
+  logits = backend_.read(lg, tokens);
+}
+
+}  // namespace hearth::quantizer
