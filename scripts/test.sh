@@ -3,8 +3,14 @@
 # file parsers again under AddressSanitizer and UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+stage() { echo "== $(date -u +%H:%M:%S) $*"; }
+stage "set-up"
 ./scripts/setup.sh
+stage "build"
 ./scripts/build.sh
+stage "tests"
 ctest --test-dir build --output-on-failure --timeout 1200 -j "$(nproc)"
+stage "sanitizer build and parser tests"
 ./scripts/test-sanitizers.sh
+stage "done"
 echo "all tests passed"
