@@ -7,26 +7,45 @@
 # GGUF:  SmolLM2-135M-Instruct.Q4_1.gguf, or a folder holding it, or a folder holding it split
 #        in parts (*.gguf.part1, *.gguf.part2, ...: see "prepare-carry" below), or an fp16
 #        safetensors folder of the model (config.json + model.safetensors + tokenizer files).
-# STAGES (comma list; default setup,fixtures,convert,quantize,reference,build,hearth):
+# STAGES (comma list, run in this order whatever the list's order; default
+# setup,fixtures,convert,diagnose,quantize,reference,dequant,build,hearth):
 #   setup      unpack the wheel, JIT-compile exllamav2's extension (cached in $WORK)
+#   build-bg   start the Hearth build (see build) in the background, in its own session, so it
+#              overlaps setup and outlives this call while the machine stays warm; later stages
+#              that need Hearth wait for it
 #   fixtures   per-layer EXL2 fixtures by exllamav2's quantizer + packer
 #              (tests/reference/exl2_make_fixtures.py), and exllamav2's GPTQ reading of the
 #              committed GPTQ fixtures (gptq_crosscheck.json)
 #   convert    GGUF -> fp16 safetensors folder (tests/reference/exl2_smollm2_reference.py)
-#   quantize   exllamav2's converter: one measurement, then 2.5, 4.0 and 6.0 bpw
+#   diagnose   (a) exllamav2 on the fp16 folder under each attention path (as shipped = torch SDPA
+#              here; matmul = config.no_sdpa; SDPA with the causal mask; token by token) against
+#              transformers fp32/fp16 on the GPU (tests/reference/exl2_diagnose.py fp16): picks
+#              the attention mode for quantize/reference; (b) Hearth on the same fp16 folder
+#              (its safetensors path): gpu_hf_parity_tests against transformers on the GPU and the
+#              committed CPU fixture, and hearth-cli greedy on the CPU and CUDA backends
+#   quantize   exllamav2's converter under that attention mode: one measurement, then each bpw
 #   reference  exllamav2's logits and greedy continuations on 10 prompts, per bpw
-#   build      build Hearth with CUDA (tests/gpu/run.sh's configure, then the quant targets)
+#   dequant    (c) exllamav2's own reconstruction of every quantized layer of each checkpoint
+#              against Hearth's dequantization, bit for bit (exl2_diagnose.py recon +
+#              exl2_checkpoint_tests), and hearth-cli greedy on the checkpoint
+#   build      build Hearth with CUDA (tests/gpu/run.sh's configure, then the targets below)
 #   hearth     run quant_tests (now with the exllamav2 fixtures), quant_parser_tests,
 #              quant_gpu_tests and quant_exl2_smollm2_tests (Hearth on the exllamav2
 #              checkpoints, CPU and GPU backends, against exllamav2's logits); builds if needed
 #   bench      quant_bench: synthetic EXL2/GPTQ models of Llama shapes (decode at batch 1, 8, 32
 #              with the share of the bandwidth limit, prefill), and the kernel sweep
-# Every call ends by packing what exists into $OUT: summary.txt and exl2_results.tar.gz
-# (fixtures/exl2_exllamav2/, smollm2/exl2_smollm2_*.json, logs/, bench/).
+# After every stage, and at the end, what exists is packed into $OUT: summary.txt and
+# exl2_results.tar.gz (fixtures/exl2_exllamav2/, smollm2/exl2_smollm2_*.json and configs,
+# diagnose/*.json, recon/<bpw>/manifest.json, logs/, bench/), so a call stopped at its limit still
+# returns what it did. Stages are skipped (said so in the summary) when less time is left than
+# they need before HEARTH_JOB_DEADLINE.
 #
 # Variables: WORK (default build-exl2-job, kept between calls on a warm machine), OUT (default
-# $WORK/out), HEARTH_EXL2_CAL_LENGTH (calibration row length, default 2048), HEARTH_GPU_BUILD
-# (Hearth build folder, default build-gpu), HEARTH_EXL2_BENCH_ARGS (extra quant_bench runs).
+# $WORK/out), HEARTH_EXL2_BPW (default 2.5,4.0,6.0), HEARTH_EXL2_CAL_LENGTH (calibration row
+# length, default 2048), HEARTH_EXL2_ATTN (sdpa, matmul or sdpa_fixed: overrides the diagnose
+# stage's choice; without either, matmul), HEARTH_GPU_BUILD (Hearth build folder, default
+# build-gpu), HEARTH_EXL2_BENCH_ARGS (extra quant_bench runs), HEARTH_JOB_DEADLINE (seconds this
+# call may take, default 570).
 #
 # Special first argument, on the development machine (no GPU):
 #   tests/gpu/exl2_reference_job.sh prepare-carry WHEEL GGUF [DIR]
@@ -35,7 +54,7 @@
 # first call carries part1 and runs "setup" (minutes of compiling), the next call, right after
 # (the machine keeps part1 while warm), carries part2 and runs the rest.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
 
 if [ "${1:-}" = prepare-carry ]; then
@@ -57,12 +76,42 @@ EOF
   exit 0
 fi
 
+BUILD_TARGETS="quant_tests quant_parser_tests quant_gpu_tests quant_exl2_smollm2_tests quant_bench
+  gpu_hf_parity_tests exl2_checkpoint_tests"
+
+# Internal: the Hearth build (the "build" stage, and "build-bg" runs this in the background).
+# Writes WORK/build.status: "running", then "ok" or "FAILED".
+if [ "${1:-}" = build-now ]; then
+  WORK=${WORK:?}; BUILD=${HEARTH_GPU_BUILD:-build-gpu}
+  mkdir -p "$WORK/logs"
+  export PATH="/usr/local/cuda/bin:$PATH"
+  echo running > "$WORK/build.status"
+  start=$SECONDS
+  # tests/gpu/run.sh configures (it finds or builds GoogleTest) and builds its own targets; ours
+  # follow even if one of its targets fails. hearth-cli (app/cli) is optional: the job's stages
+  # that use it say so when it is missing.
+  HEARTH_GPU_STAGES=build HEARTH_GPU_BUILD="$BUILD" OUT="$WORK/logs/gpu-build" tests/gpu/run.sh > /dev/null 2>&1
+  # shellcheck disable=SC2086
+  if [ -f "$BUILD/build.ninja" ] &&
+     cmake --build "$BUILD" -j "$(nproc)" --target $BUILD_TARGETS > "$WORK/logs/build.log" 2>&1; then
+    cli="hearth-cli built"
+    cmake --build "$BUILD" -j "$(nproc)" --target hearth-cli > "$WORK/logs/build-cli.log" 2>&1 || cli="hearth-cli FAILED (see build-cli.log)"
+    echo "ok $((SECONDS - start)) s, $(grep -c 'warning' "$WORK/logs/build.log") warnings, $cli" > "$WORK/build.status.tmp"
+  else
+    echo "FAILED $((SECONDS - start)) s" > "$WORK/build.status.tmp"
+  fi
+  mv "$WORK/build.status.tmp" "$WORK/build.status"
+  exit 0
+fi
+
 WHEEL=${1:?usage: exl2_reference_job.sh WHEEL GGUF [STAGES]}
 GGUF=${2:?usage: exl2_reference_job.sh WHEEL GGUF [STAGES]}
-STAGES=${3:-setup,fixtures,convert,quantize,reference,build,hearth}
+STAGES=${3:-setup,fixtures,convert,diagnose,quantize,reference,dequant,build,hearth}
 WORK=${WORK:-$ROOT/build-exl2-job}
 OUT=${OUT:-$WORK/out}
 BUILD=${HEARTH_GPU_BUILD:-build-gpu}
+BPWS=${HEARTH_EXL2_BPW:-2.5,4.0,6.0}
+DEADLINE=${HEARTH_JOB_DEADLINE:-570}
 mkdir -p "$WORK/logs" "$WORK/bench" "$OUT"
 SUMMARY="$WORK/logs/summary.txt"
 say() { echo "$*" | tee -a "$SUMMARY"; }
@@ -75,20 +124,66 @@ PY=python3
 status=0
 
 pack() {
-  mkdir -p "$WORK/pack/fixtures" "$WORK/pack/smollm2"
-  rm -rf "$WORK/pack/fixtures/"* "$WORK/pack/smollm2/"*
+  rm -rf "$WORK/pack" && mkdir -p "$WORK/pack/fixtures" "$WORK/pack/smollm2" "$WORK/pack/diagnose" "$WORK/pack/recon"
   [ -d "$WORK/fixtures/exl2_exllamav2" ] && cp -r "$WORK/fixtures/exl2_exllamav2" "$WORK/pack/fixtures/"
   cp "$WORK"/smollm2-exl2/exl2_smollm2_*.json "$WORK/pack/smollm2/" 2>/dev/null
-  for d in 2.5 4.0 6.0; do
-    [ -f "$WORK/smollm2-exl2/$d/config.json" ] && cp "$WORK/smollm2-exl2/$d/config.json" "$WORK/pack/smollm2/config_$d.json"
+  for d in "$WORK"/smollm2-exl2/*/; do
+    b=$(basename "$d")
+    [ -f "$d/config.json" ] && cp "$d/config.json" "$WORK/pack/smollm2/config_$b.json"
+    [ -f "$d/hearth_attention_mode" ] && cp "$d/hearth_attention_mode" "$WORK/pack/smollm2/attention_mode_$b"
   done
-  rm -rf "$WORK/pack/logs" "$WORK/pack/bench"
+  cp "$WORK"/diagnose/*.json "$WORK"/diagnose/attention_mode "$WORK/pack/diagnose/" 2>/dev/null
+  for d in "$WORK"/recon/*/; do
+    [ -f "$d/manifest.json" ] && cp "$d/manifest.json" "$WORK/pack/recon/manifest_$(basename "$d").json"
+  done
   cp -r "$WORK/logs" "$WORK/bench" "$WORK/pack/"
-  tar czf "$OUT/exl2_results.tar.gz" -C "$WORK/pack" .
+  tar czf "$OUT/exl2_results.tar.gz.tmp" -C "$WORK/pack" . && mv "$OUT/exl2_results.tar.gz.tmp" "$OUT/exl2_results.tar.gz"
   cp "$SUMMARY" "$OUT/summary.txt"
-  echo "packed: $(du -h "$OUT/exl2_results.tar.gz" | cut -f1) in $OUT"
 }
-trap pack EXIT
+trap 'pack; echo "packed: $(du -h "$OUT/exl2_results.tar.gz" | cut -f1) in $OUT"' EXIT
+
+# Time left before the deadline; `limited SECONDS cmd...` runs cmd with at most that much of it
+# (minus 20 s for packing), `enough SECONDS NAME` says whether a stage that needs SECONDS fits.
+left() { echo $((DEADLINE - SECONDS)); }
+limited() {
+  local want=$1; shift
+  local t=$(( $(left) - 20 ))
+  [ "$t" -gt "$want" ] && t=$want
+  [ "$t" -lt 5 ] && t=5
+  timeout "$t" "$@"
+}
+enough() {
+  if [ "$(left)" -lt "$1" ]; then say "$2: SKIPPED ($(left) s left before HEARTH_JOB_DEADLINE=$DEADLINE, needs ~$1 s)"; return 1; fi
+}
+
+# Hearth's binaries: start the build in the background, or wait for one started earlier (by
+# build-bg, in this call or the last), or build now.
+start_build_bg() {
+  if [ "$(cat "$WORK/build.status" 2>/dev/null | cut -d' ' -f1)" = running ]; then return; fi
+  echo running > "$WORK/build.status"
+  WORK="$WORK" HEARTH_GPU_BUILD="$BUILD" setsid nohup "$ROOT/tests/gpu/exl2_reference_job.sh" build-now \
+    > "$WORK/logs/build-bg.log" 2>&1 < /dev/null &
+  say "build-bg: Hearth build started in the background (pid $!)"
+}
+wait_build() {  # $1: seconds to wait at most
+  local waited=0
+  while [ "$(cut -d' ' -f1 "$WORK/build.status" 2>/dev/null)" = running ]; do
+    if [ "$waited" -ge "$1" ]; then say "hearth build: still running after waiting $waited s"; return 1; fi
+    sleep 5; waited=$((waited + 5))
+  done
+  if [ ! -f "$WORK/build.status" ]; then
+    WORK="$WORK" HEARTH_GPU_BUILD="$BUILD" limited "$1" "$ROOT/tests/gpu/exl2_reference_job.sh" build-now ||
+      echo "FAILED (stopped after $1 s)" > "$WORK/build.status"
+  fi
+  local st
+  st=$(cat "$WORK/build.status" 2>/dev/null)
+  if [ "${st%% *}" = ok ]; then
+    [ -n "${BUILD_REPORTED:-}" ] || say "hearth build: $st"
+    BUILD_REPORTED=1; return 0
+  fi
+  say "hearth build: ${st:-not finished}"; tail -30 "$WORK/logs/build.log" "$WORK/logs/gpu-build/build.log" 2>/dev/null
+  return 1
+}
 
 say "== exl2_reference_job $(date -u +%FT%TZ): stages $STAGES"
 command -v nvidia-smi >/dev/null && say "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)"
@@ -110,9 +205,16 @@ print("torch", torch.__version__, "cuda", torch.version.cuda, "device",
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "NONE")
 EOF
 
+stage_done() { pack; }
+
+if has build-bg; then
+  start_build_bg
+fi
+
 if has setup; then
   start=$SECONDS
-  # Compile for this GPU only (exllamav2 would otherwise build every arch torch knows).
+  # Compile for this GPU only (exllamav2 would otherwise build every arch torch knows). An image
+  # that sets TORCH_CUDA_ARCH_LIST (e.g. "9.0a": sm_90a code, fine on H100/H200) keeps it.
   export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-$($PY -c "import torch; c=torch.cuda.get_device_capability(); print(f'{c[0]}.{c[1]}')")}
   if $PY -c "
 import sys, types, importlib.util
@@ -125,11 +227,12 @@ print('exllamav2 extension ready')
   else
     say "setup: FAILED ($((SECONDS - start)) s)"; tail -30 "$WORK/logs/setup.log"; exit 1
   fi
+  stage_done
 fi
 
-if has fixtures; then
+if has fixtures && enough 90 fixtures; then
   start=$SECONDS
-  if $PY tests/reference/exl2_make_fixtures.py --out "$WORK/fixtures/exl2_exllamav2" > "$WORK/logs/fixtures.log" 2>&1; then
+  if limited 240 $PY tests/reference/exl2_make_fixtures.py --out "$WORK/fixtures/exl2_exllamav2" > "$WORK/logs/fixtures.log" 2>&1; then
     say "fixtures: ok ($((SECONDS - start)) s): $(grep -c 'reconstruct == quantizer: True' "$WORK/logs/fixtures.log") of $(grep -c 'reconstruct == quantizer' "$WORK/logs/fixtures.log") layers reconstruct exactly as quantized"
     $PY - "$WORK/fixtures/exl2_exllamav2/gptq_crosscheck.json" <<'EOF' | tee -a "$SUMMARY"
 import json, sys
@@ -139,8 +242,9 @@ for c in r["cases"]:
           "%d of %d fp16 elements differ from exllamav2" % (c["mismatching_fp16_elements"], c["elements"])))
 EOF
   else
-    say "fixtures: FAILED"; tail -30 "$WORK/logs/fixtures.log"; status=1
+    say "fixtures: FAILED ($((SECONDS - start)) s)"; tail -30 "$WORK/logs/fixtures.log"; status=1
   fi
+  stage_done
 fi
 
 # The GGUF: a file, a folder with it, a folder with its parts, or an fp16 folder already. Parts
@@ -167,9 +271,12 @@ resolve_gguf() {
   echo "$WORK/$name"
 }
 
+
 if has convert; then
   start=$SECONDS
-  if [ -f "$GGUF/config.json" ]; then
+  if [ -f "$WORK/smollm2-f16/config.json" ] && [ -f "$WORK/smollm2-f16/model.safetensors" ]; then
+    say "convert: $WORK/smollm2-f16 exists (kept from an earlier call)"
+  elif [ -f "$GGUF/config.json" ]; then
     mkdir -p "$WORK/smollm2-f16" && cp -r "$GGUF"/. "$WORK/smollm2-f16/"
     say "convert: using the fp16 folder $GGUF"
   else
@@ -177,47 +284,141 @@ if has convert; then
     if [ -z "$file" ] || [ ! -s "$file" ]; then
       say "convert: FAILED: no GGUF at $GGUF, or a split one incomplete or damaged (carry part1 with the setup call and part2 with the next, while the machine is warm)"; exit 1
     fi
-    if $PY tests/reference/exl2_smollm2_reference.py gguf-to-hf --gguf "$file" --out "$WORK/smollm2-f16" > "$WORK/logs/convert.log" 2>&1; then
+    if limited 180 $PY tests/reference/exl2_smollm2_reference.py gguf-to-hf --gguf "$file" --out "$WORK/smollm2-f16" > "$WORK/logs/convert.log" 2>&1; then
       say "convert: ok ($((SECONDS - start)) s)"
     else
       say "convert: FAILED"; tail -30 "$WORK/logs/convert.log"; exit 1
     fi
   fi
+  stage_done
 fi
 
-if has quantize; then
+# Hearth's greedy tokens for prompt 0 of the parity set ("The capital of France is") with
+# hearth-cli on MODEL, CPU and CUDA backends: "cpu [7042, ...] cuda [...]".
+hearth_greedy() {
+  local model=$1 out="" b
+  for b in cpu cuda; do
+    out+="$b $(limited 120 "$BUILD/app/cli/hearth-cli" generate --model "$model" --backend "$b" \
+      --prompt "The capital of France is" --max-tokens 12 --ignore-eos --json 2>>"$WORK/logs/hearth-cli.log" |
+      $PY -c 'import json,sys; print(json.loads(sys.stdin.read())["tokens"])' 2>/dev/null || echo FAILED) "
+  done
+  echo "$out"
+}
+
+if has diagnose && enough 150 diagnose; then
   start=$SECONDS
-  if $PY tests/reference/exl2_smollm2_reference.py quantize --hf "$WORK/smollm2-f16" --work "$WORK/exl2-work" \
-       --out "$WORK/smollm2-exl2" --bpw 2.5,4.0,6.0 --length "${HEARTH_EXL2_CAL_LENGTH:-2048}" > "$WORK/logs/quantize.log" 2>&1; then
-    say "quantize: ok ($((SECONDS - start)) s): $(grep -h 'calibration perplexity (quant)' "$WORK/logs/quantize.log" | sed 's/.*: //' | tr '\n' ' ')"
-  else
-    say "quantize: FAILED ($((SECONDS - start)) s)"; tail -40 "$WORK/logs/quantize.log"; exit 1
+  if [ ! -f "$WORK/smollm2-f16/config.json" ]; then
+    say "diagnose: FAILED: no fp16 folder $WORK/smollm2-f16 (the convert stage makes it)"; exit 1
   fi
+  # (a) exllamav2 and transformers on the unquantized fp16 folder.
+  if limited 300 $PY tests/reference/exl2_diagnose.py fp16 --hf "$WORK/smollm2-f16" --out "$WORK/diagnose" \
+       > "$WORK/logs/diagnose.log" 2>&1; then
+    say "diagnose (a): exllamav2 on the fp16 folder ($((SECONDS - start)) s):"
+    sed -n '/^transformers fp32 (GPU)/,$p' "$WORK/logs/diagnose.log" | sed 's/^/  /' | tee -a "$SUMMARY"
+  else
+    say "diagnose (a): FAILED ($((SECONDS - start)) s)"; tail -30 "$WORK/logs/diagnose.log" | tee -a "$SUMMARY"; status=1
+  fi
+  stage_done
+  # (b) Hearth on the same folder (safetensors path) against transformers.
+  if wait_build 240; then
+    t0=$SECONDS
+    fixture="$WORK/diagnose/hf_gpu_fp32_folder.json"
+    [ -f "$fixture" ] || fixture=""
+    HEARTH_TEST_MODEL="$WORK/smollm2-f16" HEARTH_HF_GPU_FIXTURE="$fixture" limited 180 \
+      "$BUILD/tests/gpu/gpu_hf_parity_tests" --gtest_color=no > "$WORK/logs/hearth_fp16_folder.log" 2>&1
+    rc=$?
+    say "diagnose (b): Hearth (CUDA) on the fp16 folder, gpu_hf_parity_tests rc $rc ($((SECONDS - t0)) s):"
+    grep -E '^\[ vs|^\[  (FAILED|SKIPPED|     OK) \]' "$WORK/logs/hearth_fp16_folder.log" | sed 's/^/  /' | tee -a "$SUMMARY"
+    say "  hearth-cli greedy on the fp16 folder: $(hearth_greedy "$WORK/smollm2-f16")(transformers: 7042 30 198 198 504 2988 314 42 ...)"
+  fi
+  stage_done
 fi
 
-if has reference; then
+# The attention mode for exllamav2's converter and reference: HEARTH_EXL2_ATTN, else the diagnose
+# stage's choice, else matmul (exllamav2's own causal matmul path; see exl2_common.py).
+ATTN=${HEARTH_EXL2_ATTN:-$(cat "$WORK/diagnose/attention_mode" 2>/dev/null)}
+ATTN=${ATTN:-matmul}
+
+if has quantize && enough 200 quantize; then
   start=$SECONDS
-  if $PY tests/reference/exl2_smollm2_reference.py reference --models "$WORK/smollm2-exl2" --out "$WORK/smollm2-exl2" \
-       > "$WORK/logs/reference.log" 2>&1; then
-    say "reference: ok ($((SECONDS - start)) s): $(ls "$WORK"/smollm2-exl2/*.json | xargs -n1 basename | tr '\n' ' ')"
+  if [ "$ATTN" = none ]; then
+    say "quantize: SKIPPED: exllamav2 matched transformers under no attention mode on the fp16 folder (diagnose); set HEARTH_EXL2_ATTN to force one"
+    status=1
+  elif limited 420 $PY tests/reference/exl2_smollm2_reference.py quantize --hf "$WORK/smollm2-f16" --work "$WORK/exl2-work" \
+       --out "$WORK/smollm2-exl2" --bpw "$BPWS" --length "${HEARTH_EXL2_CAL_LENGTH:-2048}" --attn "$ATTN" \
+       > "$WORK/logs/quantize.log" 2>&1; then
+    say "quantize ($BPWS, attention $ATTN): ok ($((SECONDS - start)) s): calibration perplexity (quant): $(grep -h 'calibration perplexity (quant)' "$WORK/logs/quantize.log" | sed 's/.*: //' | tr '\n' ' ')"
   else
-    say "reference: FAILED"; tail -30 "$WORK/logs/reference.log"; exit 1
+    say "quantize ($BPWS, attention $ATTN): FAILED ($((SECONDS - start)) s)"; tail -40 "$WORK/logs/quantize.log"; status=1
   fi
+  stage_done
+fi
+
+if has reference && [ "$ATTN" != none ] && enough 40 reference; then
+  start=$SECONDS
+  if limited 240 $PY tests/reference/exl2_smollm2_reference.py reference --models "$WORK/smollm2-exl2" --out "$WORK/smollm2-exl2" \
+       --bpw "$BPWS" --attn "$ATTN" > "$WORK/logs/reference.log" 2>&1; then
+    say "reference (attention $ATTN): ok ($((SECONDS - start)) s): $(ls "$WORK"/smollm2-exl2/*.json | xargs -n1 basename | tr '\n' ' ')"
+    $PY - "$WORK/smollm2-exl2" "$BPWS" <<'EOF' | tee -a "$SUMMARY"
+import json, os, sys
+for bpw in sys.argv[2].split(","):
+    p = os.path.join(sys.argv[1], "exl2_smollm2_%s.json" % bpw)
+    if os.path.exists(p):
+        c = json.load(open(p))["cases"][0]
+        print("  exllamav2 %s bpw greedy for %r: %s" % (bpw, c["text"], c["greedy_ids"][:12]))
+EOF
+  else
+    say "reference: FAILED"; tail -30 "$WORK/logs/reference.log"; status=1
+  fi
+  stage_done
+fi
+
+if has dequant && enough 60 dequant; then
+  for bpw in ${BPWS//,/ }; do
+    model="$WORK/smollm2-exl2/$bpw"
+    [ -f "$model/config.json" ] || { say "dequant $bpw: no checkpoint $model"; continue; }
+    enough 45 "dequant $bpw" || break
+    start=$SECONDS
+    # How far the checkpoint is, in exllamav2, from transformers fp32 on the fp16 folder.
+    mode=$(cut -d- -f1 "$model/hearth_attention_mode" 2>/dev/null)
+    if [ -f "$WORK/smollm2-f16/config.json" ] &&
+       limited 150 $PY tests/reference/exl2_diagnose.py quant --model "$model" --hf "$WORK/smollm2-f16" \
+         --attn "${mode:-$ATTN}" --out "$WORK/diagnose/quant_$bpw.json" > "$WORK/logs/quant_check_$bpw.log" 2>&1; then
+      say "dequant $bpw: checkpoint in exllamav2 ($((SECONDS - start)) s):"
+      sed -n '/^exllamav2 /,$p' "$WORK/logs/quant_check_$bpw.log" | sed 's/^/  /' | tee -a "$SUMMARY"
+    else
+      say "dequant $bpw: exllamav2 vs transformers check FAILED or skipped"; tail -5 "$WORK/logs/quant_check_$bpw.log" 2>/dev/null | tee -a "$SUMMARY"
+    fi
+    start=$SECONDS
+    if limited 150 $PY tests/reference/exl2_diagnose.py recon --model "$model" --out "$WORK/recon/$bpw" \
+         > "$WORK/logs/recon_$bpw.log" 2>&1; then
+      if wait_build 240; then
+        HEARTH_EXL2_RECON="$WORK/recon/$bpw" limited 120 "$BUILD/tests/gpu/exl2_checkpoint_tests" --gtest_color=no \
+          > "$WORK/logs/dequant_$bpw.log" 2>&1
+        rc=$?
+        say "dequant $bpw (c): exl2_checkpoint_tests rc $rc ($((SECONDS - start)) s): $(grep -h '^exl2 checkpoint' "$WORK/logs/dequant_$bpw.log" | sed 's/^exl2 checkpoint [^:]*: //')"
+        grep -v '^exl2 checkpoint' "$WORK/logs/dequant_$bpw.log" | grep -E ' differ, ' | head -10 | sed 's/^/  /' | tee -a "$SUMMARY"
+        [ "$rc" = 0 ] || status=1
+        say "  hearth-cli greedy on $bpw bpw: $(hearth_greedy "$model")"
+      fi
+    else
+      say "dequant $bpw (c): exllamav2 recon FAILED"; tail -20 "$WORK/logs/recon_$bpw.log" | tee -a "$SUMMARY"; status=1
+    fi
+    rm -f "$WORK/recon/$bpw/recon.safetensors"  # 270 MB at 4 bpw's size; the manifest stays
+    stage_done
+  done
 fi
 
 if has build || { has hearth && [ ! -x "$BUILD/tests/gpu/quant_exl2_smollm2_tests" ]; }; then
-  start=$SECONDS
-  # Configure and build through tests/gpu/run.sh (it finds or builds GoogleTest), then ours.
-  if HEARTH_GPU_STAGES=build HEARTH_GPU_BUILD="$BUILD" OUT="$WORK/logs/gpu-build" tests/gpu/run.sh > /dev/null 2>&1 &&
-     cmake --build "$BUILD" -j "$(nproc)" --target quant_tests quant_parser_tests quant_gpu_tests \
-       quant_exl2_smollm2_tests quant_bench > "$WORK/logs/build.log" 2>&1; then
-    say "hearth build: ok ($((SECONDS - start)) s, $(grep -c 'warning' "$WORK/logs/build.log") warnings)"
-  else
-    say "hearth build: FAILED"; tail -30 "$WORK/logs/build.log" "$WORK/logs/gpu-build/build.log" 2>/dev/null; exit 1
-  fi
+  # Configure and build through tests/gpu/run.sh (it finds or builds GoogleTest), then ours; or
+  # wait for the background build (build-bg).
+  [ "$(cut -d' ' -f1 "$WORK/build.status" 2>/dev/null)" = running ] || rm -f "$WORK/build.status"
+  wait_build 420 || exit 1
+  stage_done
 fi
 
 if has hearth; then
+  wait_build 420 || exit 1
   # The exllamav2 fixtures join the committed ones for this run's quant_tests.
   if [ -d "$WORK/fixtures/exl2_exllamav2" ]; then
     rm -rf tests/fixtures/quant/exl2_exllamav2 && cp -r "$WORK/fixtures/exl2_exllamav2" tests/fixtures/quant/
@@ -225,7 +426,7 @@ if has hearth; then
   run_test() {
     local name=$1; shift
     local t0=$SECONDS
-    if timeout 900 "$@" --gtest_color=no > "$WORK/logs/$name.log" 2>&1; then
+    if limited 400 "$@" --gtest_color=no > "$WORK/logs/$name.log" 2>&1; then
       say "$name: ok ($((SECONDS - t0)) s): $(grep -c '^\[       OK \]' "$WORK/logs/$name.log") passed, $(grep -c '^\[  SKIPPED \] [A-Z]' "$WORK/logs/$name.log") skipped"
     else
       status=1
@@ -236,24 +437,26 @@ if has hearth; then
   run_test quant_parser_tests "$BUILD/tests/unit/quant/quant_parser_tests"
   run_test quant_gpu_tests "$BUILD/tests/gpu/quant_gpu_tests"
   HEARTH_EXL2_SMOLLM2="$WORK/smollm2-exl2" run_test quant_exl2_smollm2_tests "$BUILD/tests/gpu/quant_exl2_smollm2_tests"
-  grep -E '^(cpu|cuda) [0-9.]+ bpw' "$WORK/logs/quant_exl2_smollm2_tests.log" | tee -a "$SUMMARY"
+  grep -E '^(cpu|cuda) [0-9.]+ bpw' "$WORK/logs/quant_exl2_smollm2_tests.log" | grep -E 'positions|bits per weight' | tee -a "$SUMMARY"
+  stage_done
 fi
 
-if has bench; then
+if has bench && enough 120 bench; then
   start=$SECONDS
   B="$BUILD/tests/gpu/quant_bench"
   [ -x "$B" ] || { say "bench: quant_bench not built (run the hearth stage first)"; exit 1; }
   # Llama-3-8B at every width and GPTQ 4-bit g128 (with the kernel sweep), then the other shapes.
-  timeout 540 "$B" --models llama3-8b --quants exl2:2.5,exl2:3.0,exl2:4.0,exl2:5.0,exl2:6.0,exl2:8.0,gptq:4:128 \
+  limited 540 "$B" --models llama3-8b --quants exl2:2.5,exl2:3.0,exl2:4.0,exl2:5.0,exl2:6.0,exl2:8.0,gptq:4:128 \
     --prefill 512,2048 --batches 1,8,32 --json-out "$WORK/bench/llama3-8b.json" > "$WORK/bench/llama3-8b.txt" 2>&1
   say "bench llama3-8b: rc $? ($((SECONDS - start)) s)"
   cat "$WORK/bench/llama3-8b.txt" | tee -a "$SUMMARY"
-  if [ -n "${HEARTH_EXL2_BENCH_ARGS:-}" ]; then
+  stage_done
+  if [ -n "${HEARTH_EXL2_BENCH_ARGS:-}" ] && enough 60 "bench extra"; then
     # shellcheck disable=SC2086
-    timeout 540 "$B" $HEARTH_EXL2_BENCH_ARGS --json-out "$WORK/bench/extra.json" > "$WORK/bench/extra.txt" 2>&1
+    limited 540 "$B" $HEARTH_EXL2_BENCH_ARGS --json-out "$WORK/bench/extra.json" > "$WORK/bench/extra.txt" 2>&1
     say "bench extra ($HEARTH_EXL2_BENCH_ARGS): rc $?"; cat "$WORK/bench/extra.txt" | tee -a "$SUMMARY"
   fi
 fi
 
-say "== done: status $status"
+say "== done: status $status ($SECONDS s)"
 exit $status

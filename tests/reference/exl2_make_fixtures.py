@@ -21,24 +21,13 @@ Run on the GPU machine (tests/gpu/exl2_reference_job.sh does):
   PYTHONPATH=<exllamav2 dir> python3 tests/reference/exl2_make_fixtures.py --out DIR
 """
 import argparse
-import importlib
-import importlib.machinery
-import importlib.util
 import json
 import os
 import sys
 import types
 
-
-def stub_missing(names):
-    """exllamav2.conversion.tokenize imports pandas and fastparquet at module level; the packer
-    needs neither. Empty stand-ins let the import succeed where they are not installed."""
-    for name in names:
-        if importlib.util.find_spec(name) is None:
-            stub = types.ModuleType(name)
-            # pandas asks importlib for the spec of optional engines: give the stub one.
-            stub.__spec__ = importlib.machinery.ModuleSpec(name, None)
-            sys.modules[name] = stub
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from exl2_common import stub_missing  # noqa: E402
 
 
 def main():
@@ -50,11 +39,20 @@ def main():
     args = ap.parse_args()
 
     stub_missing(["fastparquet", "pandas"])
+    import torch
+    if not torch.cuda.is_available():
+        sys.exit("exl2_make_fixtures.py needs a CUDA GPU (exllamav2's quantizer and kernels)")
+    # AdaptiveGPTQ makes its tensors (qgroups, qscale, ...) inside torch.inference_mode() and
+    # pack() then writes into them, which torch refuses outside inference mode (exllamav2's own
+    # converter runs under @torch.inference_mode()): so does everything here.
+    with torch.inference_mode():
+        make_fixtures(args)
+
+
+def make_fixtures(args):
     import numpy as np
     import torch
     from safetensors.torch import save_file, load_file
-    if not torch.cuda.is_available():
-        sys.exit("exl2_make_fixtures.py needs a CUDA GPU (exllamav2's quantizer and kernels)")
     from exllamav2.ext import exllamav2_ext as ext_c, none_tensor, make_q_matrix
     from exllamav2.conversion.adaptivegptq import AdaptiveGPTQ
     from exllamav2.version import __version__ as exl2_version
@@ -95,11 +93,16 @@ def main():
          {8: 32, 6: 64, 5: 32, 4: 128, 3: 64, 2: 64}, False),
     ]
     for name, k, n, bits, props, gsz, bias in specs:
-        layer = torch.nn.Linear(k, n, bias=bias, dtype=torch.half, device=dev)
-        with torch.no_grad():
-            layer.weight.normal_(0, 0.02)
-            if bias:
-                layer.bias.uniform_(-0.1, 0.1)
+        # As ExLlamaV2Linear.load does before the converter quantizes a layer: output features
+        # padded to a multiple of 32 with zero rows (and zero bias), so q_weight, q_scale and the
+        # bias all have the padded width (make_q_matrix insists on bias width = q_weight width).
+        n_pad = -(-n // 32) * 32
+        layer = torch.nn.Linear(k, n_pad, bias=bias, dtype=torch.half, device=dev)
+        layer.weight.zero_()
+        layer.weight[:n].normal_(0, 0.02)
+        if bias:
+            layer.bias.zero_()
+            layer.bias[:n].uniform_(-0.1, 0.1)
         # Calibration inputs with uneven channel scales, so act-order permutes for real.
         cal = torch.randn(1024, k, device=dev) * torch.rand(1, k, device=dev).pow(2).mul(4).add(0.1)
         lq = AdaptiveGPTQ(layer)
@@ -110,7 +113,7 @@ def main():
         simulated = lq.quant[lq.invperm, :].half()  # the quantizer's own weights, [K, N]
         packed = lq.pack("layer", types.SimpleNamespace(scale_bits=4))
         packed = {key: value.contiguous().cpu() for key, value in packed.items()}
-        n_pad = packed["layer.q_weight"].shape[1]
+        assert packed["layer.q_weight"].shape[1] == n_pad
         x = (torch.randn(5, k, device=dev) * 0.5).half()
         w, y = reconstruct(packed, k, n_pad, x)
         same = bool(torch.equal(w[:, :n].view(torch.int16), simulated[:, :n].view(torch.int16)))

@@ -16,18 +16,27 @@ Three steps (tests/gpu/exl2_reference_job.sh runs them on the GPU machine):
                                         fixed probe ids; then 32 greedy tokens with the top-5 ids of
                                         every step (full recompute per step, no cache)
 
+quantize and reference take --attn (default matmul): exllamav2's attention path, see
+exl2_common.py. As shipped (sdpa), exllamav2 0.3.2 without flash-attn/xformers attends
+bidirectionally in every multi-token forward pass (calibration, forward without cache), which made
+the first GPU run's checkpoints and logits garbage. matmul is its own causal matmul path
+(EXLLAMA_NO_SDPA). The mode is recorded in <out>/<bpw>/hearth_attention_mode and in the JSON; a
+checkpoint quantized under another mode is quantized again.
+
 Needs exllamav2 importable (PYTHONPATH) and torch with CUDA for quantize / reference.
 tests/gpu/quant_exl2_smollm2_test.cpp reads the folders and the JSON files.
 """
 import argparse
-import importlib
-import importlib.machinery
-import importlib.util
 import json
 import os
 import runpy
+import shutil
 import sys
-import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from exl2_common import ATTENTION_MODES, attention_info, prepare_attention  # noqa: E402
+
+MODE_FILE = "hearth_attention_mode"
 
 PROMPTS = [
     "The capital of France is",
@@ -44,17 +53,6 @@ PROMPTS = [
 ]
 GREEDY_TOKENS = 32
 TOP = 20
-
-
-def stub_missing(names):
-    """exllamav2.conversion.tokenize imports pandas and fastparquet; the built-in calibration set
-    needs neither."""
-    for name in names:
-        if importlib.util.find_spec(name) is None:
-            stub = types.ModuleType(name)
-            # pandas asks importlib for the spec of optional engines: give the stub one.
-            stub.__spec__ = importlib.machinery.ModuleSpec(name, None)
-            sys.modules[name] = stub
 
 
 GGUF_NAMES = {  # llama.cpp tensor names -> Hugging Face names (per layer: blk.N.*)
@@ -133,7 +131,6 @@ def gguf_to_hf(args):
 
 
 def run_converter(argv):
-    stub_missing(["fastparquet", "pandas"])
     saved = sys.argv
     sys.argv = ["convert_exl2"] + argv
     try:
@@ -145,25 +142,45 @@ def run_converter(argv):
         sys.argv = saved
 
 
+def read_mode(folder):
+    try:
+        with open(os.path.join(folder, MODE_FILE)) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def quantize(args):
+    prepare_attention(args.attn)  # before exllamav2 is imported (the converter runs in-process)
+    print("attention mode:", args.attn, attention_info())
     os.makedirs(args.work, exist_ok=True)
-    measurement = os.path.join(args.work, "measurement.json")
+    # One measurement per attention mode and calibration length (a warm machine keeps old ones).
+    tag = "%s-l%d" % (args.attn, args.length)
+    measurement = os.path.join(args.work, "measurement-%s.json" % tag)
     lengths = ["-l", str(args.length), "-ml", str(args.length)]
     if not os.path.exists(measurement):
-        run_converter(["-i", args.hf, "-o", os.path.join(args.work, "measure"), "-nr",
+        run_converter(["-i", args.hf, "-o", os.path.join(args.work, "measure-" + tag), "-nr",
                        "-om", measurement] + lengths)
     for bpw in args.bpw.split(","):
         out = os.path.join(args.out, bpw)
-        if os.path.exists(os.path.join(out, "output.safetensors")):
-            print("already quantized:", out)
+        if os.path.exists(os.path.join(out, "output.safetensors")) and read_mode(out) == tag:
+            print("already quantized:", out, tag)
             continue
-        run_converter(["-i", args.hf, "-o", os.path.join(args.work, "q" + bpw), "-nr",
+        if os.path.exists(out):
+            print("quantizing again (made under %s): %s" % (read_mode(out), out))
+            shutil.rmtree(out)
+        stale = os.path.join(args.out, "exl2_smollm2_%s.json" % bpw)  # exllamav2's logits on it
+        if os.path.exists(stale):
+            os.remove(stale)
+        run_converter(["-i", args.hf, "-o", os.path.join(args.work, "q%s-%s" % (bpw, tag)), "-nr",
                        "-m", measurement, "-b", bpw, "-hb", "6", "-cf", out] + lengths)
+        with open(os.path.join(out, MODE_FILE), "w") as f:
+            f.write(tag + "\n")
 
 
 def reference(args):
+    prepare_attention(args.attn)
     import torch
-    stub_missing(["fastparquet", "pandas"])
     from exllamav2 import ExLlamaV2, ExLlamaV2Config, ExLlamaV2Tokenizer
     from exllamav2.version import __version__ as exl2_version
     os.makedirs(args.out, exist_ok=True)
@@ -173,6 +190,7 @@ def reference(args):
         config.max_seq_len = 512
         config.max_input_len = 512
         config.max_attention_size = 512 * 512
+        config.no_sdpa = args.attn == "matmul"
         model = ExLlamaV2(config)
         model.load()
         tokenizer = ExLlamaV2Tokenizer(config)
@@ -213,6 +231,8 @@ def reference(args):
             "generator": "tests/reference/exl2_smollm2_reference.py",
             "exllamav2": exl2_version, "torch": torch.__version__,
             "gpu": torch.cuda.get_device_name(0), "bpw": float(bpw), "model_folder": bpw,
+            "attention_mode": args.attn, "attention": attention_info(config),
+            "quantized_under": read_mode(folder),
             "probe_ids": probe, "cases": cases,
         }
         path = os.path.join(args.out, "exl2_smollm2_%s.json" % bpw)
@@ -235,10 +255,12 @@ def main():
     q.add_argument("--out", required=True)
     q.add_argument("--bpw", default="2.5,4.0,6.0")
     q.add_argument("--length", type=int, default=2048, help="calibration row length (-l, -ml)")
+    q.add_argument("--attn", choices=ATTENTION_MODES, default="matmul")
     r = sub.add_parser("reference")
     r.add_argument("--models", required=True)
     r.add_argument("--out", required=True)
     r.add_argument("--bpw", default="2.5,4.0,6.0")
+    r.add_argument("--attn", choices=ATTENTION_MODES, default="matmul")
     args = ap.parse_args()
     {"gguf-to-hf": gguf_to_hf, "quantize": quantize, "reference": reference}[args.cmd](args)
 
