@@ -188,9 +188,12 @@ wait_build() {  # $1: seconds to wait at most
 say "== exl2_reference_job $(date -u +%FT%TZ): stages $STAGES"
 command -v nvidia-smi >/dev/null && say "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)"
 
-# The wheel unpacked once; gguf-py from the carry if the image has none.
-if [ ! -d "$WORK/py/exllamav2" ]; then
-  [ -f "$WHEEL" ] || { say "!! wheel not found: $WHEEL"; exit 1; }
+# The wheel unpacked once (needed only by the stages that run exllamav2); gguf-py from the carry
+# if the image has none.
+needs_exl2=0
+for s_ in setup fixtures diagnose quantize reference dequant; do has $s_ && needs_exl2=1; done
+if [ ! -d "$WORK/py/exllamav2" ] && [ "$needs_exl2" = 1 ]; then
+  [ -f "$WHEEL" ] || { say "!! wheel not found: $WHEEL (a fresh machine: carry part1 and run setup first)"; exit 1; }
   mkdir -p "$WORK/py" && $PY -m zipfile -e "$WHEEL" "$WORK/py" || { say "!! cannot unpack $WHEEL"; exit 1; }
 fi
 for g in "$(dirname "$WHEEL")/gguf_py" "$(dirname "$GGUF")/gguf_py" "$GGUF/gguf_py"; do
@@ -377,6 +380,9 @@ if has dequant && enough 60 dequant; then
   for bpw in ${BPWS//,/ }; do
     model="$WORK/smollm2-exl2/$bpw"
     [ -f "$model/config.json" ] || { say "dequant $bpw: no checkpoint $model"; continue; }
+    if [ -f "$WORK/recon/$bpw/done" ] && [ "$(cat "$WORK/recon/$bpw/done")" = "$(cat "$model/hearth_attention_mode" 2>/dev/null)" ]; then
+      say "dequant $bpw: done earlier for this checkpoint (see the logs)"; continue
+    fi
     enough 45 "dequant $bpw" || break
     start=$SECONDS
     # How far the checkpoint is, in exllamav2, from transformers fp32 on the fp16 folder.
@@ -398,7 +404,7 @@ if has dequant && enough 60 dequant; then
         rc=$?
         say "dequant $bpw (c): exl2_checkpoint_tests rc $rc ($((SECONDS - start)) s): $(grep -h '^exl2 checkpoint' "$WORK/logs/dequant_$bpw.log" | sed 's/^exl2 checkpoint [^:]*: //')"
         grep -v '^exl2 checkpoint' "$WORK/logs/dequant_$bpw.log" | grep -E ' differ, ' | head -10 | sed 's/^/  /' | tee -a "$SUMMARY"
-        [ "$rc" = 0 ] || status=1
+        if [ "$rc" = 0 ]; then cp "$model/hearth_attention_mode" "$WORK/recon/$bpw/done" 2>/dev/null; else status=1; fi
         say "  hearth-cli greedy on $bpw bpw: $(hearth_greedy "$model")"
       fi
     else
