@@ -25,9 +25,10 @@
 #              committed CPU fixture, and hearth-cli greedy on the CPU and CUDA backends
 #   quantize   exllamav2's converter under that attention mode: one measurement, then each bpw
 #   reference  exllamav2's logits and greedy continuations on 10 prompts, per bpw
-#   dequant    (c) exllamav2's own reconstruction of every quantized layer of each checkpoint
-#              against Hearth's dequantization, bit for bit (exl2_diagnose.py recon +
-#              exl2_checkpoint_tests), and hearth-cli greedy on the checkpoint
+#   dequant    per checkpoint: exllamav2 on it against transformers fp32 on the fp16 folder
+#              (exl2_diagnose.py quant: is the quantized model sane?); (c) exllamav2's own
+#              reconstruction of every quantized layer against Hearth's dequantization, bit for
+#              bit (exl2_diagnose.py recon + exl2_checkpoint_tests); hearth-cli greedy on it
 #   build      build Hearth with CUDA (tests/gpu/run.sh's configure, then the targets below)
 #   hearth     run quant_tests (now with the exllamav2 fixtures), quant_parser_tests,
 #              quant_gpu_tests and quant_exl2_smollm2_tests (Hearth on the exllamav2
