@@ -11,5 +11,8 @@ int run_generate(const std::vector<std::string>& args);
 int run_chat(const std::vector<std::string>& args);
 int run_tokenize(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
+int run_ppl(const std::vector<std::string>& args);
+int run_kld(const std::vector<std::string>& args);
+int run_quantize(const std::vector<std::string>& args);
 
 }  // namespace hearth::cli

@@ -1,4 +1,5 @@
-// hearth-cli: the engine from a terminal (info, generate, chat, tokenize, bench).
+// hearth-cli: the engine from a terminal (info, generate, chat, tokenize, bench, ppl, kld,
+// quantize).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -23,6 +24,17 @@ commands:
             [--json]
   bench     --synthetic llama3-8b[,llama2-7b,llama2-13b,llama2-70b] [--quant exl2:4.0,gptq:4:128]
             [--sweep] [--json]      (GPU: random weights of real shapes, with hardware limits)
+  ppl       [--model PATH] --data FILE|builtin [--ctx N] [--stride N] [--max-tokens N]
+            [--backend cpu|cuda] [--json]      (sliding-window perplexity)
+  kld       --model QUANT --reference FP16 --data FILE|builtin [--ctx N] [--stride N]
+            [--max-tokens N] [--backend cpu|cuda] [--json]
+            (mean / 99.9th-percentile KL divergence, top-token agreement)
+  quantize  --model SRC --out DIR --format exl2|gptq [--bpw B] [--head-bits H]
+            [--bits N --group-size G] [--no-act-order] [--asym] [--quantize-head]
+            [--calibration FILE] [--rows R --length L] [--measure-rows R] [--measurement FILE]
+            [--work-dir DIR] [--keep-work] [--resume] [--restart] [--evaluate]
+            [--eval-data FILE] [--json-progress] [--backend cpu|cuda] [--threads N]
+            (SRC: fp16/bf16 folder or GGUF; Ctrl-C stops, --resume continues)
 
 load flags (every command that runs the model):
   --backend cpu|cuda  --device N  --threads N  --max-seq-len N  --cache-tokens N
@@ -48,6 +60,9 @@ int main(int argc, char** argv) {
     if (command == "chat") return hearth::cli::run_chat(args);
     if (command == "tokenize") return hearth::cli::run_tokenize(args);
     if (command == "bench") return hearth::cli::run_bench(args);
+    if (command == "ppl") return hearth::cli::run_ppl(args);
+    if (command == "kld") return hearth::cli::run_kld(args);
+    if (command == "quantize") return hearth::cli::run_quantize(args);
     throw hearth::cli::UsageError("unknown command '" + command + "'");
   } catch (const hearth::cli::UsageError& e) {
     std::fprintf(stderr, "hearth-cli: %s\n\n%s", e.what(), kUsage);

@@ -97,12 +97,11 @@ void add_jsonl(const std::string& bytes, const std::string& where, const ChatRen
 
 CalibrationText load_calibration_file(const fs::path& path, const ChatRenderer& render) {
   std::string ext = path.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) {
-    return static_cast<char>(std::tolower(c));
-  });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (ext != ".txt" && ext != ".md" && ext != ".jsonl") {
-    fail(ErrorCode::kInvalidArgument, path.string() +
-                                          ": calibration files must be .txt, .md or .jsonl");
+    fail(ErrorCode::kInvalidArgument,
+         path.string() + ": calibration files must be .txt, .md or .jsonl");
   }
   const std::string bytes = read_all(path);
   check_text(bytes, path.string());
@@ -152,9 +151,9 @@ TokenRows make_token_rows(const CalibrationText& text, const Tokenizer& tokenize
   const int64_t body = bos ? length - 1 : length;
   const auto total = static_cast<int64_t>(stream.size());
   if (total < body) {
-    fail(ErrorCode::kInvalidArgument, "the calibration text " + text.name + " has " +
-                                          std::to_string(total) + " tokens, fewer than one row of " +
-                                          std::to_string(length));
+    fail(ErrorCode::kInvalidArgument,
+         "the calibration text " + text.name + " has " + std::to_string(total) +
+             " tokens, fewer than one row of " + std::to_string(length));
   }
   if (total < rows * body && warnings) {
     warnings->push_back("the calibration text " + text.name + " has " + std::to_string(total) +

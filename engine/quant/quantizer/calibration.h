@@ -16,7 +16,7 @@
 namespace hearth {
 class Tokenizer;
 struct ChatMessage;
-}
+}  // namespace hearth
 
 namespace hearth::quantizer {
 

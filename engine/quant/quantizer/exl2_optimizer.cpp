@@ -58,8 +58,7 @@ std::vector<int> solve(const std::vector<std::vector<SlotOption>>& slots, int64_
 
 }  // namespace
 
-OptimizerResult optimize_exl2(const std::vector<std::vector<SlotOption>>& slots,
-                              int64_t budget) {
+OptimizerResult optimize_exl2(const std::vector<std::vector<SlotOption>>& slots, int64_t budget) {
   int64_t cheapest = 0;
   for (const auto& s : slots) {
     HEARTH_CHECK(!s.empty(), "optimizer: a module without options");

@@ -11,8 +11,8 @@
 namespace hearth::quantizer {
 
 struct SlotOption {
-  int64_t cost = 0;    // bits
-  double error = 0;    // 1 − accuracy
+  int64_t cost = 0;  // bits
+  double error = 0;  // 1 − accuracy
 };
 
 struct OptimizerResult {
@@ -20,7 +20,7 @@ struct OptimizerResult {
   int64_t cost = 0;
   double max_error = 0;
   double sum_error = 0;
-  double norm = 0;          // the error norm that won
+  double norm = 0;  // the error norm that won
 };
 
 // Error(kInvalidArgument) when even the cheapest option of every slot exceeds the budget (the

@@ -53,28 +53,28 @@ namespace {
 // tokenizer loader maps them).
 ordered_json pre_tokenizer_for(const std::string& pre) {
   auto byte_level = [](bool use_regex) {
-    return ordered_json{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
+    return ordered_json{{"type", "ByteLevel"},
+                        {"add_prefix_space", false},
+                        {"trim_offsets", true},
                         {"use_regex", use_regex}};
   };
   if (pre == "default" || pre == "gpt2" || pre == "gpt-2") return byte_level(true);
   if (pre == "smollm" || pre == "starcoder" || pre == "refact") {
     return ordered_json{{"type", "Sequence"},
-                        {"pretokenizers", json::array({ordered_json{{"type", "Digits"},
-                                                                    {"individual_digits", true}},
-                                                       byte_level(true)})}};
+                        {"pretokenizers",
+                         json::array({ordered_json{{"type", "Digits"}, {"individual_digits", true}},
+                                      byte_level(true)})}};
   }
   if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3") {
     const std::string regex =
         "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
         "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-    return ordered_json{
-        {"type", "Sequence"},
-        {"pretokenizers",
-         json::array({ordered_json{{"type", "Split"},
-                                   {"pattern", {{"Regex", regex}}},
-                                   {"behavior", "Isolated"},
-                                   {"invert", false}},
-                      byte_level(false)})}};
+    return ordered_json{{"type", "Sequence"},
+                        {"pretokenizers", json::array({ordered_json{{"type", "Split"},
+                                                                    {"pattern", {{"Regex", regex}}},
+                                                                    {"behavior", "Isolated"},
+                                                                    {"invert", false}},
+                                                       byte_level(false)})}};
   }
   fail(ErrorCode::kUnsupported, "GGUF tokenizer.ggml.pre \"" + pre.substr(0, 40) +
                                     "\" cannot be written as tokenizer.json; quantize from the "
@@ -87,13 +87,15 @@ void write_tokenizer_files_from_gguf(const GgufFile& g, const ModelConfig& confi
                                      const std::filesystem::path& dir) {
   const auto model = g.get_string("tokenizer.ggml.model");
   if (!model || *model != "gpt2") {
-    fail(ErrorCode::kUnsupported,
-         "this GGUF's vocabulary (" + model.value_or("none") +
-             ") cannot be written as tokenizer.json; quantize from the Hugging Face folder instead");
+    fail(
+        ErrorCode::kUnsupported,
+        "this GGUF's vocabulary (" + model.value_or("none") +
+            ") cannot be written as tokenizer.json; quantize from the Hugging Face folder instead");
   }
   const auto tokens = g.get_string_array("tokenizer.ggml.tokens");
   const auto merges = g.get_string_array("tokenizer.ggml.merges");
-  if (!tokens || !merges) fail(ErrorCode::kInvalidFile, "GGUF: the tokenizer has no tokens or merges");
+  if (!tokens || !merges)
+    fail(ErrorCode::kInvalidFile, "GGUF: the tokenizer has no tokens or merges");
   const auto types = g.get_int_array("tokenizer.ggml.token_type");
   const std::string pre = g.get_string("tokenizer.ggml.pre").value_or("default");
 
@@ -121,12 +123,14 @@ void write_tokenizer_files_from_gguf(const GgufFile& g, const ModelConfig& confi
   ordered_json post = nullptr;
   if (add_bos && bos) {
     const std::string b = (*tokens)[static_cast<size_t>(*bos)];
-    post = ordered_json{{"type", "TemplateProcessing"},
-                        {"single", json::array({ordered_json{{"SpecialToken", {{"id", b}, {"type_id", 0}}}},
-                                                ordered_json{{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
-                        {"pair", json::array({ordered_json{{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
-                                              ordered_json{{"Sequence", {{"id", "B"}, {"type_id", 1}}}}})},
-                        {"special_tokens", {{b, {{"id", b}, {"ids", json::array({*bos})}, {"tokens", json::array({b})}}}}}};
+    post = ordered_json{
+        {"type", "TemplateProcessing"},
+        {"single", json::array({ordered_json{{"SpecialToken", {{"id", b}, {"type_id", 0}}}},
+                                ordered_json{{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
+        {"pair", json::array({ordered_json{{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+                              ordered_json{{"Sequence", {{"id", "B"}, {"type_id", 1}}}}})},
+        {"special_tokens",
+         {{b, {{"id", b}, {"ids", json::array({*bos})}, {"tokens", json::array({b})}}}}}};
   }
   ordered_json tok;
   tok["version"] = "1.0";
@@ -136,18 +140,21 @@ void write_tokenizer_files_from_gguf(const GgufFile& g, const ModelConfig& confi
   tok["normalizer"] = nullptr;
   tok["pre_tokenizer"] = pre_tokenizer_for(pre);
   tok["post_processor"] = post;
-  tok["decoder"] = ordered_json{{"type", "ByteLevel"}, {"add_prefix_space", true},
-                                {"trim_offsets", true}, {"use_regex", true}};
-  tok["model"] = ordered_json{{"type", "BPE"},
-                              {"dropout", nullptr},
-                              {"unk_token", nullptr},
-                              {"continuing_subword_prefix", nullptr},
-                              {"end_of_word_suffix", nullptr},
-                              {"fuse_unk", false},
-                              {"byte_fallback", false},
-                              {"ignore_merges", pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3"},
-                              {"vocab", vocab},
-                              {"merges", merge_list}};
+  tok["decoder"] = ordered_json{{"type", "ByteLevel"},
+                                {"add_prefix_space", true},
+                                {"trim_offsets", true},
+                                {"use_regex", true}};
+  tok["model"] =
+      ordered_json{{"type", "BPE"},
+                   {"dropout", nullptr},
+                   {"unk_token", nullptr},
+                   {"continuing_subword_prefix", nullptr},
+                   {"end_of_word_suffix", nullptr},
+                   {"fuse_unk", false},
+                   {"byte_fallback", false},
+                   {"ignore_merges", pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3"},
+                   {"vocab", vocab},
+                   {"merges", merge_list}};
   write_file_atomically(dir / "tokenizer.json", tok.dump(1) + "\n");
 
   ordered_json tc;

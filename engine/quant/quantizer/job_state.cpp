@@ -60,8 +60,8 @@ QuantizeOptions options_from_json(const json& j) {
     o.output = j.at("output").get<std::string>();
     o.work_dir = j.at("work_dir").get<std::string>();
     o.keep_work = j.at("keep_work").get<bool>();
-    o.format = j.at("format").get<std::string>() == "gptq" ? QuantizeFormat::kGptq
-                                                            : QuantizeFormat::kExl2;
+    o.format =
+        j.at("format").get<std::string>() == "gptq" ? QuantizeFormat::kGptq : QuantizeFormat::kExl2;
     o.target_bpw = j.at("target_bpw").get<double>();
     o.head_bits = j.at("head_bits").get<int>();
     o.measurement = j.at("measurement").get<std::string>();
@@ -93,8 +93,8 @@ QuantizeOptions options_from_json(const json& j) {
 std::string first_output_difference(const QuantizeOptions& a, const QuantizeOptions& b) {
   const json ja = options_to_json(a), jb = options_to_json(b);
   // Options that do not change the written bytes.
-  static const char* kFree[] = {"work_dir", "keep_work", "cpu_threads", "evaluate", "eval_file",
-                                "eval_ctx", "eval_max_tokens", "cuda_device"};
+  static const char* kFree[] = {"work_dir",  "keep_work", "cpu_threads",     "evaluate",
+                                "eval_file", "eval_ctx",  "eval_max_tokens", "cuda_device"};
   for (const auto& [key, value] : ja.items()) {
     bool free = false;
     for (const char* f : kFree) free = free || key == f;
@@ -103,7 +103,9 @@ std::string first_output_difference(const QuantizeOptions& a, const QuantizeOpti
   return {};
 }
 
-fs::path job_file(const fs::path& work_dir) { return work_dir / "job.json"; }
+fs::path job_file(const fs::path& work_dir) {
+  return work_dir / "job.json";
+}
 
 void save_job(const fs::path& work_dir, const JobState& s) {
   json layers = json::array();

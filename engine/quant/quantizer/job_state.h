@@ -28,12 +28,12 @@ struct JobState {
   int version = 1;
   QuantizeOptions options;  // as started (paths absolute)
   QuantizeStage stage = QuantizeStage::kPrepare;
-  int64_t step = 0;        // modules done in `stage`
+  int64_t step = 0;  // modules done in `stage`
   int64_t steps = 0;
   int64_t checkpoint = 0;  // modules whose output states are saved (<= step)
   double elapsed_s = 0;
   nlohmann::json strategy = nlohmann::json::array();  // EXL2: chosen row per module
-  std::vector<LayerReport> layers;                     // final pass, in order
+  std::vector<LayerReport> layers;                    // final pass, in order
   std::vector<std::string> warnings;
 };
 

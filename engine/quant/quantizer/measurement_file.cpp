@@ -16,7 +16,8 @@ json qparams_to_json(const Exl2QParams& qp) {
     bits.push_back(p.bits);
     prop.push_back(p.proportion);
   }
-  return json{{"group_size", gs}, {"bits", bits}, {"bits_prop", prop}, {"scale_bits", qp.scale_bits}};
+  return json{
+      {"group_size", gs}, {"bits", bits}, {"bits_prop", prop}, {"scale_bits", qp.scale_bits}};
 }
 
 Exl2QParams qparams_from_json(const json& j) {

@@ -75,7 +75,8 @@ std::vector<int32_t> tokenize(const ModelBundle& b, const std::string& text, con
   if (o.max_tokens > 0 && static_cast<int64_t>(ids.size()) > o.max_tokens) {
     ids.resize(static_cast<size_t>(o.max_tokens));
   }
-  if (ids.size() < 2) fail(ErrorCode::kInvalidArgument, "the evaluation text has fewer than 2 tokens");
+  if (ids.size() < 2)
+    fail(ErrorCode::kInvalidArgument, "the evaluation text has fewer than 2 tokens");
   return ids;
 }
 
@@ -148,9 +149,9 @@ KlResult evaluate_kl_divergence(const fs::path& model, const fs::path& reference
   const ModelInfo ref_info = Engine::inspect(reference);
   const ModelInfo info = Engine::inspect(model);
   if (ref_info.config.vocab_size != info.config.vocab_size) {
-    fail(ErrorCode::kInvalidArgument,
-         "the models have different vocabularies (" + std::to_string(info.config.vocab_size) +
-             " and " + std::to_string(ref_info.config.vocab_size) + " tokens)");
+    fail(ErrorCode::kInvalidArgument, "the models have different vocabularies (" +
+                                          std::to_string(info.config.vocab_size) + " and " +
+                                          std::to_string(ref_info.config.vocab_size) + " tokens)");
   }
   check_ctx(o, ref_info.config);
   o.ctx = std::min(o.ctx, info.config.max_position_embeddings);

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -30,7 +30,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-int64_t default_rows(const QuantizeOptions& o) { return o.device == DeviceKind::kCuda ? 100 : 16; }
+int64_t default_rows(const QuantizeOptions& o) {
+  return o.device == DeviceKind::kCuda ? 100 : 16;
+}
 int64_t default_length(const QuantizeOptions& o) {
   return o.device == DeviceKind::kCuda ? 2048 : 512;
 }
@@ -43,7 +45,9 @@ namespace {
 const char* kAttnProj[] = {"q_proj", "k_proj", "v_proj", "o_proj"};
 const char* kMlpProj[] = {"gate_proj", "up_proj", "down_proj"};
 
-std::string layer_key(int64_t i) { return "model.layers." + std::to_string(i); }
+std::string layer_key(int64_t i) {
+  return "model.layers." + std::to_string(i);
+}
 std::string module_key(int64_t m) {
   return layer_key(m / 2) + (m % 2 == 0 ? ".self_attn" : ".mlp");
 }
@@ -120,13 +124,20 @@ struct QuantPipeline::Impl {
 
   double stage_weight(QuantizeStage s) const {
     switch (s) {
-      case QuantizeStage::kPrepare: return 0.02;
-      case QuantizeStage::kMeasure: return exl2() && opt.measurement.empty() ? 0.55 : 0.0;
-      case QuantizeStage::kOptimize: return exl2() ? 0.01 : 0.0;
-      case QuantizeStage::kQuantize: return 0.35;
-      case QuantizeStage::kWrite: return 0.03;
-      case QuantizeStage::kEvaluate: return opt.evaluate ? 0.08 : 0.0;
-      default: return 0;
+      case QuantizeStage::kPrepare:
+        return 0.02;
+      case QuantizeStage::kMeasure:
+        return exl2() && opt.measurement.empty() ? 0.55 : 0.0;
+      case QuantizeStage::kOptimize:
+        return exl2() ? 0.01 : 0.0;
+      case QuantizeStage::kQuantize:
+        return 0.35;
+      case QuantizeStage::kWrite:
+        return 0.03;
+      case QuantizeStage::kEvaluate:
+        return opt.evaluate ? 0.08 : 0.0;
+      default:
+        return 0;
     }
   }
 
@@ -172,8 +183,9 @@ struct QuantPipeline::Impl {
   }
 
   fs::path states_path(QuantizeStage stage, int64_t step) const {
-    return opt.work_dir / ((stage == QuantizeStage::kMeasure ? "measure_states_" : "quant_states_") +
-                           std::to_string(step) + ".safetensors");
+    return opt.work_dir /
+           ((stage == QuantizeStage::kMeasure ? "measure_states_" : "quant_states_") +
+            std::to_string(step) + ".safetensors");
   }
 
   void write_states(QuantizeStage stage, int64_t step, const std::vector<float>& states,
@@ -233,7 +245,8 @@ struct QuantPipeline::Impl {
       fail(ErrorCode::kInvalidFile, info.file + ": " + wname + " has the wrong shape");
     }
     w.weight = to_floats(bundle.weights->get(wname));
-    if (bundle.weights->has(prefix + ".bias")) w.bias = to_floats(bundle.weights->get(prefix + ".bias"));
+    if (bundle.weights->has(prefix + ".bias"))
+      w.bias = to_floats(bundle.weights->get(prefix + ".bias"));
     return w;
   }
 
@@ -331,8 +344,8 @@ struct QuantPipeline::Impl {
   void open_source() {
     bundle = open_model(opt.source, true);
     if (bundle.info.format == ModelFormat::kExl2 || bundle.info.format == ModelFormat::kGptq) {
-      fail(ErrorCode::kUnsupported, opt.source.string() +
-                                        " is already quantized; quantize from an fp16/bf16 model");
+      fail(ErrorCode::kUnsupported,
+           opt.source.string() + " is already quantized; quantize from an fp16/bf16 model");
     }
     config = bundle.info.config;
     if (config.attention_bias || config.mlp_bias) {
@@ -344,7 +357,8 @@ struct QuantPipeline::Impl {
 
   void make_calibration() {
     std::unique_ptr<ChatTemplate> tmpl;
-    if (bundle.chat_template_source) tmpl = std::make_unique<ChatTemplate>(*bundle.chat_template_source);
+    if (bundle.chat_template_source)
+      tmpl = std::make_unique<ChatTemplate>(*bundle.chat_template_source);
     ChatRenderer render = [&](const std::vector<ChatMessage>& msgs) {
       if (tmpl) return tmpl->apply(msgs, false, bundle.bos_token, bundle.eos_token);
       std::string out;
@@ -437,7 +451,8 @@ struct QuantPipeline::Impl {
       w.push_back(linear(p + "mlp.up_proj", config.intermediate_size, H));
       w.push_back(linear(p + "mlp.down_proj", H, config.intermediate_size));
     }
-    auto norm = upload_norm(p + (attn ? "input_layernorm.weight" : "post_attention_layernorm.weight"));
+    auto norm =
+        upload_norm(p + (attn ? "input_layernorm.weight" : "post_attention_layernorm.weight"));
     std::vector<std::unique_ptr<BackendWeight>> fp;
     for (const auto& lw : w) fp.push_back(upload_linear(lw));
 
@@ -478,7 +493,8 @@ struct QuantPipeline::Impl {
         if (it == cache[j].end()) {
           cancel.throw_if_cancelled();
           const PreparedHessian& h = j == nproj - 1 ? hp_mid : hp_in;
-          it = cache[j].emplace(key, quantize_linear_exl2(w[j], h, qp, false, *pool).reconstruction)
+          it = cache[j]
+                   .emplace(key, quantize_linear_exl2(w[j], h, qp, false, *pool).reconstruction)
                    .first;
         }
         qw.push_back(upload_linear(w[j], &it->second));
@@ -513,8 +529,9 @@ struct QuantPipeline::Impl {
     double best = 0;
     for (const auto& o : options) best = std::max(best, o.accuracy);
     if (best < 0.1) {
-      fail(ErrorCode::kInternal, module_key(m) + ": even the richest setting keeps less than 10% "
-                                                 "accuracy; the measurement failed");
+      fail(ErrorCode::kInternal, module_key(m) +
+                                     ": even the richest setting keeps less than 10% "
+                                     "accuracy; the measurement failed");
     }
     measurement.modules[module_key(m)] = std::move(options);
     // The next module sees the unquantized output (measurement never chains errors).
@@ -741,9 +758,8 @@ struct QuantPipeline::Impl {
       states = embed_rows(quant_rows);
       state.step = 0;
     }
-    state.layers.resize(
-        static_cast<size_t>(std::min<int64_t>(reports_for(std::min(state.step, modules)),
-                                              static_cast<int64_t>(state.layers.size()))));
+    state.layers.resize(static_cast<size_t>(std::min<int64_t>(
+        reports_for(std::min(state.step, modules)), static_cast<int64_t>(state.layers.size()))));
     for (int64_t m = state.step; m < modules; ++m) {
       report(module_key(m));
       quantize_module(m, states);
@@ -833,11 +849,11 @@ struct QuantPipeline::Impl {
       q["version"] = "0.3.2";
       q["bits"] = opt.target_bpw;
       q["head_bits"] = opt.head_bits;
-      q["calibration"] = {{"rows", opt.rows},
-                          {"length", opt.length},
-                          {"dataset", opt.calibration_file.empty()
-                                          ? std::string("(default)")
-                                          : opt.calibration_file.filename().string()}};
+      q["calibration"] = {
+          {"rows", opt.rows},
+          {"length", opt.length},
+          {"dataset", opt.calibration_file.empty() ? std::string("(default)")
+                                                   : opt.calibration_file.filename().string()}};
       q["quantizer"] = "Hearth";
     } else {
       q["bits"] = opt.bits;
@@ -929,8 +945,7 @@ struct QuantPipeline::Impl {
       ss << in.rdbuf();
       text = ss.str();
     }
-    const KlResult k =
-        evaluate_kl_divergence(opt.output, opt.source, text, eo, {}, cancel);
+    const KlResult k = evaluate_kl_divergence(opt.output, opt.source, text, eo, {}, cancel);
     QuantizeEvaluation ev;
     ev.tokens = k.tokens;
     ev.perplexity_source = k.perplexity_reference;
@@ -1004,7 +1019,8 @@ struct QuantPipeline::Impl {
     }
     if (has_job && !opt.restart) {
       fail(ErrorCode::kInvalidArgument,
-           opt.work_dir.string() + " holds an earlier job; resume it (--resume) or start over (--restart)");
+           opt.work_dir.string() +
+               " holds an earlier job; resume it (--resume) or start over (--restart)");
     }
     if (!has_job && opt.resume) {
       fail(ErrorCode::kInvalidArgument, "there is no job to resume in " + opt.work_dir.string());
@@ -1126,6 +1142,8 @@ QuantPipeline::QuantPipeline(const QuantizeOptions& options,
 
 QuantPipeline::~QuantPipeline() = default;
 
-QuantizeResult QuantPipeline::run() { return impl_->run(); }
+QuantizeResult QuantPipeline::run() {
+  return impl_->run();
+}
 
 }  // namespace hearth::quantizer

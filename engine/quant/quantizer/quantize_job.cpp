@@ -15,20 +15,26 @@ const char* quantize_format_name(QuantizeFormat f) {
 
 const char* quantize_stage_name(QuantizeStage s) {
   switch (s) {
-    case QuantizeStage::kPrepare: return "prepare";
-    case QuantizeStage::kMeasure: return "measure";
-    case QuantizeStage::kOptimize: return "optimize";
-    case QuantizeStage::kQuantize: return "quantize";
-    case QuantizeStage::kWrite: return "write";
-    case QuantizeStage::kEvaluate: return "evaluate";
-    case QuantizeStage::kDone: return "done";
+    case QuantizeStage::kPrepare:
+      return "prepare";
+    case QuantizeStage::kMeasure:
+      return "measure";
+    case QuantizeStage::kOptimize:
+      return "optimize";
+    case QuantizeStage::kQuantize:
+      return "quantize";
+    case QuantizeStage::kWrite:
+      return "write";
+    case QuantizeStage::kEvaluate:
+      return "evaluate";
+    case QuantizeStage::kDone:
+      return "done";
   }
   return "unknown";
 }
 
 QuantizeResult quantize_model(const QuantizeOptions& options,
-                              const QuantizeProgressCallback& progress,
-                              const CancelToken& cancel) {
+                              const QuantizeProgressCallback& progress, const CancelToken& cancel) {
   quantizer::QuantPipeline pipeline(options, progress, cancel);
   return pipeline.run();
 }

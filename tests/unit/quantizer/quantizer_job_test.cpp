@@ -133,7 +133,8 @@ void check_layer_errors(const QuantizeOptions& o) {
   ModelBundle src = open_model(o.source, true);
   CalibrationText text = load_calibration_file(o.calibration_file, {});
   const TokenRows rows = make_token_rows(text, *src.tokenizer, o.rows, o.length, 0.0, nullptr);
-  const int64_t H = s.hidden, T = rows.length, Q = s.heads * s.head_dim, KV = s.kv_heads * s.head_dim;
+  const int64_t H = s.hidden, T = rows.length, Q = s.heads * s.head_dim,
+                KV = s.kv_heads * s.head_dim;
   const auto& W = f.weights;
   std::vector<Mat> states(static_cast<size_t>(rows.rows));
   for (int64_t r = 0; r < rows.rows; ++r) {
@@ -148,8 +149,8 @@ void check_layer_errors(const QuantizeOptions& o) {
   auto check = [&](const std::string& name, const Mat& h, int64_t n, int64_t k,
                    const std::vector<float>& rec) {
     const auto& rep = reports.at(name);
-    const double e = layer_error(W.at(name + ".weight"), rec, h, tokens,
-                                 rep["damp"].get<double>(), n, k);
+    const double e =
+        layer_error(W.at(name + ".weight"), rec, h, tokens, rep["damp"].get<double>(), n, k);
     EXPECT_NEAR(rep["proxy_error"].get<double>(), e, 2e-3 * e + 1e-9) << name;
   };
   for (int64_t l = 0; l < s.layers; ++l) {
@@ -201,7 +202,8 @@ void check_layer_errors(const QuantizeOptions& o) {
 TEST(QuantizeJob, Exl2EndToEnd) {
   QuantizeOptions o = base_options("exl2", QuantizeFormat::kExl2);
   std::vector<QuantizeProgress> events;
-  const QuantizeResult r = quantize_model(o, [&](const QuantizeProgress& p) { events.push_back(p); });
+  const QuantizeResult r =
+      quantize_model(o, [&](const QuantizeProgress& p) { events.push_back(p); });
   EXPECT_GT(r.bits_per_weight, 3.0);
   EXPECT_LE(r.bits_per_weight, 4.0 + 1e-9);
   // 0.15:8b/0.85:6b plus scales and the permutation, which weigh a lot at K = 64.
@@ -222,7 +224,7 @@ TEST(QuantizeJob, Exl2EndToEnd) {
   EXPECT_TRUE(cfg["tie_word_embeddings"].get<bool>());
   ModelBundle out = open_model(o.output, true);
   EXPECT_EQ(out.info.format, ModelFormat::kExl2);
-  EXPECT_TRUE(out.weights->has("lm_head.q_weight"));     // tied model: a quantized head
+  EXPECT_TRUE(out.weights->has("lm_head.q_weight"));  // tied model: a quantized head
   EXPECT_TRUE(out.weights->has("model.embed_tokens.weight"));
   EXPECT_EQ(out.weights->info("lm_head.q_weight").shape[1], 288);  // 260 padded to 32
   check_layer_errors(o);
@@ -365,7 +367,8 @@ TEST(QuantizeJob, JsonlChatCalibration) {
     for (int i = 0; i < 30; ++i) {
       out << R"({"messages": [{"role": "user", "content": "question )" << i
           << R"( about the weather"}, {"role": "assistant", "content": "It is sunny today, )" << i
-          << R"( degrees."}]})" << "\n";
+          << R"( degrees."}]})"
+          << "\n";
     }
   }
   o.length = 32;

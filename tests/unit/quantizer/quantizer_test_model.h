@@ -18,8 +18,7 @@
 namespace hearth::quantizer::test {
 
 struct TinySpec {
-  int64_t vocab = 260, hidden = 64, inter = 96, layers = 2, heads = 4, kv_heads = 2,
-          head_dim = 16;
+  int64_t vocab = 260, hidden = 64, inter = 96, layers = 2, heads = 4, kv_heads = 2, head_dim = 16;
   double rope_theta = 10000, eps = 1e-5;
   bool tied = true;
 };
@@ -54,8 +53,8 @@ inline std::vector<std::string> byte_symbols() {
 }
 
 inline std::map<std::string, std::vector<float>> write_tiny_model(const std::filesystem::path& dir,
-                                                                 const TinySpec& s,
-                                                                 uint32_t seed = 7) {
+                                                                  const TinySpec& s,
+                                                                  uint32_t seed = 7) {
   namespace fs = std::filesystem;
   fs::create_directories(dir);
   std::mt19937 rng(seed);
@@ -116,22 +115,35 @@ inline std::map<std::string, std::vector<float>> write_tiny_model(const std::fil
   const char* specials[] = {"<s>", "</s>", "<pad>", "<unk>"};
   for (int i = 0; i < 4; ++i) {
     vocab[specials[i]] = 256 + i;
-    added.push_back({{"id", 256 + i}, {"content", specials[i]}, {"single_word", false},
-                     {"lstrip", false}, {"rstrip", false}, {"normalized", false},
+    added.push_back({{"id", 256 + i},
+                     {"content", specials[i]},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false},
                      {"special", true}});
   }
   nlohmann::ordered_json tok;
   tok["version"] = "1.0";
   tok["added_tokens"] = added;
   tok["normalizer"] = nullptr;
-  tok["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false},
-                          {"trim_offsets", true}, {"use_regex", true}};
+  tok["pre_tokenizer"] = {{"type", "ByteLevel"},
+                          {"add_prefix_space", false},
+                          {"trim_offsets", true},
+                          {"use_regex", true}};
   tok["post_processor"] = nullptr;
-  tok["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true},
+  tok["decoder"] = {{"type", "ByteLevel"},
+                    {"add_prefix_space", true},
+                    {"trim_offsets", true},
                     {"use_regex", true}};
-  tok["model"] = {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
-                  {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr},
-                  {"fuse_unk", false}, {"byte_fallback", false}, {"vocab", vocab},
+  tok["model"] = {{"type", "BPE"},
+                  {"dropout", nullptr},
+                  {"unk_token", nullptr},
+                  {"continuing_subword_prefix", nullptr},
+                  {"end_of_word_suffix", nullptr},
+                  {"fuse_unk", false},
+                  {"byte_fallback", false},
+                  {"vocab", vocab},
                   {"merges", nlohmann::json::array()}};
   std::ofstream(dir / "tokenizer.json") << tok.dump(1);
   std::ofstream(dir / "tokenizer_config.json")
