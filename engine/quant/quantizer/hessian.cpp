@@ -104,7 +104,9 @@ PreparedHessian prepare_hessian(const std::vector<float>& h, int64_t k,
   for (int attempt = 1; attempt <= options.max_attempts; ++attempt) {
     for (int64_t i = 0; i < k; ++i) hp[i * k + i] += static_cast<float>(damp);
     out.damp = damp * attempt;
-    if (inverse_upper_cholesky(hp, k, pool, out.hinv_upper)) {
+    const bool ok = options.factor ? options.factor(hp, k, out.hinv_upper)
+                                   : inverse_upper_cholesky(hp, k, pool, out.hinv_upper);
+    if (ok) {
       out.extra_damping = attempt - 1;
       if (attempt > 1 && warnings) {
         warnings->push_back(layer + ": applied additional damping (" + std::to_string(attempt) +

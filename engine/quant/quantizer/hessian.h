@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ struct HessianOptions {
   double damp_fraction = 0.12;  // of the mean diagonal (EXL2: 0.12, GPTQ: 0.01)
   double min_damp = 1e-5;
   int max_attempts = 10;  // damping steps before giving up
+  // The factorization (inverse_upper_cholesky's contract); empty: the CPU reference. The GPU
+  // path (CudaQuantMath) plugs in here.
+  std::function<bool(const std::vector<float>& h, int64_t n, std::vector<float>& u)> factor;
 };
 
 // Permutes, damps and factors H. Throws Error(kInternal) naming `layer` when H is still not

@@ -15,6 +15,7 @@
 #include "engine/io/gguf_file.h"
 #include "engine/io/safetensors.h"
 #include "engine/quant/quantizer/calibration.h"
+#include "engine/quant/quantizer/cuda_quant_math.h"
 #include "engine/quant/quantizer/exl2_optimizer.h"
 #include "engine/quant/quantizer/hf_export.h"
 #include "engine/quant/quantizer/job_state.h"
@@ -110,6 +111,7 @@ struct QuantPipeline::Impl {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<LayerRunner> runner;
+  std::unique_ptr<CudaQuantMath> gpu_math;  // with --backend cuda: Hessians and factorizations
   TokenRows quant_rows, measure_rows;
   std::string calibration_name;
   Clock::time_point started = Clock::now();
@@ -326,8 +328,22 @@ struct QuantPipeline::Impl {
     }
   }
 
+  void add_to(HessianAccumulator& acc, const std::vector<float>& x, int64_t rows) {
+    if (gpu_math) {
+      acc.add_sum(gpu_math->gram(x.data(), rows, acc.k()), rows);
+    } else {
+      acc.add(x.data(), rows, *pool);
+    }
+  }
+
   HessianOptions hessian_options() const {
     HessianOptions h;
+    if (gpu_math) {
+      CudaQuantMath* m = gpu_math.get();
+      h.factor = [m](const std::vector<float>& hh, int64_t n, std::vector<float>& u) {
+        return m->inverse_upper_cholesky(hh, n, u);
+      };
+    }
     h.act_order = exl2() || opt.act_order;
     h.damp_fraction = exl2() ? 0.12 : opt.damp_percent;
     return h;
@@ -353,6 +369,8 @@ struct QuantPipeline::Impl {
     }
     pool = std::make_unique<ThreadPool>(opt.cpu_threads);
     backend = create_backend(opt.device, opt.cuda_device, opt.cpu_threads);
+    if (opt.device == DeviceKind::kCuda)
+      gpu_math = std::make_unique<CudaQuantMath>(opt.cuda_device);
   }
 
   void make_calibration() {
@@ -471,8 +489,8 @@ struct QuantPipeline::Impl {
                     {&a, &b, &targets[r]});
       }
       check_states(targets[r], module_key(m));
-      h_in.add(a.data(), T, *pool);
-      h_mid.add(b.data(), T, *pool);
+      add_to(h_in, a, T);
+      add_to(h_mid, b, T);
     }
     const PreparedHessian hp_in = prepare(h_in, w[0].name);
     const PreparedHessian hp_mid = prepare(h_mid, w[nproj - 1].name);
@@ -661,7 +679,7 @@ struct QuantPipeline::Impl {
     for (int64_t r = 0; r < R; ++r) {
       cancel.throw_if_cancelled();
       runner->norm(states.data() + r * T * H, T, *norm, a);
-      h_in.add(a.data(), T, *pool);
+      add_to(h_in, a, T);
     }
     std::vector<LinearWeights> w;
     if (attn) {
@@ -695,7 +713,7 @@ struct QuantPipeline::Impl {
         runner->mlp(x, T, {norm.get(), up[0].get(), up[1].get(), up[2].get()},
                     {nullptr, &a, nullptr});
       }
-      h_last.add(a.data(), T, *pool);
+      add_to(h_last, a, T);
     }
     const PreparedHessian hp_last = prepare(h_last, w[nproj - 1].name);
     {
@@ -732,7 +750,7 @@ struct QuantPipeline::Impl {
     for (int64_t r = 0; r < R; ++r) {
       cancel.throw_if_cancelled();
       runner->norm(states.data() + r * T * H, T, *norm, a);
-      h.add(a.data(), T, *pool);
+      add_to(h, a, T);
     }
     const LinearWeights w = head_weights();
     const PreparedHessian hp = prepare(h, "lm_head");

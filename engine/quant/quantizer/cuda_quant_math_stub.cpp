@@ -1,0 +1,25 @@
+// Builds without CUDA: the GPU path of the quantizer's math is absent.
+#include "engine/core/error.h"
+#include "engine/quant/quantizer/cuda_quant_math.h"
+
+namespace hearth::quantizer {
+
+bool cuda_quant_math_available() {
+  return false;
+}
+
+struct CudaQuantMath::Impl {};
+
+CudaQuantMath::CudaQuantMath(int) {
+  fail(ErrorCode::kUnsupported, "this build of Hearth has no CUDA support");
+}
+CudaQuantMath::~CudaQuantMath() = default;
+std::vector<float> CudaQuantMath::gram(const float*, int64_t, int64_t) {
+  return {};
+}
+bool CudaQuantMath::inverse_upper_cholesky(const std::vector<float>&, int64_t,
+                                           std::vector<float>&) {
+  return false;
+}
+
+}  // namespace hearth::quantizer
