@@ -22,4 +22,9 @@ bool CudaQuantMath::inverse_upper_cholesky(const std::vector<float>&, int64_t,
   return false;
 }
 
+GptqResult CudaQuantMath::gptq(std::vector<float>&, int64_t, int64_t, const std::vector<float>&,
+                               const std::vector<GptqGroupSpec>&, GroupQuantizerKind, int64_t) {
+  return {};
+}
+
 }  // namespace hearth::quantizer

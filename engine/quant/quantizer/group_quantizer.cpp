@@ -21,9 +21,52 @@ inline float pow35(float x) {
 
 }  // namespace
 
-GroupParams exl2_find_params(const float* w, int64_t rows, int64_t n, int64_t stride, int bits) {
+Exl2ScaleCandidates exl2_scale_candidates(const std::vector<float>& base) {
+  Exl2ScaleCandidates c;
+  for (float b : base) c.smax = std::max(c.smax, b);
+  const auto n = base.size();
+  c.qscale.resize(n);
+  c.scale.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const float t = std::sqrt(base[i] / c.smax) * 16.0f;
+    const float q = std::clamp(std::nearbyint(t), 1.0f, 16.0f);  // round half to even, as torch
+    c.qscale[i] = static_cast<uint8_t>(q);
+    const float qw = q / 16.0f;
+    c.scale[i] = qw * qw * c.smax;
+  }
+  return c;
+}
+
+int exl2_grid_size() {
+  return kPGrid + 1;
+}
+
+float exl2_grid_multiplier(int i) {
+  const float pi = static_cast<float>(i) / static_cast<float>(kPGrid);
+  return kMinP * (1.0f - pi) + kMaxP * pi;
+}
+
+GroupParams exl2_params_from(const Exl2ScaleCandidates& c, int best_i, int bits) {
   GroupParams p;
   p.bits = bits;
+  const float qzero = static_cast<float>(1 << (bits - 1));
+  const float best_f = static_cast<float>(best_i) / static_cast<float>(kPGrid);
+  const float best_p = kMaxP * best_f + kMinP * (1.0f - best_f);
+  p.qscale = c.qscale;
+  p.qscale_max = quant::round_to_half(c.smax * best_p);
+  // What the reader computes: fp16(fp16(qs²) · fp16(q_scale_max / 256)).
+  const float premul = quant::round_to_half(p.qscale_max * (1.0f / 256.0f));
+  const auto n = c.qscale.size();
+  p.scale.resize(n);
+  p.zero.assign(n, qzero);
+  for (size_t i = 0; i < n; ++i) {
+    const float q2 = static_cast<float>(c.qscale[i]) * static_cast<float>(c.qscale[i]);
+    p.scale[i] = quant::round_to_half(q2 * premul);
+  }
+  return p;
+}
+
+GroupParams exl2_find_params(const float* w, int64_t rows, int64_t n, int64_t stride, int bits) {
   const float maxq = static_cast<float>((1 << bits) - 1);
   const float qzero = static_cast<float>(1 << (bits - 1));
   std::vector<float> base(static_cast<size_t>(n));
@@ -32,27 +75,15 @@ GroupParams exl2_find_params(const float* w, int64_t rows, int64_t n, int64_t st
     for (int64_t r = 0; r < rows; ++r) m = std::max(m, std::fabs(w[r * stride + c]));
     base[c] = (m + 1e-12f) / (maxq / 2.0f);
   }
-  float smax = 0;
-  for (float b : base) smax = std::max(smax, b);
-
-  p.qscale.resize(static_cast<size_t>(n));
-  std::vector<float> s(static_cast<size_t>(n));
-  for (int64_t c = 0; c < n; ++c) {
-    const float t = std::sqrt(base[c] / smax) * 16.0f;
-    const float q = std::clamp(std::nearbyint(t), 1.0f, 16.0f);  // round half to even, as torch
-    p.qscale[c] = static_cast<uint8_t>(q);
-    const float qw = q / 16.0f;
-    s[c] = qw * qw * smax;
-  }
-
-  // Σ |clamp(rint(w / (s·p)), −qzero, maxq − qzero)·(s·p) − w|^3.5 for each p of the grid.
-  // Partial sums per column block are kept apart and added in a fixed order.
+  const Exl2ScaleCandidates cand = exl2_scale_candidates(base);
+  const std::vector<float>& s = cand.scale;
+  // Σ |clamp(rint(w / (s·p)), −qzero, maxq − qzero)·(s·p) − w|^3.5 for each p of the grid,
+  // summed per row in float and over rows in double (a fixed order).
   const float lo = -qzero, hi = maxq - qzero;
   double best_err = 0;
   int best_i = 0;
   for (int i = 0; i <= kPGrid; ++i) {
-    const float pi = static_cast<float>(i) / static_cast<float>(kPGrid);
-    const float pm = kMinP * (1.0f - pi) + kMaxP * pi;
+    const float pm = exl2_grid_multiplier(i);
     double err = 0;
     for (int64_t r = 0; r < rows; ++r) {
       const float* wr = w + r * stride;
@@ -69,34 +100,19 @@ GroupParams exl2_find_params(const float* w, int64_t rows, int64_t n, int64_t st
       best_i = i;
     }
   }
-  const float best_f = static_cast<float>(best_i) / static_cast<float>(kPGrid);
-  const float best_p = kMaxP * best_f + kMinP * (1.0f - best_f);
-  const float qscale_max = smax * best_p;
-  p.qscale_max = quant::round_to_half(qscale_max);
-  // What the reader computes: fp16(fp16(qs²) · fp16(q_scale_max / 256)).
-  const float premul = quant::round_to_half(p.qscale_max * (1.0f / 256.0f));
-  p.scale.resize(static_cast<size_t>(n));
-  p.zero.assign(static_cast<size_t>(n), qzero);
-  for (int64_t c = 0; c < n; ++c) {
-    const float q2 = static_cast<float>(p.qscale[c]) * static_cast<float>(p.qscale[c]);
-    p.scale[c] = quant::round_to_half(q2 * premul);
-  }
-  return p;
+  return exl2_params_from(cand, best_i, bits);
 }
 
-GroupParams gptq_find_params(const float* w, int64_t rows, int64_t n, int64_t stride, int bits,
+GroupParams gptq_params_from(const std::vector<float>& lo, const std::vector<float>& hi, int bits,
                              bool symmetric) {
   GroupParams p;
   p.bits = bits;
   const float maxq = static_cast<float>((1 << bits) - 1);
-  p.scale.resize(static_cast<size_t>(n));
-  p.zero.resize(static_cast<size_t>(n));
-  for (int64_t c = 0; c < n; ++c) {
-    float xmin = 0, xmax = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      xmin = std::min(xmin, w[r * stride + c]);
-      xmax = std::max(xmax, w[r * stride + c]);
-    }
+  const auto n = lo.size();
+  p.scale.resize(n);
+  p.zero.resize(n);
+  for (size_t c = 0; c < n; ++c) {
+    float xmin = lo[c], xmax = hi[c];
     if (symmetric) {
       xmax = std::max(std::fabs(xmin), xmax);
       if (xmin < 0) xmin = -xmax;
@@ -124,6 +140,18 @@ GroupParams gptq_find_params(const float* w, int64_t rows, int64_t n, int64_t st
     p.zero[c] = zero;
   }
   return p;
+}
+
+GroupParams gptq_find_params(const float* w, int64_t rows, int64_t n, int64_t stride, int bits,
+                             bool symmetric) {
+  std::vector<float> lo(static_cast<size_t>(n), 0.0f), hi(static_cast<size_t>(n), 0.0f);
+  for (int64_t c = 0; c < n; ++c) {
+    for (int64_t r = 0; r < rows; ++r) {
+      lo[c] = std::min(lo[c], w[r * stride + c]);
+      hi[c] = std::max(hi[c], w[r * stride + c]);
+    }
+  }
+  return gptq_params_from(lo, hi, bits, symmetric);
 }
 
 void quantize_row(const float* w, const GroupParams& p, int64_t n0, int64_t n1, uint8_t* codes,

@@ -31,6 +31,22 @@ GroupParams exl2_find_params(const float* w, int64_t rows, int64_t n, int64_t st
 GroupParams gptq_find_params(const float* w, int64_t rows, int64_t n, int64_t stride, int bits,
                              bool symmetric);
 
+// The pieces of exl2_find_params, shared with the GPU path (which computes the column maxima
+// and the grid errors on the device): scale codes from base[n] = (max|w| + 1e-12) / (maxq/2),
+// the 97 multipliers, and the final parameters from the winning multiplier.
+struct Exl2ScaleCandidates {
+  std::vector<uint8_t> qscale;  // 1..16
+  std::vector<float> scale;     // (qs/16)² · smax, before the multiplier
+  float smax = 0;
+};
+Exl2ScaleCandidates exl2_scale_candidates(const std::vector<float>& base);
+int exl2_grid_size();               // 97
+float exl2_grid_multiplier(int i);  // p_i
+GroupParams exl2_params_from(const Exl2ScaleCandidates& c, int best_index, int bits);
+// GPTQ parameters from per-column min(0, min w) and max(0, max w).
+GroupParams gptq_params_from(const std::vector<float>& lo, const std::vector<float>& hi, int bits,
+                             bool symmetric);
+
 // codes[n] = clamp(rint(w[n] / scale[n]) + zero[n], 0, 2^b − 1);
 // deq[n] = fp16((codes[n] − zero[n]) · scale[n]) as float. Columns [n0, n1).
 void quantize_row(const float* w, const GroupParams& p, int64_t n0, int64_t n1, uint8_t* codes,

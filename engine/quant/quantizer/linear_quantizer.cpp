@@ -46,7 +46,8 @@ void check_shapes(const LinearWeights& w, const PreparedHessian& h) {
 }  // namespace
 
 QuantizedLinear quantize_linear_exl2(const LinearWeights& w, const PreparedHessian& h,
-                                     const Exl2QParams& qp, bool pack, ThreadPool& pool) {
+                                     const Exl2QParams& qp, bool pack, ThreadPool& pool,
+                                     const GptqRunner& runner) {
   check_shapes(w, h);
   const int64_t K = w.in_features, N = w.out_features;
   const int64_t n_pad = (N + 31) / 32 * 32;
@@ -57,7 +58,8 @@ QuantizedLinear quantize_linear_exl2(const LinearWeights& w, const PreparedHessi
   FindParams find = [](const float* x, int64_t rows, int64_t n, int bits) {
     return exl2_find_params(x, rows, n, n, bits);
   };
-  GptqResult r = gptq_quantize(wp, K, n_pad, h.hinv_upper, groups, find, pool);
+  GptqResult r = runner ? runner(wp, K, n_pad, h.hinv_upper, groups, GroupQuantizerKind::kExl2)
+                        : gptq_quantize(wp, K, n_pad, h.hinv_upper, groups, find, pool);
   QuantizedLinear out;
   out.reconstruction = unpermute(r.dequantized, h.perm, K, N, n_pad);
   out.proxy_error = r.proxy_error;
@@ -75,7 +77,8 @@ QuantizedLinear quantize_linear_exl2(const LinearWeights& w, const PreparedHessi
 }
 
 QuantizedLinear quantize_linear_gptq(const LinearWeights& w, const PreparedHessian& h,
-                                     const GptqSettings& s, bool pack, ThreadPool& pool) {
+                                     const GptqSettings& s, bool pack, ThreadPool& pool,
+                                     const GptqRunner& runner) {
   check_shapes(w, h);
   const int64_t K = w.in_features, N = w.out_features;
   if (s.bits != 2 && s.bits != 3 && s.bits != 4 && s.bits != 8) {
@@ -89,7 +92,10 @@ QuantizedLinear quantize_linear_gptq(const LinearWeights& w, const PreparedHessi
   FindParams find = [sym](const float* x, int64_t rows, int64_t n, int bits) {
     return gptq_find_params(x, rows, n, n, bits, sym);
   };
-  GptqResult r = gptq_quantize(wp, K, N, h.hinv_upper, groups, find, pool);
+  GptqResult r = runner ? runner(wp, K, N, h.hinv_upper, groups,
+                                 sym ? GroupQuantizerKind::kGptqSymmetric
+                                     : GroupQuantizerKind::kGptqAsymmetric)
+                        : gptq_quantize(wp, K, N, h.hinv_upper, groups, find, pool);
   QuantizedLinear out;
   out.reconstruction = unpermute(r.dequantized, h.perm, K, N, N);
   out.proxy_error = r.proxy_error;

@@ -41,11 +41,14 @@ struct QuantizedLinear {
   int64_t total_bits = 0;             // storage as the EXL2 optimizer counts it
 };
 
+// `runner`: where GPTQ runs (empty: the CPU solver).
 QuantizedLinear quantize_linear_exl2(const LinearWeights& w, const PreparedHessian& h,
-                                     const Exl2QParams& qp, bool pack, ThreadPool& pool);
+                                     const Exl2QParams& qp, bool pack, ThreadPool& pool,
+                                     const GptqRunner& runner = {});
 
 QuantizedLinear quantize_linear_gptq(const LinearWeights& w, const PreparedHessian& h,
-                                     const GptqSettings& settings, bool pack, ThreadPool& pool);
+                                     const GptqSettings& settings, bool pack, ThreadPool& pool,
+                                     const GptqRunner& runner = {});
 
 // Reads `tensors` back through Hearth's reader of `format` ("exl2"/"gptq") and checks that the
 // dequantized weights equal `reconstruction` exactly. Error(kInternal) naming the layer and the

@@ -336,6 +336,14 @@ struct QuantPipeline::Impl {
     }
   }
 
+  GptqRunner gptq_runner() const {
+    if (!gpu_math) return {};
+    CudaQuantMath* m = gpu_math.get();
+    return [m](std::vector<float>& w, int64_t k, int64_t n, const std::vector<float>& u,
+               const std::vector<GptqGroupSpec>& groups,
+               GroupQuantizerKind kind) { return m->gptq(w, k, n, u, groups, kind); };
+  }
+
   HessianOptions hessian_options() const {
     HessianOptions h;
     if (gpu_math) {
@@ -511,9 +519,12 @@ struct QuantPipeline::Impl {
         if (it == cache[j].end()) {
           cancel.throw_if_cancelled();
           const PreparedHessian& h = j == nproj - 1 ? hp_mid : hp_in;
-          it = cache[j]
-                   .emplace(key, quantize_linear_exl2(w[j], h, qp, false, *pool).reconstruction)
-                   .first;
+          it =
+              cache[j]
+                  .emplace(
+                      key,
+                      quantize_linear_exl2(w[j], h, qp, false, *pool, gptq_runner()).reconstruction)
+                  .first;
         }
         qw.push_back(upload_linear(w[j], &it->second));
         opt_row.total_bits += exl2_total_bits(qp, w[j].in_features, w[j].out_features,
@@ -633,14 +644,14 @@ struct QuantPipeline::Impl {
     QuantizedLinear q;
     LayerReport rep;
     if (qp) {
-      q = quantize_linear_exl2(w, h, *qp, true, *pool);
+      q = quantize_linear_exl2(w, h, *qp, true, *pool, gptq_runner());
       rep.setting = qp->describe();
     } else {
       GptqSettings s;
       s.bits = opt.bits;
       s.group_size = opt.group_size;
       s.symmetric = opt.symmetric;
-      q = quantize_linear_gptq(w, h, s, true, *pool);
+      q = quantize_linear_gptq(w, h, s, true, *pool, gptq_runner());
       rep.setting = std::to_string(opt.bits) + "b g" + std::to_string(opt.group_size) +
                     (opt.act_order ? " act-order" : "") + (opt.symmetric ? " sym" : " asym");
     }
