@@ -9,6 +9,7 @@
 #include <functional>
 #include <sstream>
 
+#include "engine/backend/cuda/bench_util.h"
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/core/error.h"
@@ -24,6 +25,12 @@ using cuda::check_cuda;
 using cuda::CudaBackend;
 using cuda::DeviceBuffer;
 using json = nlohmann::json;
+using cuda::bench::copy_bandwidth_gbs;
+using cuda::bench::fmt;
+using cuda::bench::median;
+using cuda::bench::seconds_since;
+using cuda::bench::time_ms;
+using cuda::bench::tokens_for;
 
 struct QuantSpec {
   std::string label;
@@ -63,67 +70,6 @@ QuantSpec parse_quant(const std::string& s) {
   }
   fail(ErrorCode::kInvalidArgument,
        "quantization \"" + s + "\": expected exl2:<bpw> or gptq:<bits>:<group>[:noact][:asym]");
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double time_ms(cudaStream_t stream, const std::function<void(int)>& fn, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) fn(i);
-  cudaEvent_t start, stop;
-  check_cuda(cudaEventCreate(&start), "creating an event");
-  check_cuda(cudaEventCreate(&stop), "creating an event");
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    check_cuda(cudaEventRecord(start, stream), "recording an event");
-    fn(warmup + i);
-    check_cuda(cudaEventRecord(stop, stream), "recording an event");
-    check_cuda(cudaEventSynchronize(stop), "timing");
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return median(times);
-}
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof(b), f, v);
-  return b;
-}
-
-double copy_bandwidth_gbs(CudaBackend& be) {
-  const size_t bytes = size_t(1) << 30;
-  DeviceBuffer a = be.alloc_workspace(bytes, "bandwidth test");
-  DeviceBuffer b = be.alloc_workspace(bytes, "bandwidth test");
-  check_cuda(cudaMemsetAsync(a.get(), 1, bytes, be.stream()), "filling");
-  const double ms = time_ms(
-      be.stream(),
-      [&](int) {
-        check_cuda(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, be.stream()),
-                   "copying");
-      },
-      3, 10);
-  return 2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
-}
-
-std::vector<int32_t> tokens_for(int64_t n, int64_t vocab, uint64_t seed) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  uint64_t z = seed;
-  for (auto& id : t) {
-    z = z * 6364136223846793005ull + 1442695040888963407ull;
-    id = static_cast<int32_t>((z >> 33) % static_cast<uint64_t>(vocab));
-  }
-  return t;
 }
 
 // The fused kernel alone on the model's weight shapes: enough copies of each layer to defeat

@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 
+#include "engine/backend/cuda/bench_util.h"
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/core/error.h"
@@ -26,52 +27,13 @@ using cuda::check_launch;
 using cuda::CudaBackend;
 using cuda::DeviceBuffer;
 using json = nlohmann::json;
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Median milliseconds of `fn` on the stream, timed with events, after warm-up runs.
-double time_ms(cudaStream_t stream, const std::function<void(int)>& fn, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) fn(i);
-  cudaEvent_t start, stop;
-  check_cuda(cudaEventCreate(&start), "creating an event");
-  check_cuda(cudaEventCreate(&stop), "creating an event");
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    check_cuda(cudaEventRecord(start, stream), "recording an event");
-    fn(warmup + i);
-    check_cuda(cudaEventRecord(stop, stream), "recording an event");
-    check_cuda(cudaEventSynchronize(stop), "timing");
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return median(times);
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// Dense fp16 tensor-core peak with fp32 accumulation, from the vendors' datasheets (TFLOP/s).
-double datasheet_fp16_tflops(const std::string& name) {
-  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
-  if (has("H100") && has("PCIe")) return 756.0;
-  if (has("H100") && has("NVL")) return 835.0;
-  if (has("H100") || has("H200") || has("GH200")) return 989.4;
-  if (has("B200")) return 2250.0;
-  if (has("A100")) return 312.0;
-  if (has("L40S")) return 362.05;
-  if (has("A6000")) return 154.8;
-  if (has("4090")) return 165.2;
-  if (has("3090")) return 71.0;
-  return 0.0;
-}
+using cuda::bench::copy_bandwidth_gbs;
+using cuda::bench::datasheet_fp16_tflops;
+using cuda::bench::fmt;
+using cuda::bench::median;
+using cuda::bench::seconds_since;
+using cuda::bench::time_ms;
+using cuda::bench::tokens_for;
 
 struct ModelNumbers {
   int64_t linear_params = 0;  // per layer × layers + lm_head (what a decode step reads)
@@ -90,25 +52,10 @@ ModelNumbers count(const ModelConfig& c) {
   return m;
 }
 
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof(b), f, v);
-  return b;
-}
-
 json copy_bandwidth(CudaBackend& be) {
-  const size_t bytes = size_t(1) << 30;
-  DeviceBuffer a = be.alloc_workspace(bytes, "bandwidth test");
-  DeviceBuffer b = be.alloc_workspace(bytes, "bandwidth test");
-  check_cuda(cudaMemsetAsync(a.get(), 1, bytes, be.stream()), "filling");
-  const double ms = time_ms(
-      be.stream(),
-      [&](int) {
-        check_cuda(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, be.stream()),
-                   "copying");
-      },
-      3, 10);
-  return {{"bytes", bytes}, {"ms", ms}, {"gbs", 2.0 * bytes / (ms * 1e-3) / 1e9}};
+  double ms = 0;
+  const double gbs = cuda::bench::copy_bandwidth_gbs(be, &ms);
+  return {{"bytes", size_t(1) << 30}, {"ms", ms}, {"gbs", gbs}};
 }
 
 json gemm_peak(CudaBackend& be, DType dtype) {
@@ -280,17 +227,6 @@ json attention_sweep(CudaBackend& be, const ModelConfig& c, DType dtype) {
     out.push_back(row);
   }
   return out;
-}
-
-// Tokens for benchmark prompts (any ids: the weights are random).
-std::vector<int32_t> tokens_for(int64_t n, int64_t vocab, uint64_t seed) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  uint64_t z = seed;
-  for (auto& id : t) {
-    z = z * 6364136223846793005ull + 1442695040888963407ull;
-    id = static_cast<int32_t>((z >> 33) % static_cast<uint64_t>(vocab));
-  }
-  return t;
 }
 
 json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o,
