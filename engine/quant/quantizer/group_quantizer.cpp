@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/core/error.h"
+#include "engine/core/thread_pool.h"
 #include "engine/quant/quant_bits.h"
 
 namespace hearth::quantizer {
@@ -66,7 +67,8 @@ GroupParams exl2_params_from(const Exl2ScaleCandidates& c, int best_i, int bits)
   return p;
 }
 
-GroupParams exl2_find_params(const float* w, int64_t rows, int64_t n, int64_t stride, int bits) {
+GroupParams exl2_find_params(const float* w, int64_t rows, int64_t n, int64_t stride, int bits,
+                             ThreadPool* pool) {
   const float maxq = static_cast<float>((1 << bits) - 1);
   const float qzero = static_cast<float>(1 << (bits - 1));
   std::vector<float> base(static_cast<size_t>(n));
@@ -80,25 +82,32 @@ GroupParams exl2_find_params(const float* w, int64_t rows, int64_t n, int64_t st
   // Σ |clamp(rint(w / (s·p)), −qzero, maxq − qzero)·(s·p) − w|^3.5 for each p of the grid,
   // summed per row in float and over rows in double (a fixed order).
   const float lo = -qzero, hi = maxq - qzero;
-  double best_err = 0;
-  int best_i = 0;
-  for (int i = 0; i <= kPGrid; ++i) {
-    const float pm = exl2_grid_multiplier(i);
-    double err = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* wr = w + r * stride;
-      float acc = 0;
-      for (int64_t c = 0; c < n; ++c) {
-        const float sp = s[c] * pm;
-        const float q = std::clamp(std::nearbyint(wr[c] / sp), lo, hi);
-        acc += pow35(q * sp - wr[c]);
+  std::vector<double> errs(static_cast<size_t>(kPGrid + 1));
+  auto grid = [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const float pm = exl2_grid_multiplier(static_cast<int>(i));
+      double err = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* wr = w + r * stride;
+        float acc = 0;
+        for (int64_t c = 0; c < n; ++c) {
+          const float sp = s[c] * pm;
+          const float q = std::clamp(std::nearbyint(wr[c] / sp), lo, hi);
+          acc += pow35(q * sp - wr[c]);
+        }
+        err += acc;
       }
-      err += acc;
+      errs[static_cast<size_t>(i)] = err;
     }
-    if (i == 0 || err < best_err) {
-      best_err = err;
-      best_i = i;
-    }
+  };
+  if (pool) {
+    pool->parallel_for(kPGrid + 1, 1, grid);
+  } else {
+    grid(0, kPGrid + 1);
+  }
+  int best_i = 0;
+  for (int i = 1; i <= kPGrid; ++i) {
+    if (errs[i] < errs[best_i]) best_i = i;
   }
   return exl2_params_from(cand, best_i, bits);
 }

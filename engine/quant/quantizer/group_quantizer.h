@@ -7,6 +7,10 @@
 #include <cstdint>
 #include <vector>
 
+namespace hearth {
+class ThreadPool;
+}
+
 namespace hearth::quantizer {
 
 // Parameters of one group, per column n.
@@ -22,7 +26,9 @@ struct GroupParams {
 // EXL2 (spec §3.4): square-law 4-bit scale codes relative to the group maximum, then a search
 // over one multiplier p in [0.70, 1.2] (97 steps) minimising Σ|ŵ − w|^3.5.
 // `w` points at the group's first row; rows × n floats, row stride `stride`.
-GroupParams exl2_find_params(const float* w, int64_t rows, int64_t n, int64_t stride, int bits);
+// `pool` (optional) spreads the grid over threads (each multiplier's sum stays on one thread).
+GroupParams exl2_find_params(const float* w, int64_t rows, int64_t n, int64_t stride, int bits,
+                             ThreadPool* pool = nullptr);
 
 // GPTQ (AutoGPTQ's min/max quantizer): per column, symmetric (zero 2^(b−1), scale from
 // max|w|) or asymmetric (scale (max−min)/maxq, zero round(−min/scale)). Scales are rounded to

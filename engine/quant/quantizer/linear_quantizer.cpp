@@ -55,8 +55,8 @@ QuantizedLinear quantize_linear_exl2(const LinearWeights& w, const PreparedHessi
   std::vector<GptqGroupSpec> groups;
   for (const auto& g : layout) groups.push_back({g.row_begin, g.rows, g.bits});
   std::vector<float> wp = permuted_transpose(w, h.perm, n_pad);
-  FindParams find = [](const float* x, int64_t rows, int64_t n, int bits) {
-    return exl2_find_params(x, rows, n, n, bits);
+  FindParams find = [&pool](const float* x, int64_t rows, int64_t n, int bits) {
+    return exl2_find_params(x, rows, n, n, bits, &pool);
   };
   GptqResult r = runner ? runner(wp, K, n_pad, h.hinv_upper, groups, GroupQuantizerKind::kExl2)
                         : gptq_quantize(wp, K, n_pad, h.hinv_upper, groups, find, pool);
