@@ -9,6 +9,7 @@ import Hearth
 Dialog {
     id: dialog
     signal loadRequested()
+    signal quantizeRequested()
 
     parent: Overlay.overlay
     anchors.centerIn: parent
@@ -49,11 +50,14 @@ Dialog {
                 onClicked: ModelLibrary.rescan()
             }
             Button {
-                text: qsTr("Quantize…")
-                enabled: false
-                ToolTip.visible: hovered
-                ToolTip.text: qsTr("The quantization wizard is not part of this version yet.")
-                Accessible.name: qsTr("Quantize a model (not available yet)")
+                objectName: "quantizeButton"
+                text: QuantizeWizard.running
+                      ? qsTr("Quantizing… %1 %").arg(Math.round(QuantizeWizard.fraction * 100))
+                      : qsTr("Quantize…")
+                icon.source: "qrc:/hearth/icons/chip.svg"
+                Accessible.name: QuantizeWizard.running ? qsTr("Show the running quantization")
+                                                        : qsTr("Quantize a model")
+                onClicked: dialog.quantizeRequested()
             }
         }
 

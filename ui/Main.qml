@@ -120,6 +120,11 @@ ApplicationWindow {
     LibraryDialog {
         id: libraryDialog
         onLoadRequested: { sidePanel.visible = true; sidePanel.currentIndex = 0 }
+        onQuantizeRequested: { libraryDialog.close(); quantizeDialog.open() }
+    }
+    QuantizeDialog {
+        id: quantizeDialog
+        onLoadRequested: { sidePanel.visible = true; sidePanel.currentIndex = 0 }
     }
     ExportDialog {
         id: exportDialog

@@ -9,6 +9,7 @@
 #include "app/desktop/engine_controller.h"
 #include "app/desktop/language_manager.h"
 #include "app/desktop/model_library.h"
+#include "app/desktop/quantize_wizard.h"
 
 namespace hearth::app {
 
@@ -33,9 +34,12 @@ AppRuntime::AppRuntime(const Paths& paths) {
   library_ = std::make_unique<ModelLibrary>(settings_.get());
   ModelLibrary::setInstance(library_.get());
   language_ = std::make_unique<LanguageManager>(nullptr);
+  quantizer_ = std::make_unique<QuantizeWizard>(engine_.get(), library_.get(), settings_.get());
+  QuantizeWizard::setInstance(quantizer_.get());
 }
 
 AppRuntime::~AppRuntime() {
+  quantizer_.reset();  // stops a running job (it stays resumable) before the engine goes
   language_.reset();
   library_.reset();
   session_.reset();

@@ -1,7 +1,7 @@
 // Everything the app is made of, created in dependency order and destroyed in reverse: the
 // settings, the history store, the engine controller (and its worker thread), the conversation
-// list, the chat session, the model library and the language manager. main() creates one; the
-// Qt Quick tests create one on temporary files.
+// list, the chat session, the model library, the language manager and the quantization
+// wizard. main() creates one; the Qt Quick tests create one on temporary files.
 #pragma once
 
 #include <QString>
@@ -18,6 +18,7 @@ class ConversationList;
 class EngineController;
 class LanguageManager;
 class ModelLibrary;
+class QuantizeWizard;
 
 class AppRuntime {
  public:
@@ -41,6 +42,7 @@ class AppRuntime {
   ChatSession& session() { return *session_; }
   ModelLibrary& library() { return *library_; }
   LanguageManager& language() { return *language_; }
+  QuantizeWizard& quantizer() { return *quantizer_; }
 
  private:
   std::unique_ptr<AppSettings> settings_;
@@ -50,6 +52,7 @@ class AppRuntime {
   std::unique_ptr<ChatSession> session_;
   std::unique_ptr<ModelLibrary> library_;
   std::unique_ptr<LanguageManager> language_;
+  std::unique_ptr<QuantizeWizard> quantizer_;
   QString storeError_;
 };
 

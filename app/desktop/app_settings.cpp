@@ -85,6 +85,8 @@ HEARTH_SETTING_IMPL(QString, device, Device, "load/device", QStringLiteral("gpu"
 HEARTH_SETTING_IMPL(int, maxSeqLen, MaxSeqLen, "load/maxSeqLen", 0, toInt)
 HEARTH_SETTING_IMPL(QString, systemPrompt, SystemPrompt, "chat/systemPrompt",
                     QStringLiteral("You are a helpful assistant."), toString)
+HEARTH_SETTING_IMPL(QStringList, quantizeFolders, QuantizeFolders, "quantize/folders",
+                    QStringList(), toStringList)
 #undef HEARTH_SETTING_IMPL
 
 QVariantMap AppSettings::defaultSampling() const {

@@ -41,6 +41,8 @@ class AppSettings : public QObject {
                  maxSeqLenChanged)  // 0: the model's own
   Q_PROPERTY(QString systemPrompt READ systemPrompt WRITE setSystemPrompt NOTIFY
                  systemPromptChanged)  // for new conversations
+  Q_PROPERTY(QStringList quantizeFolders READ quantizeFolders WRITE setQuantizeFolders NOTIFY
+                 quantizeFoldersChanged)  // where quantization jobs wrote (to find them again)
 
  public:
   QString theme() const;
@@ -75,6 +77,8 @@ class AppSettings : public QObject {
   void setMaxSeqLen(int value);
   QString systemPrompt() const;
   void setSystemPrompt(const QString& value);
+  QStringList quantizeFolders() const;
+  void setQuantizeFolders(const QStringList& value);
 
  signals:
   void themeChanged();
@@ -93,6 +97,7 @@ class AppSettings : public QObject {
   void deviceChanged();
   void maxSeqLenChanged();
   void systemPromptChanged();
+  void quantizeFoldersChanged();
 
  public:
   // No default constructor: Qt 6.4 would build a second instance for QML instead of calling

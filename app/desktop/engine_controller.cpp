@@ -102,6 +102,13 @@ void EngineController::load(const QVariantMap& settings) {
     emit failed(toFailure(e).toMap(), tr("The model could not be loaded."));
     return;
   }
+  if (job.options.device == hearth::DeviceKind::kCuda && !gpuReservation_.isEmpty()) {
+    EngineFailure f;
+    f.code = QStringLiteral("busy");
+    f.message = gpuReservation_;
+    emit failed(f.toMap(), tr("The model could not be loaded."));
+    return;
+  }
   job.id = nextId_++;
   loadId_ = job.id;
   loadCancel_ = hearth::CancelToken();
@@ -111,6 +118,12 @@ void EngineController::load(const QVariantMap& settings) {
   emit loadProgressChanged();
   setState(Loading);
   QMetaObject::invokeMethod(worker_, [w = worker_, job] { w->load(job); });
+}
+
+void EngineController::setGpuReservation(const QString& reason) {
+  if (reason == gpuReservation_) return;
+  gpuReservation_ = reason;
+  emit gpuReservationChanged();
 }
 
 void EngineController::cancelLoad() {

@@ -48,6 +48,8 @@ class EngineController : public QObject {
   Q_PROPERTY(QVariantList rateHistory READ rateHistory NOTIFY liveChanged)
   Q_PROPERTY(qint64 contextUsed READ contextUsed NOTIFY statsChanged)
   Q_PROPERTY(qint64 maxSeqLen READ maxSeqLen NOTIFY modelChanged)
+  // Set while a quantization job holds the GPU: why GPU loads are refused now.
+  Q_PROPERTY(QString gpuReservation READ gpuReservation NOTIFY gpuReservationChanged)
 
  public:
   enum State { Empty, Loading, Ready, Generating };
@@ -78,6 +80,10 @@ class EngineController : public QObject {
   QVariantList rateHistory() const { return rateHistory_; }
   qint64 contextUsed() const { return contextUsed_; }
   qint64 maxSeqLen() const { return model_.value(QStringLiteral("maxSeqLen")).toLongLong(); }
+  QString gpuReservation() const { return gpuReservation_; }
+  // The quantization wizard reserves the GPU for a job ("" releases it); GPU loads are refused
+  // with `reason` meanwhile.
+  void setGpuReservation(const QString& reason);
 
   // Settings keys: see toLoadOptions in engine_convert.h.
   Q_INVOKABLE void load(const QVariantMap& settings);
@@ -98,6 +104,7 @@ class EngineController : public QObject {
   void planChanged();
   void statsChanged();
   void liveChanged();
+  void gpuReservationChanged();
   void loadSucceeded();
   void loadCancelled();
   // A failure to show: failure is EngineFailure::toMap(); context says what was attempted.
@@ -136,6 +143,7 @@ class EngineController : public QObject {
   double liveTps_ = 0;
   QVariantList rateHistory_;
   qint64 contextUsed_ = 0;
+  QString gpuReservation_;
 };
 
 }  // namespace hearth::app
