@@ -267,14 +267,6 @@
             <translation>Quantisieren…</translation>
         </message>
         <message>
-            <source>The quantization wizard is not part of this version yet.</source>
-            <translation>Der Quantisierungsassistent ist in dieser Version noch nicht enthalten.</translation>
-        </message>
-        <message>
-            <source>Quantize a model (not available yet)</source>
-            <translation>Ein Modell quantisieren (noch nicht verfügbar)</translation>
-        </message>
-        <message>
             <source>Models</source>
             <translation>Modelle</translation>
         </message>
@@ -333,6 +325,18 @@
         <message>
             <source>Import a model folder</source>
             <translation>Einen Modellordner importieren</translation>
+        </message>
+        <message>
+            <source>Quantizing… %1 %</source>
+            <translation>Quantisiere… %1 %</translation>
+        </message>
+        <message>
+            <source>Show the running quantization</source>
+            <translation>Die laufende Quantisierung anzeigen</translation>
+        </message>
+        <message>
+            <source>Quantize a model</source>
+            <translation>Ein Modell quantisieren</translation>
         </message>
     </context>
     <context>
@@ -792,6 +796,838 @@
         </message>
     </context>
     <context>
+        <name>QuantizeCalibrationPage</name>
+        <message>
+            <source>Which text should the quantizer learn from?</source>
+            <translation>Aus welchem Text soll der Quantisierer lernen?</translation>
+        </message>
+        <message>
+            <source>The quantizer runs the model over this text and keeps what matters for it. Text like the model's later use gives the best results.</source>
+            <translation>Der Quantisierer lässt das Modell über diesen Text laufen und bewahrt, worauf es dabei ankommt. Text, der dem späteren Einsatz des Modells ähnelt, liefert die besten Ergebnisse.</translation>
+        </message>
+        <message>
+            <source>Hearth's built-in set</source>
+            <translation>Hearths eingebauter Satz</translation>
+        </message>
+        <message>
+            <source>Use Hearth's built-in calibration set</source>
+            <translation>Hearths eingebauten Kalibrierungssatz verwenden</translation>
+        </message>
+        <message>
+            <source>English prose, technical writing, Python and other code, several languages and chat conversations, all freely licensed.</source>
+            <translation>Englische Prosa, Fachtexte, Python- und anderer Code, mehrere Sprachen und Chat-Unterhaltungen, alles frei lizenziert.</translation>
+        </message>
+        <message>
+            <source>A file of my own</source>
+            <translation>Eine eigene Datei</translation>
+        </message>
+        <message>
+            <source>Use a calibration file of my own</source>
+            <translation>Eine eigene Kalibrierungsdatei verwenden</translation>
+        </message>
+        <message>
+            <source>Path to a .txt, .md or .jsonl file</source>
+            <translation>Pfad zu einer .txt-, .md- oder .jsonl-Datei</translation>
+        </message>
+        <message>
+            <source>Path of the calibration file</source>
+            <translation>Pfad der Kalibrierungsdatei</translation>
+        </message>
+        <message>
+            <source>Choose…</source>
+            <translation>Auswählen…</translation>
+        </message>
+        <message>
+            <source>Choose a calibration file</source>
+            <translation>Eine Kalibrierungsdatei auswählen</translation>
+        </message>
+        <message>
+            <source>Plain text or Markdown is read as it is. In JSON Lines, each line is an object with a "text" field, or a "messages" list of chat turns, which is written out with the model's chat template.</source>
+            <translation>Reiner Text oder Markdown wird so gelesen, wie er ist. In JSON Lines ist jede Zeile ein Objekt mit einem Feld "text" oder einer Liste "messages" von Chat-Beiträgen, die mit der Chatvorlage des Modells ausgeschrieben wird.</translation>
+        </message>
+        <message>
+            <source>Amount</source>
+            <translation>Menge</translation>
+        </message>
+        <message>
+            <source>Rows</source>
+            <translation>Zeilen</translation>
+        </message>
+        <message>
+            <source>Automatic</source>
+            <translation>Automatisch</translation>
+        </message>
+        <message>
+            <source>Rows of calibration text, 0 for automatic</source>
+            <translation>Zeilen Kalibrierungstext, 0 für automatisch</translation>
+        </message>
+        <message>
+            <source>Tokens per row</source>
+            <translation>Token pro Zeile</translation>
+        </message>
+        <message>
+            <source>Tokens per calibration row, 0 for automatic</source>
+            <translation>Token pro Kalibrierungszeile, 0 für automatisch</translation>
+        </message>
+        <message>
+            <source>Automatic takes more text on the GPU than on the CPU. More text is slower and usually a little better.</source>
+            <translation>Automatisch nimmt auf der GPU mehr Text als auf der CPU. Mehr Text ist langsamer und meist etwas besser.</translation>
+        </message>
+        <message>
+            <source>Text (*.txt *.md *.jsonl)</source>
+            <translation>Text (*.txt *.md *.jsonl)</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeDialog</name>
+        <message>
+            <source>Quantize a model</source>
+            <translation>Ein Modell quantisieren</translation>
+        </message>
+        <message>
+            <source>Hide</source>
+            <translation>Ausblenden</translation>
+        </message>
+        <message>
+            <source>Close</source>
+            <translation>Schließen</translation>
+        </message>
+        <message>
+            <source>Hide the wizard; the job goes on</source>
+            <translation>Den Assistenten ausblenden; der Auftrag läuft weiter</translation>
+        </message>
+        <message>
+            <source>Close the wizard</source>
+            <translation>Den Assistenten schließen</translation>
+        </message>
+        <message>
+            <source>The job goes on when you hide this window.</source>
+            <translation>Der Auftrag läuft weiter, wenn Sie dieses Fenster ausblenden.</translation>
+        </message>
+        <message>
+            <source>Back</source>
+            <translation>Zurück</translation>
+        </message>
+        <message>
+            <source>Back to the previous step</source>
+            <translation>Zurück zum vorigen Schritt</translation>
+        </message>
+        <message>
+            <source>Next</source>
+            <translation>Weiter</translation>
+        </message>
+        <message>
+            <source>Go on to the next step</source>
+            <translation>Weiter zum nächsten Schritt</translation>
+        </message>
+        <message>
+            <source>Start</source>
+            <translation>Starten</translation>
+        </message>
+        <message>
+            <source>Start quantizing</source>
+            <translation>Quantisierung starten</translation>
+        </message>
+        <message>
+            <source>Stopping…</source>
+            <translation>Wird angehalten…</translation>
+        </message>
+        <message>
+            <source>Stop</source>
+            <translation>Anhalten</translation>
+        </message>
+        <message>
+            <source>Stop the job; it can be resumed later</source>
+            <translation>Den Auftrag anhalten; er kann später fortgesetzt werden</translation>
+        </message>
+        <message>
+            <source>Back to the settings</source>
+            <translation>Zurück zu den Einstellungen</translation>
+        </message>
+        <message>
+            <source>Discard</source>
+            <translation>Verwerfen</translation>
+        </message>
+        <message>
+            <source>Discard the stopped job and its intermediate files</source>
+            <translation>Den angehaltenen Auftrag und seine Zwischendateien verwerfen</translation>
+        </message>
+        <message>
+            <source>Resume</source>
+            <translation>Fortsetzen</translation>
+        </message>
+        <message>
+            <source>Resume the stopped job</source>
+            <translation>Den angehaltenen Auftrag fortsetzen</translation>
+        </message>
+        <message>
+            <source>Quantize another</source>
+            <translation>Ein weiteres quantisieren</translation>
+        </message>
+        <message>
+            <source>Start the wizard again</source>
+            <translation>Den Assistenten neu beginnen</translation>
+        </message>
+        <message>
+            <source>Load now</source>
+            <translation>Jetzt laden</translation>
+        </message>
+        <message>
+            <source>Load the quantized model now</source>
+            <translation>Das quantisierte Modell jetzt laden</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeFormatPage</name>
+        <message>
+            <source>Which format?</source>
+            <translation>Welches Format?</translation>
+        </message>
+        <message>
+            <source>EXL2 — the best quality for a size</source>
+            <translation>EXL2 – die beste Qualität für eine Größe</translation>
+        </message>
+        <message>
+            <source>Each layer gets the bits it needs: Hearth measures every layer's error on calibration text and picks the mix that meets an average you choose, from 2 to 8 bits per weight. Runs in Hearth and ExLlamaV2.</source>
+            <translation>Jede Schicht erhält die Bits, die sie braucht: Hearth misst den Fehler jeder Schicht auf Kalibrierungstext und wählt die Mischung, die einen von Ihnen gewählten Durchschnitt von 2 bis 8 Bit pro Gewicht erreicht. Läuft in Hearth und ExLlamaV2.</translation>
+        </message>
+        <message>
+            <source>GPTQ — the widely supported format</source>
+            <translation>GPTQ – das weithin unterstützte Format</translation>
+        </message>
+        <message>
+            <source>The same number of bits (2, 3, 4 or 8) for every layer, in groups of weights that share a scale. Runs in Hearth, ExLlama, Transformers, vLLM and most other tools.</source>
+            <translation>Dieselbe Bitzahl (2, 3, 4 oder 8) für jede Schicht, in Gruppen von Gewichten mit gemeinsamem Skalierungsfaktor. Läuft in Hearth, ExLlama, Transformers, vLLM und den meisten anderen Werkzeugen.</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeJobList</name>
+        <message>
+            <source>Interrupted job: %1</source>
+            <translation>Unterbrochener Auftrag: %1</translation>
+        </message>
+        <message>
+            <source>The job file is damaged: %1</source>
+            <translation>Die Auftragsdatei ist beschädigt: %1</translation>
+        </message>
+        <message>
+            <source>From %1 · %2 · stopped while %3 (%4 of %5) · %6 done</source>
+            <translation>Aus %1 · %2 · angehalten bei: %3 (%4 von %5) · %6 erledigt</translation>
+        </message>
+        <message>
+            <source>Resume</source>
+            <translation>Fortsetzen</translation>
+        </message>
+        <message>
+            <source>Resume the job for %1</source>
+            <translation>Den Auftrag für %1 fortsetzen</translation>
+        </message>
+        <message>
+            <source>Discard</source>
+            <translation>Verwerfen</translation>
+        </message>
+        <message>
+            <source>Discard the job for %1 and its intermediate files</source>
+            <translation>Den Auftrag für %1 und seine Zwischendateien verwerfen</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeResultPage</name>
+        <message>
+            <source>%1 is ready</source>
+            <translation>%1 ist fertig</translation>
+        </message>
+        <message>
+            <source>%1 from %2. It has been added to the model library.</source>
+            <translation>%1 aus %2. Es wurde der Modellbibliothek hinzugefügt.</translation>
+        </message>
+        <message>
+            <source>Result of the quantization</source>
+            <translation>Ergebnis der Quantisierung</translation>
+        </message>
+        <message>
+            <source>Size on disk</source>
+            <translation>Größe auf dem Datenträger</translation>
+        </message>
+        <message>
+            <source>(weights %1, estimated %2)</source>
+            <translation>(Gewichte %1, geschätzt %2)</translation>
+        </message>
+        <message>
+            <source>Bits per weight</source>
+            <translation>Bit pro Gewicht</translation>
+        </message>
+        <message>
+            <source>%1 in the decoder layers, %2 in the output layer</source>
+            <translation>%1 in den Decoder-Schichten, %2 in der Ausgabeschicht</translation>
+        </message>
+        <message>
+            <source>Time</source>
+            <translation>Dauer</translation>
+        </message>
+        <message>
+            <source>Perplexity</source>
+            <translation>Perplexität</translation>
+        </message>
+        <message>
+            <source>%1 (the source: %2, %3)</source>
+            <translation>%1 (die Quelle: %2, %3)</translation>
+        </message>
+        <message>
+            <source>KL divergence</source>
+            <translation>KL-Divergenz</translation>
+        </message>
+        <message>
+            <source>%1 on average, %2 at the 99.9th percentile</source>
+            <translation>%1 im Mittel, %2 beim 99,9. Perzentil</translation>
+        </message>
+        <message>
+            <source>Same top token</source>
+            <translation>Gleiches wahrscheinlichstes Token</translation>
+        </message>
+        <message>
+            <source>%1 % of %2 positions</source>
+            <translation>%1 % von %2 Positionen</translation>
+        </message>
+        <message>
+            <source>Measured on held-out text that was not part of the calibration. Lower perplexity and KL divergence are better; a KL divergence below 0.05 is hard to notice in use.</source>
+            <translation>Gemessen auf zurückgehaltenem Text, der nicht Teil der Kalibrierung war. Niedrigere Perplexität und KL-Divergenz sind besser; eine KL-Divergenz unter 0,05 fällt im Gebrauch kaum auf.</translation>
+        </message>
+        <message>
+            <source>The quality was not measured.</source>
+            <translation>Die Qualität wurde nicht gemessen.</translation>
+        </message>
+        <message>
+            <source>Folder</source>
+            <translation>Ordner</translation>
+        </message>
+        <message>
+            <source>Folder of the quantized model</source>
+            <translation>Ordner des quantisierten Modells</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeReviewPage</name>
+        <message>
+            <source>Ready to quantize</source>
+            <translation>Bereit zum Quantisieren</translation>
+        </message>
+        <message>
+            <source>Model</source>
+            <translation>Modell</translation>
+        </message>
+        <message>
+            <source>Target</source>
+            <translation>Ziel</translation>
+        </message>
+        <message>
+            <source>GPTQ, %1 bits, group size %2%3</source>
+            <translation>GPTQ, %1 Bit, Gruppengröße %2%3</translation>
+        </message>
+        <message>
+            <source>, act-order</source>
+            <translation>, Act-Order</translation>
+        </message>
+        <message>
+            <source>GPTQ, %1 bits, one group per column%2</source>
+            <translation>GPTQ, %1 Bit, eine Gruppe pro Spalte%2</translation>
+        </message>
+        <message>
+            <source>EXL2, %1 bits per weight, head %2 bits</source>
+            <translation>EXL2, %1 Bit pro Gewicht, Kopf %2 Bit</translation>
+        </message>
+        <message>
+            <source>Estimated size</source>
+            <translation>Geschätzte Größe</translation>
+        </message>
+        <message>
+            <source>≈ %1 on disk, ≈ %2 of GPU memory at %3 tokens</source>
+            <translation>≈ %1 auf dem Datenträger, ≈ %2 GPU-Speicher bei %3 Token</translation>
+        </message>
+        <message>
+            <source>Calibration</source>
+            <translation>Kalibrierung</translation>
+        </message>
+        <message>
+            <source>Hearth's built-in set</source>
+            <translation>Hearths eingebauter Satz</translation>
+        </message>
+        <message>
+            <source>Output folder</source>
+            <translation>Zielordner</translation>
+        </message>
+        <message>
+            <source>Folder to write the quantized model to</source>
+            <translation>Ordner, in den das quantisierte Modell geschrieben wird</translation>
+        </message>
+        <message>
+            <source>Choose…</source>
+            <translation>Auswählen…</translation>
+        </message>
+        <message>
+            <source>Choose the folder to put the quantized model in</source>
+            <translation>Den Ordner für das quantisierte Modell auswählen</translation>
+        </message>
+        <message>
+            <source>Device</source>
+            <translation>Gerät</translation>
+        </message>
+        <message>
+            <source>GPU</source>
+            <translation>GPU</translation>
+        </message>
+        <message>
+            <source>Quantize on the GPU</source>
+            <translation>Auf der GPU quantisieren</translation>
+        </message>
+        <message>
+            <source>This build of Hearth has no CUDA support.</source>
+            <translation>Dieser Build von Hearth unterstützt CUDA nicht.</translation>
+        </message>
+        <message>
+            <source>CPU</source>
+            <translation>CPU</translation>
+        </message>
+        <message>
+            <source>Quantize on the CPU</source>
+            <translation>Auf der CPU quantisieren</translation>
+        </message>
+        <message>
+            <source>Afterwards, measure perplexity and KL divergence against the source on held-out text</source>
+            <translation>Danach Perplexität und KL-Divergenz gegenüber der Quelle auf zurückgehaltenem Text messen</translation>
+        </message>
+        <message>
+            <source>Measure the quality of the result afterwards</source>
+            <translation>Danach die Qualität des Ergebnisses messen</translation>
+        </message>
+        <message>
+            <source>Where should the quantized model go?</source>
+            <translation>Wohin soll das quantisierte Modell?</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeRunPage</name>
+        <message>
+            <source>Stopping…</source>
+            <translation>Wird angehalten…</translation>
+        </message>
+        <message>
+            <source>Quantizing %1</source>
+            <translation>%1 wird quantisiert</translation>
+        </message>
+        <message>
+            <source>Stopped</source>
+            <translation>Angehalten</translation>
+        </message>
+        <message>
+            <source>The job failed</source>
+            <translation>Der Auftrag ist fehlgeschlagen</translation>
+        </message>
+        <message>
+            <source>Stages</source>
+            <translation>Phasen</translation>
+        </message>
+        <message>
+            <source>done</source>
+            <translation>erledigt</translation>
+        </message>
+        <message>
+            <source>in progress</source>
+            <translation>läuft</translation>
+        </message>
+        <message>
+            <source>waiting</source>
+            <translation>wartet</translation>
+        </message>
+        <message>
+            <source>Progress of the whole job</source>
+            <translation>Fortschritt des gesamten Auftrags</translation>
+        </message>
+        <message>
+            <source>%1 percent</source>
+            <translation>%1 Prozent</translation>
+        </message>
+        <message>
+            <source>%1 — step %2 of %3</source>
+            <translation>%1 – Schritt %2 von %3</translation>
+        </message>
+        <message>
+            <source>%1 %</source>
+            <translation>%1 %</translation>
+        </message>
+        <message>
+            <source>Layer %1 of %2 · %3</source>
+            <translation>Schicht %1 von %2 · %3</translation>
+        </message>
+        <message>
+            <source>Layers</source>
+            <translation>Schichten</translation>
+        </message>
+        <message>
+            <source>Layer %1 of %2</source>
+            <translation>Schicht %1 von %2</translation>
+        </message>
+        <message>
+            <source>Elapsed</source>
+            <translation>Vergangen</translation>
+        </message>
+        <message>
+            <source>Remaining</source>
+            <translation>Verbleibend</translation>
+        </message>
+        <message>
+            <source>about %1</source>
+            <translation>etwa %1</translation>
+        </message>
+        <message>
+            <source>working it out…</source>
+            <translation>wird ermittelt…</translation>
+        </message>
+        <message>
+            <source>The job was stopped. Its work so far is kept: resume it now or later, even after restarting Hearth.</source>
+            <translation>Der Auftrag wurde angehalten. Die bisherige Arbeit bleibt erhalten: Setzen Sie ihn jetzt oder später fort, auch nach einem Neustart von Hearth.</translation>
+        </message>
+        <message>
+            <source>The job was stopped before it began.</source>
+            <translation>Der Auftrag wurde angehalten, bevor er begann.</translation>
+        </message>
+        <message>
+            <source>The job stopped with an error. Its work so far is kept; once the cause is fixed, it can resume.</source>
+            <translation>Der Auftrag wurde mit einem Fehler beendet. Die bisherige Arbeit bleibt erhalten; sobald die Ursache behoben ist, kann er fortgesetzt werden.</translation>
+        </message>
+        <message>
+            <source>The job stopped with an error.</source>
+            <translation>Der Auftrag wurde mit einem Fehler beendet.</translation>
+        </message>
+        <message>
+            <source>Log</source>
+            <translation>Protokoll</translation>
+        </message>
+        <message>
+            <source>Messages of the job</source>
+            <translation>Meldungen des Auftrags</translation>
+        </message>
+        <message>
+            <source>No messages.</source>
+            <translation>Keine Meldungen.</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeSizePage</name>
+        <message>
+            <source>How many bits per weight?</source>
+            <translation>Wie viele Bit pro Gewicht?</translation>
+        </message>
+        <message>
+            <source>How many bits, in which groups?</source>
+            <translation>Wie viele Bit, in welchen Gruppen?</translation>
+        </message>
+        <message>
+            <source>Bits per weight</source>
+            <translation>Bit pro Gewicht</translation>
+        </message>
+        <message>
+            <source>%1 bpw</source>
+            <translation>%1 bpw</translation>
+        </message>
+        <message>
+            <source>Bits per weight, from 2 to 8</source>
+            <translation>Bit pro Gewicht, von 2 bis 8</translation>
+        </message>
+        <message>
+            <source>%1 bits per weight</source>
+            <translation>%1 Bit pro Gewicht</translation>
+        </message>
+        <message>
+            <source>This model allows %1 to %2 bits per weight.</source>
+            <translation>Dieses Modell erlaubt %1 bis %2 Bit pro Gewicht.</translation>
+        </message>
+        <message>
+            <source>Output layer (head)</source>
+            <translation>Ausgabeschicht (Kopf)</translation>
+        </message>
+        <message>
+            <source>Bits of the output layer, which turns hidden states into token scores. It is sensitive: 6 bits is the usual choice.</source>
+            <translation>Bit der Ausgabeschicht, die verborgene Zustände in Token-Bewertungen umwandelt. Sie ist empfindlich: 6 Bit ist die übliche Wahl.</translation>
+        </message>
+        <message>
+            <source>%1 bits</source>
+            <translation>%1 Bit</translation>
+        </message>
+        <message>
+            <source>Bits of the output layer</source>
+            <translation>Bit der Ausgabeschicht</translation>
+        </message>
+        <message>
+            <source>Bits</source>
+            <translation>Bit</translation>
+        </message>
+        <message>
+            <source>Group size</source>
+            <translation>Gruppengröße</translation>
+        </message>
+        <message>
+            <source>How many weights share one scale. Smaller groups are more accurate and a little larger.</source>
+            <translation>Wie viele Gewichte sich einen Skalierungsfaktor teilen. Kleinere Gruppen sind genauer und etwas größer.</translation>
+        </message>
+        <message>
+            <source>One group per column</source>
+            <translation>Eine Gruppe pro Spalte</translation>
+        </message>
+        <message>
+            <source>Act-order: quantize the most important columns first</source>
+            <translation>Act-Order: die wichtigsten Spalten zuerst quantisieren</translation>
+        </message>
+        <message>
+            <source>Size on disk</source>
+            <translation>Größe auf dem Datenträger</translation>
+        </message>
+        <message>
+            <source>Working out the size</source>
+            <translation>Größe wird ermittelt</translation>
+        </message>
+        <message>
+            <source>≈ %1</source>
+            <translation>≈ %1</translation>
+        </message>
+        <message>
+            <source>The source takes %1 on disk; the decoder's %2 weights become %3 bits each on average.</source>
+            <translation>Die Quelle belegt %1 auf dem Datenträger; die %2 Gewichte des Decoders werden im Mittel zu je %3 Bit.</translation>
+        </message>
+        <message>
+            <source>GPU memory at a context of</source>
+            <translation>GPU-Speicher bei einem Kontext von</translation>
+        </message>
+        <message>
+            <source>Context length in tokens for the memory estimate</source>
+            <translation>Kontextlänge in Token für die Speicherschätzung</translation>
+        </message>
+        <message>
+            <source>tokens</source>
+            <translation>Token</translation>
+        </message>
+        <message>
+            <source>Weights</source>
+            <translation>Gewichte</translation>
+        </message>
+        <message>
+            <source>Cache</source>
+            <translation>Cache</translation>
+        </message>
+        <message>
+            <source>Activations</source>
+            <translation>Aktivierungen</translation>
+        </message>
+        <message>
+            <source>Workspace</source>
+            <translation>Arbeitsspeicher</translation>
+        </message>
+        <message>
+            <source>Fits: %1 is free on %2 now.</source>
+            <translation>Passt: Auf %2 sind jetzt %1 frei.</translation>
+        </message>
+        <message>
+            <source>Does not fit the %1 free on %2 now: choose fewer bits or a shorter context.</source>
+            <translation>Passt nicht in die %1, die auf %2 jetzt frei sind: Wählen Sie weniger Bit oder einen kürzeren Kontext.</translation>
+        </message>
+        <message>
+            <source>No GPU here to compare with: this is what a GPU would need to run the result with this context.</source>
+            <translation>Hier gibt es keine GPU zum Vergleich: So viel bräuchte eine GPU, um das Ergebnis mit diesem Kontext auszuführen.</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeSourcePage</name>
+        <message>
+            <source>Which model do you want to quantize?</source>
+            <translation>Welches Modell möchten Sie quantisieren?</translation>
+        </message>
+        <message>
+            <source>An unquantized model: a folder in the Hugging Face layout (config.json with fp16, bf16 or fp32 safetensors) or a GGUF file.</source>
+            <translation>Ein nicht quantisiertes Modell: ein Ordner im Hugging-Face-Layout (config.json mit fp16-, bf16- oder fp32-Safetensors) oder eine GGUF-Datei.</translation>
+        </message>
+        <message>
+            <source>Interrupted jobs</source>
+            <translation>Unterbrochene Aufträge</translation>
+        </message>
+        <message>
+            <source>From the library</source>
+            <translation>Aus der Bibliothek</translation>
+        </message>
+        <message>
+            <source>Models in the library that can be quantized</source>
+            <translation>Modelle der Bibliothek, die quantisiert werden können</translation>
+        </message>
+        <message>
+            <source>%1, %2, %3 parameters</source>
+            <translation>%1, %2, %3 Parameter</translation>
+        </message>
+        <message>
+            <source>%1 · %2 parameters · %3</source>
+            <translation>%1 · %2 Parameter · %3</translation>
+        </message>
+        <message>
+            <source>already quantized GGUF</source>
+            <translation>bereits quantisiertes GGUF</translation>
+        </message>
+        <message>
+            <source>Looking for models…</source>
+            <translation>Suche nach Modellen…</translation>
+        </message>
+        <message>
+            <source>The library has no fp16 or GGUF models. Choose a folder or a file below.</source>
+            <translation>Die Bibliothek enthält keine fp16- oder GGUF-Modelle. Wählen Sie unten einen Ordner oder eine Datei.</translation>
+        </message>
+        <message>
+            <source>Or a folder or file</source>
+            <translation>Oder ein Ordner oder eine Datei</translation>
+        </message>
+        <message>
+            <source>Path to a model folder or a .gguf file</source>
+            <translation>Pfad zu einem Modellordner oder einer .gguf-Datei</translation>
+        </message>
+        <message>
+            <source>Path of the model to quantize</source>
+            <translation>Pfad des zu quantisierenden Modells</translation>
+        </message>
+        <message>
+            <source>Folder…</source>
+            <translation>Ordner…</translation>
+        </message>
+        <message>
+            <source>Choose a model folder</source>
+            <translation>Einen Modellordner auswählen</translation>
+        </message>
+        <message>
+            <source>GGUF file…</source>
+            <translation>GGUF-Datei…</translation>
+        </message>
+        <message>
+            <source>Choose a GGUF file</source>
+            <translation>Eine GGUF-Datei auswählen</translation>
+        </message>
+        <message>
+            <source>Reading the model</source>
+            <translation>Modell wird gelesen</translation>
+        </message>
+        <message>
+            <source>Reading the model…</source>
+            <translation>Modell wird gelesen…</translation>
+        </message>
+        <message>
+            <source>%1 · %2 · %3 parameters · %4 layers · trained for %5 tokens · %6 on disk</source>
+            <translation>%1 · %2 · %3 Parameter · %4 Schichten · trainiert für %5 Token · %6 auf dem Datenträger</translation>
+        </message>
+        <message>
+            <source>GGUF models (*.gguf)</source>
+            <translation>GGUF-Modelle (*.gguf)</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeStepBar</name>
+        <message>
+            <source>Steps of the quantization</source>
+            <translation>Schritte der Quantisierung</translation>
+        </message>
+        <message>
+            <source>Model</source>
+            <translation>Modell</translation>
+        </message>
+        <message>
+            <source>Format</source>
+            <translation>Format</translation>
+        </message>
+        <message>
+            <source>Size</source>
+            <translation>Größe</translation>
+        </message>
+        <message>
+            <source>Calibration</source>
+            <translation>Kalibrierung</translation>
+        </message>
+        <message>
+            <source>Review</source>
+            <translation>Überblick</translation>
+        </message>
+        <message>
+            <source>Run</source>
+            <translation>Ausführung</translation>
+        </message>
+        <message>
+            <source>Result</source>
+            <translation>Ergebnis</translation>
+        </message>
+        <message>
+            <source>Step %1 of %2: %3</source>
+            <translation>Schritt %1 von %2: %3</translation>
+        </message>
+        <message>
+            <source>current step</source>
+            <translation>aktueller Schritt</translation>
+        </message>
+        <message>
+            <source>done; go back to it</source>
+            <translation>erledigt; dorthin zurückgehen</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeText</name>
+        <message>
+            <source>Preparing</source>
+            <translation>Vorbereitung</translation>
+        </message>
+        <message>
+            <source>Measuring the layers</source>
+            <translation>Schichten werden vermessen</translation>
+        </message>
+        <message>
+            <source>Choosing a setting per layer</source>
+            <translation>Einstellung je Schicht wird gewählt</translation>
+        </message>
+        <message>
+            <source>Quantizing</source>
+            <translation>Quantisierung</translation>
+        </message>
+        <message>
+            <source>Writing the model</source>
+            <translation>Modell wird geschrieben</translation>
+        </message>
+        <message>
+            <source>Measuring quality</source>
+            <translation>Qualität wird gemessen</translation>
+        </message>
+        <message>
+            <source>Done</source>
+            <translation>Fertig</translation>
+        </message>
+        <message>
+            <source>unknown</source>
+            <translation>unbekannt</translation>
+        </message>
+        <message>
+            <source>%1 s</source>
+            <translation>%1 s</translation>
+        </message>
+        <message>
+            <source>%1 min %2 s</source>
+            <translation>%1 min %2 s</translation>
+        </message>
+        <message>
+            <source>%1 h %2 min</source>
+            <translation>%1 h %2 min</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeWizard</name>
+        <message>
+            <source>This model is already quantized (%1). Choose an fp16 model folder or a GGUF file.</source>
+            <translation>Dieses Modell ist bereits quantisiert (%1). Wählen Sie einen fp16-Modellordner oder eine GGUF-Datei.</translation>
+        </message>
+        <message>
+            <source>This GGUF file is already quantized (%1). Its weights are used as they decode, so the result keeps that quantization's error on top of the new one; start from an F16 or BF16 model when you have one.</source>
+            <translation>Diese GGUF-Datei ist bereits quantisiert (%1). Ihre Gewichte werden so verwendet, wie sie sich dekodieren; das Ergebnis behält also den Fehler dieser Quantisierung zusätzlich zum neuen. Beginnen Sie mit einem F16- oder BF16-Modell, wenn Sie eines haben.</translation>
+        </message>
+    </context>
+    <context>
         <name>RateChart</name>
         <message>
             <source>Tokens per second during the answer</source>
@@ -1137,6 +1973,157 @@
         </message>
     </context>
     <context>
+        <name>hearth::app::QuantizeWizard</name>
+        <message>
+            <source>Choose a model to quantize.</source>
+            <translation>Wählen Sie ein Modell zum Quantisieren.</translation>
+        </message>
+        <message>
+            <source>This model cannot be read: %1</source>
+            <translation>Dieses Modell kann nicht gelesen werden: %1</translation>
+        </message>
+        <message>
+            <source>The quantizer cannot take this model: %1</source>
+            <translation>Der Quantisierer kann dieses Modell nicht verarbeiten: %1</translation>
+        </message>
+        <message>
+            <source>EXL2, %1 bits per weight, head %2 bits</source>
+            <translation>EXL2, %1 Bit pro Gewicht, Kopf %2 Bit</translation>
+        </message>
+        <message>
+            <source>GPTQ, %1 bits, one group per column</source>
+            <translation>GPTQ, %1 Bit, eine Gruppe pro Spalte</translation>
+        </message>
+        <message>
+            <source>GPTQ, %1 bits, group size %2</source>
+            <translation>GPTQ, %1 Bit, Gruppengröße %2</translation>
+        </message>
+        <message>
+            <source>Reading the model…</source>
+            <translation>Modell wird gelesen…</translation>
+        </message>
+        <message>
+            <source>Choose EXL2 or GPTQ.</source>
+            <translation>Wählen Sie EXL2 oder GPTQ.</translation>
+        </message>
+        <message>
+            <source>Head bits must be 2, 3, 4, 5, 6 or 8.</source>
+            <translation>Die Bit des Kopfes müssen 2, 3, 4, 5, 6 oder 8 sein.</translation>
+        </message>
+        <message>
+            <source>Choose between 2.0 and 8.0 bits per weight.</source>
+            <translation>Wählen Sie zwischen 2,0 und 8,0 Bit pro Gewicht.</translation>
+        </message>
+        <message>
+            <source>GPTQ bits must be 2, 3, 4 or 8.</source>
+            <translation>GPTQ-Bit müssen 2, 3, 4 oder 8 sein.</translation>
+        </message>
+        <message>
+            <source>The group size must be positive, or −1 for one group per column.</source>
+            <translation>Die Gruppengröße muss positiv sein, oder −1 für eine Gruppe pro Spalte.</translation>
+        </message>
+        <message>
+            <source>Working out the size…</source>
+            <translation>Größe wird ermittelt…</translation>
+        </message>
+        <message>
+            <source>The size cannot be estimated: %1</source>
+            <translation>Die Größe kann nicht geschätzt werden: %1</translation>
+        </message>
+        <message>
+            <source>This model needs at least %1 bits per weight (the cheapest setting of every layer).</source>
+            <translation>Dieses Modell braucht mindestens %1 Bit pro Gewicht (die sparsamste Einstellung jeder Schicht).</translation>
+        </message>
+        <message>
+            <source>%1 does not exist.</source>
+            <translation>%1 existiert nicht.</translation>
+        </message>
+        <message>
+            <source>%1 is not a file.</source>
+            <translation>%1 ist keine Datei.</translation>
+        </message>
+        <message>
+            <source>Calibration text must be a .txt, .md or .jsonl file.</source>
+            <translation>Der Kalibrierungstext muss eine .txt-, .md- oder .jsonl-Datei sein.</translation>
+        </message>
+        <message>
+            <source>%1 cannot be read.</source>
+            <translation>%1 kann nicht gelesen werden.</translation>
+        </message>
+        <message>
+            <source>%1 is empty.</source>
+            <translation>%1 ist leer.</translation>
+        </message>
+        <message>
+            <source>Choose where to write the quantized model.</source>
+            <translation>Wählen Sie, wohin das quantisierte Modell geschrieben wird.</translation>
+        </message>
+        <message>
+            <source>The output folder must be a full path, such as %1.</source>
+            <translation>Der Zielordner muss ein vollständiger Pfad sein, etwa %1.</translation>
+        </message>
+        <message>
+            <source>An interrupted job is writing to this folder: resume it or discard it first.</source>
+            <translation>Ein unterbrochener Auftrag schreibt in diesen Ordner: Setzen Sie ihn zuerst fort oder verwerfen Sie ihn.</translation>
+        </message>
+        <message>
+            <source>%1 exists and is not a folder.</source>
+            <translation>%1 existiert und ist kein Ordner.</translation>
+        </message>
+        <message>
+            <source>%1 exists and is not empty: choose another folder.</source>
+            <translation>%1 existiert und ist nicht leer: Wählen Sie einen anderen Ordner.</translation>
+        </message>
+        <message>
+            <source>%1 is not writable.</source>
+            <translation>%1 ist nicht beschreibbar.</translation>
+        </message>
+        <message>
+            <source>A quantization job is already running.</source>
+            <translation>Es läuft bereits ein Quantisierungsauftrag.</translation>
+        </message>
+        <message>
+            <source>This build of Hearth has no CUDA support: quantize on the CPU.</source>
+            <translation>Dieser Build von Hearth unterstützt CUDA nicht: Quantisieren Sie auf der CPU.</translation>
+        </message>
+        <message>
+            <source>The chat model is busy. Wait until it has finished answering or loading, or stop it, then start the job.</source>
+            <translation>Das Chatmodell ist beschäftigt. Warten Sie, bis es fertig geantwortet oder geladen hat, oder halten Sie es an, und starten Sie dann den Auftrag.</translation>
+        </message>
+        <message>
+            <source>Choose the GPU or the CPU.</source>
+            <translation>Wählen Sie die GPU oder die CPU.</translation>
+        </message>
+        <message>
+            <source>“%1” is loaded on the GPU. Starting the job unloads it, so that the quantizer has the GPU's memory; while the job runs, models load on the CPU only.</source>
+            <translation>„%1“ ist auf der GPU geladen. Der Start des Auftrags entlädt es, damit der Quantisierer den Speicher der GPU hat; solange der Auftrag läuft, werden Modelle nur auf der CPU geladen.</translation>
+        </message>
+        <message>
+            <source>While the job runs, models load on the CPU only: the quantizer needs the GPU's memory.</source>
+            <translation>Solange der Auftrag läuft, werden Modelle nur auf der CPU geladen: Der Quantisierer braucht den Speicher der GPU.</translation>
+        </message>
+        <message>
+            <source>The job uses every CPU core: a model answering on the CPU is slower until it finishes.</source>
+            <translation>Der Auftrag nutzt alle CPU-Kerne: Ein Modell, das auf der CPU antwortet, ist langsamer, bis er fertig ist.</translation>
+        </message>
+        <message>
+            <source>Unloading the chat model to free the GPU…</source>
+            <translation>Chatmodell wird entladen, um die GPU freizugeben…</translation>
+        </message>
+        <message>
+            <source>The GPU is in use by a quantization job. Load the model on the CPU, or wait until the job has finished or is cancelled.</source>
+            <translation>Die GPU wird von einem Quantisierungsauftrag genutzt. Laden Sie das Modell auf der CPU, oder warten Sie, bis der Auftrag beendet oder abgebrochen ist.</translation>
+        </message>
+        <message>
+            <source>Stopped before the job began.</source>
+            <translation>Angehalten, bevor der Auftrag begann.</translation>
+        </message>
+        <message>
+            <source>Stopped. The work done so far is kept in %1.</source>
+            <translation>Angehalten. Die bisherige Arbeit bleibt in %1 erhalten.</translation>
+        </message>
+    </context>
+    <context>
         <name>hearth::app::UiHelpers</name>
         <message>
             <source>%1 B</source>
@@ -1179,6 +2166,14 @@
         <message>
             <source>Seconds the scripted session may take.</source>
             <translation>Sekunden, die die geskriptete Sitzung dauern darf.</translation>
+        </message>
+        <message>
+            <source>Open the quantization wizard on this model, save screenshots named after --screenshot and quit.</source>
+            <translation>Den Quantisierungsassistenten für dieses Modell öffnen, Bildschirmfotos mit dem Namen aus --screenshot speichern und beenden.</translation>
+        </message>
+        <message>
+            <source>With --wizard-demo: also quantize, to the result.</source>
+            <translation>Mit --wizard-demo: auch quantisieren, bis zum Ergebnis.</translation>
         </message>
     </context>
 </TS>

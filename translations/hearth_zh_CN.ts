@@ -267,14 +267,6 @@
             <translation>量化…</translation>
         </message>
         <message>
-            <source>The quantization wizard is not part of this version yet.</source>
-            <translation>此版本尚未包含量化向导。</translation>
-        </message>
-        <message>
-            <source>Quantize a model (not available yet)</source>
-            <translation>量化模型（尚不可用）</translation>
-        </message>
-        <message>
             <source>Models</source>
             <translation>模型</translation>
         </message>
@@ -333,6 +325,18 @@
         <message>
             <source>Import a model folder</source>
             <translation>导入模型文件夹</translation>
+        </message>
+        <message>
+            <source>Quantizing… %1 %</source>
+            <translation>正在量化… %1 %</translation>
+        </message>
+        <message>
+            <source>Show the running quantization</source>
+            <translation>显示正在进行的量化</translation>
+        </message>
+        <message>
+            <source>Quantize a model</source>
+            <translation>量化模型</translation>
         </message>
     </context>
     <context>
@@ -791,6 +795,838 @@
         </message>
     </context>
     <context>
+        <name>QuantizeCalibrationPage</name>
+        <message>
+            <source>Which text should the quantizer learn from?</source>
+            <translation>量化器应从哪些文本中学习？</translation>
+        </message>
+        <message>
+            <source>The quantizer runs the model over this text and keeps what matters for it. Text like the model's later use gives the best results.</source>
+            <translation>量化器让模型处理这些文本，并保留对其重要的信息。与模型日后用途相似的文本效果最好。</translation>
+        </message>
+        <message>
+            <source>Hearth's built-in set</source>
+            <translation>Hearth 内置数据集</translation>
+        </message>
+        <message>
+            <source>Use Hearth's built-in calibration set</source>
+            <translation>使用 Hearth 内置的校准数据集</translation>
+        </message>
+        <message>
+            <source>English prose, technical writing, Python and other code, several languages and chat conversations, all freely licensed.</source>
+            <translation>英文散文、技术文档、Python 及其他代码、多种语言和聊天对话，均为自由许可。</translation>
+        </message>
+        <message>
+            <source>A file of my own</source>
+            <translation>我自己的文件</translation>
+        </message>
+        <message>
+            <source>Use a calibration file of my own</source>
+            <translation>使用我自己的校准文件</translation>
+        </message>
+        <message>
+            <source>Path to a .txt, .md or .jsonl file</source>
+            <translation>.txt、.md 或 .jsonl 文件的路径</translation>
+        </message>
+        <message>
+            <source>Path of the calibration file</source>
+            <translation>校准文件的路径</translation>
+        </message>
+        <message>
+            <source>Choose…</source>
+            <translation>选择…</translation>
+        </message>
+        <message>
+            <source>Choose a calibration file</source>
+            <translation>选择校准文件</translation>
+        </message>
+        <message>
+            <source>Plain text or Markdown is read as it is. In JSON Lines, each line is an object with a "text" field, or a "messages" list of chat turns, which is written out with the model's chat template.</source>
+            <translation>纯文本或 Markdown 按原样读取。在 JSON Lines 中，每一行是一个对象，包含 "text" 字段，或包含一个由聊天轮次组成的 "messages" 列表，后者会用模型的聊天模板展开。</translation>
+        </message>
+        <message>
+            <source>Amount</source>
+            <translation>数量</translation>
+        </message>
+        <message>
+            <source>Rows</source>
+            <translation>行数</translation>
+        </message>
+        <message>
+            <source>Automatic</source>
+            <translation>自动</translation>
+        </message>
+        <message>
+            <source>Rows of calibration text, 0 for automatic</source>
+            <translation>校准文本的行数，0 表示自动</translation>
+        </message>
+        <message>
+            <source>Tokens per row</source>
+            <translation>每行词元数</translation>
+        </message>
+        <message>
+            <source>Tokens per calibration row, 0 for automatic</source>
+            <translation>每个校准行的词元数，0 表示自动</translation>
+        </message>
+        <message>
+            <source>Automatic takes more text on the GPU than on the CPU. More text is slower and usually a little better.</source>
+            <translation>“自动”在 GPU 上使用的文本比在 CPU 上多。文本越多越慢，效果通常也略好。</translation>
+        </message>
+        <message>
+            <source>Text (*.txt *.md *.jsonl)</source>
+            <translation>文本（*.txt *.md *.jsonl）</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeDialog</name>
+        <message>
+            <source>Quantize a model</source>
+            <translation>量化模型</translation>
+        </message>
+        <message>
+            <source>Hide</source>
+            <translation>隐藏</translation>
+        </message>
+        <message>
+            <source>Close</source>
+            <translation>关闭</translation>
+        </message>
+        <message>
+            <source>Hide the wizard; the job goes on</source>
+            <translation>隐藏向导；任务会继续运行</translation>
+        </message>
+        <message>
+            <source>Close the wizard</source>
+            <translation>关闭向导</translation>
+        </message>
+        <message>
+            <source>The job goes on when you hide this window.</source>
+            <translation>隐藏此窗口后任务仍会继续运行。</translation>
+        </message>
+        <message>
+            <source>Back</source>
+            <translation>上一步</translation>
+        </message>
+        <message>
+            <source>Back to the previous step</source>
+            <translation>返回上一步</translation>
+        </message>
+        <message>
+            <source>Next</source>
+            <translation>下一步</translation>
+        </message>
+        <message>
+            <source>Go on to the next step</source>
+            <translation>进入下一步</translation>
+        </message>
+        <message>
+            <source>Start</source>
+            <translation>开始</translation>
+        </message>
+        <message>
+            <source>Start quantizing</source>
+            <translation>开始量化</translation>
+        </message>
+        <message>
+            <source>Stopping…</source>
+            <translation>正在停止…</translation>
+        </message>
+        <message>
+            <source>Stop</source>
+            <translation>停止</translation>
+        </message>
+        <message>
+            <source>Stop the job; it can be resumed later</source>
+            <translation>停止任务；之后可以继续</translation>
+        </message>
+        <message>
+            <source>Back to the settings</source>
+            <translation>返回设置</translation>
+        </message>
+        <message>
+            <source>Discard</source>
+            <translation>丢弃</translation>
+        </message>
+        <message>
+            <source>Discard the stopped job and its intermediate files</source>
+            <translation>丢弃已停止的任务及其中间文件</translation>
+        </message>
+        <message>
+            <source>Resume</source>
+            <translation>继续</translation>
+        </message>
+        <message>
+            <source>Resume the stopped job</source>
+            <translation>继续已停止的任务</translation>
+        </message>
+        <message>
+            <source>Quantize another</source>
+            <translation>再量化一个</translation>
+        </message>
+        <message>
+            <source>Start the wizard again</source>
+            <translation>重新开始向导</translation>
+        </message>
+        <message>
+            <source>Load now</source>
+            <translation>立即加载</translation>
+        </message>
+        <message>
+            <source>Load the quantized model now</source>
+            <translation>立即加载量化后的模型</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeFormatPage</name>
+        <message>
+            <source>Which format?</source>
+            <translation>选择哪种格式？</translation>
+        </message>
+        <message>
+            <source>EXL2 — the best quality for a size</source>
+            <translation>EXL2 —— 同等大小下质量最佳</translation>
+        </message>
+        <message>
+            <source>Each layer gets the bits it needs: Hearth measures every layer's error on calibration text and picks the mix that meets an average you choose, from 2 to 8 bits per weight. Runs in Hearth and ExLlamaV2.</source>
+            <translation>每一层获得它所需的位数：Hearth 在校准文本上测量每一层的误差，并选出满足您所选平均值（每权重 2 到 8 位）的组合。可在 Hearth 和 ExLlamaV2 中运行。</translation>
+        </message>
+        <message>
+            <source>GPTQ — the widely supported format</source>
+            <translation>GPTQ —— 支持广泛的格式</translation>
+        </message>
+        <message>
+            <source>The same number of bits (2, 3, 4 or 8) for every layer, in groups of weights that share a scale. Runs in Hearth, ExLlama, Transformers, vLLM and most other tools.</source>
+            <translation>每一层使用相同的位数（2、3、4 或 8），权重按组共享一个缩放因子。可在 Hearth、ExLlama、Transformers、vLLM 及大多数其他工具中运行。</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeJobList</name>
+        <message>
+            <source>Interrupted job: %1</source>
+            <translation>已中断的任务：%1</translation>
+        </message>
+        <message>
+            <source>The job file is damaged: %1</source>
+            <translation>任务文件已损坏：%1</translation>
+        </message>
+        <message>
+            <source>From %1 · %2 · stopped while %3 (%4 of %5) · %6 done</source>
+            <translation>源自 %1 · %2 · 停止于：%3（%4 / %5）· 已用时 %6</translation>
+        </message>
+        <message>
+            <source>Resume</source>
+            <translation>继续</translation>
+        </message>
+        <message>
+            <source>Resume the job for %1</source>
+            <translation>继续 %1 的任务</translation>
+        </message>
+        <message>
+            <source>Discard</source>
+            <translation>丢弃</translation>
+        </message>
+        <message>
+            <source>Discard the job for %1 and its intermediate files</source>
+            <translation>丢弃 %1 的任务及其中间文件</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeResultPage</name>
+        <message>
+            <source>%1 is ready</source>
+            <translation>%1 已完成</translation>
+        </message>
+        <message>
+            <source>%1 from %2. It has been added to the model library.</source>
+            <translation>%1，源自 %2。已添加到模型库。</translation>
+        </message>
+        <message>
+            <source>Result of the quantization</source>
+            <translation>量化结果</translation>
+        </message>
+        <message>
+            <source>Size on disk</source>
+            <translation>磁盘占用</translation>
+        </message>
+        <message>
+            <source>(weights %1, estimated %2)</source>
+            <translation>（权重 %1，预估 %2）</translation>
+        </message>
+        <message>
+            <source>Bits per weight</source>
+            <translation>每权重位数</translation>
+        </message>
+        <message>
+            <source>%1 in the decoder layers, %2 in the output layer</source>
+            <translation>解码器层 %1，输出层 %2</translation>
+        </message>
+        <message>
+            <source>Time</source>
+            <translation>用时</translation>
+        </message>
+        <message>
+            <source>Perplexity</source>
+            <translation>困惑度</translation>
+        </message>
+        <message>
+            <source>%1 (the source: %2, %3)</source>
+            <translation>%1（源模型：%2，%3）</translation>
+        </message>
+        <message>
+            <source>KL divergence</source>
+            <translation>KL 散度</translation>
+        </message>
+        <message>
+            <source>%1 on average, %2 at the 99.9th percentile</source>
+            <translation>平均 %1，第 99.9 百分位 %2</translation>
+        </message>
+        <message>
+            <source>Same top token</source>
+            <translation>最可能词元相同</translation>
+        </message>
+        <message>
+            <source>%1 % of %2 positions</source>
+            <translation>%2 个位置中的 %1 %</translation>
+        </message>
+        <message>
+            <source>Measured on held-out text that was not part of the calibration. Lower perplexity and KL divergence are better; a KL divergence below 0.05 is hard to notice in use.</source>
+            <translation>在未参与校准的保留文本上测得。困惑度和 KL 散度越低越好；KL 散度低于 0.05 时，实际使用中很难察觉差别。</translation>
+        </message>
+        <message>
+            <source>The quality was not measured.</source>
+            <translation>未测量质量。</translation>
+        </message>
+        <message>
+            <source>Folder</source>
+            <translation>文件夹</translation>
+        </message>
+        <message>
+            <source>Folder of the quantized model</source>
+            <translation>量化模型所在的文件夹</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeReviewPage</name>
+        <message>
+            <source>Ready to quantize</source>
+            <translation>准备量化</translation>
+        </message>
+        <message>
+            <source>Model</source>
+            <translation>模型</translation>
+        </message>
+        <message>
+            <source>Target</source>
+            <translation>目标</translation>
+        </message>
+        <message>
+            <source>GPTQ, %1 bits, group size %2%3</source>
+            <translation>GPTQ，%1 位，组大小 %2%3</translation>
+        </message>
+        <message>
+            <source>, act-order</source>
+            <translation>，act-order</translation>
+        </message>
+        <message>
+            <source>GPTQ, %1 bits, one group per column%2</source>
+            <translation>GPTQ，%1 位，每列一组%2</translation>
+        </message>
+        <message>
+            <source>EXL2, %1 bits per weight, head %2 bits</source>
+            <translation>EXL2，每权重 %1 位，输出头 %2 位</translation>
+        </message>
+        <message>
+            <source>Estimated size</source>
+            <translation>预估大小</translation>
+        </message>
+        <message>
+            <source>≈ %1 on disk, ≈ %2 of GPU memory at %3 tokens</source>
+            <translation>磁盘 ≈ %1，%3 词元时 GPU 显存 ≈ %2</translation>
+        </message>
+        <message>
+            <source>Calibration</source>
+            <translation>校准</translation>
+        </message>
+        <message>
+            <source>Hearth's built-in set</source>
+            <translation>Hearth 内置数据集</translation>
+        </message>
+        <message>
+            <source>Output folder</source>
+            <translation>输出文件夹</translation>
+        </message>
+        <message>
+            <source>Folder to write the quantized model to</source>
+            <translation>写入量化模型的文件夹</translation>
+        </message>
+        <message>
+            <source>Choose…</source>
+            <translation>选择…</translation>
+        </message>
+        <message>
+            <source>Choose the folder to put the quantized model in</source>
+            <translation>选择存放量化模型的文件夹</translation>
+        </message>
+        <message>
+            <source>Device</source>
+            <translation>设备</translation>
+        </message>
+        <message>
+            <source>GPU</source>
+            <translation>GPU</translation>
+        </message>
+        <message>
+            <source>Quantize on the GPU</source>
+            <translation>在 GPU 上量化</translation>
+        </message>
+        <message>
+            <source>This build of Hearth has no CUDA support.</source>
+            <translation>此版本的 Hearth 不支持 CUDA。</translation>
+        </message>
+        <message>
+            <source>CPU</source>
+            <translation>CPU</translation>
+        </message>
+        <message>
+            <source>Quantize on the CPU</source>
+            <translation>在 CPU 上量化</translation>
+        </message>
+        <message>
+            <source>Afterwards, measure perplexity and KL divergence against the source on held-out text</source>
+            <translation>完成后，在保留文本上测量相对源模型的困惑度和 KL 散度</translation>
+        </message>
+        <message>
+            <source>Measure the quality of the result afterwards</source>
+            <translation>完成后测量结果的质量</translation>
+        </message>
+        <message>
+            <source>Where should the quantized model go?</source>
+            <translation>量化模型应保存到哪里？</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeRunPage</name>
+        <message>
+            <source>Stopping…</source>
+            <translation>正在停止…</translation>
+        </message>
+        <message>
+            <source>Quantizing %1</source>
+            <translation>正在量化 %1</translation>
+        </message>
+        <message>
+            <source>Stopped</source>
+            <translation>已停止</translation>
+        </message>
+        <message>
+            <source>The job failed</source>
+            <translation>任务失败</translation>
+        </message>
+        <message>
+            <source>Stages</source>
+            <translation>阶段</translation>
+        </message>
+        <message>
+            <source>done</source>
+            <translation>已完成</translation>
+        </message>
+        <message>
+            <source>in progress</source>
+            <translation>进行中</translation>
+        </message>
+        <message>
+            <source>waiting</source>
+            <translation>等待中</translation>
+        </message>
+        <message>
+            <source>Progress of the whole job</source>
+            <translation>整个任务的进度</translation>
+        </message>
+        <message>
+            <source>%1 percent</source>
+            <translation>百分之 %1</translation>
+        </message>
+        <message>
+            <source>%1 — step %2 of %3</source>
+            <translation>%1 —— 第 %2 步，共 %3 步</translation>
+        </message>
+        <message>
+            <source>%1 %</source>
+            <translation>%1 %</translation>
+        </message>
+        <message>
+            <source>Layer %1 of %2 · %3</source>
+            <translation>第 %1 层，共 %2 层 · %3</translation>
+        </message>
+        <message>
+            <source>Layers</source>
+            <translation>层</translation>
+        </message>
+        <message>
+            <source>Layer %1 of %2</source>
+            <translation>第 %1 层，共 %2 层</translation>
+        </message>
+        <message>
+            <source>Elapsed</source>
+            <translation>已用时间</translation>
+        </message>
+        <message>
+            <source>Remaining</source>
+            <translation>剩余时间</translation>
+        </message>
+        <message>
+            <source>about %1</source>
+            <translation>约 %1</translation>
+        </message>
+        <message>
+            <source>working it out…</source>
+            <translation>正在估算…</translation>
+        </message>
+        <message>
+            <source>The job was stopped. Its work so far is kept: resume it now or later, even after restarting Hearth.</source>
+            <translation>任务已停止。目前的进度会被保留：可以现在或稍后继续，即使重启 Hearth 之后也可以。</translation>
+        </message>
+        <message>
+            <source>The job was stopped before it began.</source>
+            <translation>任务在开始前已停止。</translation>
+        </message>
+        <message>
+            <source>The job stopped with an error. Its work so far is kept; once the cause is fixed, it can resume.</source>
+            <translation>任务因错误而停止。目前的进度会被保留；排除原因后即可继续。</translation>
+        </message>
+        <message>
+            <source>The job stopped with an error.</source>
+            <translation>任务因错误而停止。</translation>
+        </message>
+        <message>
+            <source>Log</source>
+            <translation>日志</translation>
+        </message>
+        <message>
+            <source>Messages of the job</source>
+            <translation>任务消息</translation>
+        </message>
+        <message>
+            <source>No messages.</source>
+            <translation>没有消息。</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeSizePage</name>
+        <message>
+            <source>How many bits per weight?</source>
+            <translation>每个权重用多少位？</translation>
+        </message>
+        <message>
+            <source>How many bits, in which groups?</source>
+            <translation>用多少位，如何分组？</translation>
+        </message>
+        <message>
+            <source>Bits per weight</source>
+            <translation>每权重位数</translation>
+        </message>
+        <message>
+            <source>%1 bpw</source>
+            <translation>%1 bpw</translation>
+        </message>
+        <message>
+            <source>Bits per weight, from 2 to 8</source>
+            <translation>每权重位数，2 到 8</translation>
+        </message>
+        <message>
+            <source>%1 bits per weight</source>
+            <translation>每权重 %1 位</translation>
+        </message>
+        <message>
+            <source>This model allows %1 to %2 bits per weight.</source>
+            <translation>此模型允许每权重 %1 到 %2 位。</translation>
+        </message>
+        <message>
+            <source>Output layer (head)</source>
+            <translation>输出层（输出头）</translation>
+        </message>
+        <message>
+            <source>Bits of the output layer, which turns hidden states into token scores. It is sensitive: 6 bits is the usual choice.</source>
+            <translation>输出层的位数，该层将隐藏状态转换为词元得分。它较为敏感：通常选择 6 位。</translation>
+        </message>
+        <message>
+            <source>%1 bits</source>
+            <translation>%1 位</translation>
+        </message>
+        <message>
+            <source>Bits of the output layer</source>
+            <translation>输出层的位数</translation>
+        </message>
+        <message>
+            <source>Bits</source>
+            <translation>位数</translation>
+        </message>
+        <message>
+            <source>Group size</source>
+            <translation>组大小</translation>
+        </message>
+        <message>
+            <source>How many weights share one scale. Smaller groups are more accurate and a little larger.</source>
+            <translation>多少个权重共享一个缩放因子。组越小越精确，文件也略大。</translation>
+        </message>
+        <message>
+            <source>One group per column</source>
+            <translation>每列一组</translation>
+        </message>
+        <message>
+            <source>Act-order: quantize the most important columns first</source>
+            <translation>Act-order：先量化最重要的列</translation>
+        </message>
+        <message>
+            <source>Size on disk</source>
+            <translation>磁盘占用</translation>
+        </message>
+        <message>
+            <source>Working out the size</source>
+            <translation>正在估算大小</translation>
+        </message>
+        <message>
+            <source>≈ %1</source>
+            <translation>≈ %1</translation>
+        </message>
+        <message>
+            <source>The source takes %1 on disk; the decoder's %2 weights become %3 bits each on average.</source>
+            <translation>源模型占用磁盘 %1；解码器的 %2 个权重平均每个变为 %3 位。</translation>
+        </message>
+        <message>
+            <source>GPU memory at a context of</source>
+            <translation>GPU 显存，上下文长度为</translation>
+        </message>
+        <message>
+            <source>Context length in tokens for the memory estimate</source>
+            <translation>用于显存估算的上下文长度（词元）</translation>
+        </message>
+        <message>
+            <source>tokens</source>
+            <translation>词元</translation>
+        </message>
+        <message>
+            <source>Weights</source>
+            <translation>权重</translation>
+        </message>
+        <message>
+            <source>Cache</source>
+            <translation>缓存</translation>
+        </message>
+        <message>
+            <source>Activations</source>
+            <translation>激活值</translation>
+        </message>
+        <message>
+            <source>Workspace</source>
+            <translation>工作区</translation>
+        </message>
+        <message>
+            <source>Fits: %1 is free on %2 now.</source>
+            <translation>可以容纳：%2 当前有 %1 空闲。</translation>
+        </message>
+        <message>
+            <source>Does not fit the %1 free on %2 now: choose fewer bits or a shorter context.</source>
+            <translation>无法容纳于 %2 当前空闲的 %1：请选择更少的位数或更短的上下文。</translation>
+        </message>
+        <message>
+            <source>No GPU here to compare with: this is what a GPU would need to run the result with this context.</source>
+            <translation>此处没有可供比较的 GPU：这是 GPU 以此上下文运行结果所需的显存。</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeSourcePage</name>
+        <message>
+            <source>Which model do you want to quantize?</source>
+            <translation>您想量化哪个模型？</translation>
+        </message>
+        <message>
+            <source>An unquantized model: a folder in the Hugging Face layout (config.json with fp16, bf16 or fp32 safetensors) or a GGUF file.</source>
+            <translation>未量化的模型：Hugging Face 布局的文件夹（包含 config.json 和 fp16、bf16 或 fp32 的 safetensors），或 GGUF 文件。</translation>
+        </message>
+        <message>
+            <source>Interrupted jobs</source>
+            <translation>已中断的任务</translation>
+        </message>
+        <message>
+            <source>From the library</source>
+            <translation>来自模型库</translation>
+        </message>
+        <message>
+            <source>Models in the library that can be quantized</source>
+            <translation>模型库中可量化的模型</translation>
+        </message>
+        <message>
+            <source>%1, %2, %3 parameters</source>
+            <translation>%1，%2，%3 参数</translation>
+        </message>
+        <message>
+            <source>%1 · %2 parameters · %3</source>
+            <translation>%1 · %2 参数 · %3</translation>
+        </message>
+        <message>
+            <source>already quantized GGUF</source>
+            <translation>已量化的 GGUF</translation>
+        </message>
+        <message>
+            <source>Looking for models…</source>
+            <translation>正在查找模型…</translation>
+        </message>
+        <message>
+            <source>The library has no fp16 or GGUF models. Choose a folder or a file below.</source>
+            <translation>模型库中没有 fp16 或 GGUF 模型。请在下方选择文件夹或文件。</translation>
+        </message>
+        <message>
+            <source>Or a folder or file</source>
+            <translation>或者选择文件夹或文件</translation>
+        </message>
+        <message>
+            <source>Path to a model folder or a .gguf file</source>
+            <translation>模型文件夹或 .gguf 文件的路径</translation>
+        </message>
+        <message>
+            <source>Path of the model to quantize</source>
+            <translation>要量化的模型的路径</translation>
+        </message>
+        <message>
+            <source>Folder…</source>
+            <translation>文件夹…</translation>
+        </message>
+        <message>
+            <source>Choose a model folder</source>
+            <translation>选择模型文件夹</translation>
+        </message>
+        <message>
+            <source>GGUF file…</source>
+            <translation>GGUF 文件…</translation>
+        </message>
+        <message>
+            <source>Choose a GGUF file</source>
+            <translation>选择 GGUF 文件</translation>
+        </message>
+        <message>
+            <source>Reading the model</source>
+            <translation>正在读取模型</translation>
+        </message>
+        <message>
+            <source>Reading the model…</source>
+            <translation>正在读取模型…</translation>
+        </message>
+        <message>
+            <source>%1 · %2 · %3 parameters · %4 layers · trained for %5 tokens · %6 on disk</source>
+            <translation>%1 · %2 · %3 参数 · %4 层 · 训练上下文 %5 词元 · 磁盘占用 %6</translation>
+        </message>
+        <message>
+            <source>GGUF models (*.gguf)</source>
+            <translation>GGUF 模型（*.gguf）</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeStepBar</name>
+        <message>
+            <source>Steps of the quantization</source>
+            <translation>量化步骤</translation>
+        </message>
+        <message>
+            <source>Model</source>
+            <translation>模型</translation>
+        </message>
+        <message>
+            <source>Format</source>
+            <translation>格式</translation>
+        </message>
+        <message>
+            <source>Size</source>
+            <translation>大小</translation>
+        </message>
+        <message>
+            <source>Calibration</source>
+            <translation>校准</translation>
+        </message>
+        <message>
+            <source>Review</source>
+            <translation>确认</translation>
+        </message>
+        <message>
+            <source>Run</source>
+            <translation>运行</translation>
+        </message>
+        <message>
+            <source>Result</source>
+            <translation>结果</translation>
+        </message>
+        <message>
+            <source>Step %1 of %2: %3</source>
+            <translation>第 %1 步，共 %2 步：%3</translation>
+        </message>
+        <message>
+            <source>current step</source>
+            <translation>当前步骤</translation>
+        </message>
+        <message>
+            <source>done; go back to it</source>
+            <translation>已完成；可返回此步</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeText</name>
+        <message>
+            <source>Preparing</source>
+            <translation>准备中</translation>
+        </message>
+        <message>
+            <source>Measuring the layers</source>
+            <translation>正在测量各层</translation>
+        </message>
+        <message>
+            <source>Choosing a setting per layer</source>
+            <translation>正在为每层选择设置</translation>
+        </message>
+        <message>
+            <source>Quantizing</source>
+            <translation>正在量化</translation>
+        </message>
+        <message>
+            <source>Writing the model</source>
+            <translation>正在写入模型</translation>
+        </message>
+        <message>
+            <source>Measuring quality</source>
+            <translation>正在测量质量</translation>
+        </message>
+        <message>
+            <source>Done</source>
+            <translation>完成</translation>
+        </message>
+        <message>
+            <source>unknown</source>
+            <translation>未知</translation>
+        </message>
+        <message>
+            <source>%1 s</source>
+            <translation>%1 秒</translation>
+        </message>
+        <message>
+            <source>%1 min %2 s</source>
+            <translation>%1 分 %2 秒</translation>
+        </message>
+        <message>
+            <source>%1 h %2 min</source>
+            <translation>%1 小时 %2 分</translation>
+        </message>
+    </context>
+    <context>
+        <name>QuantizeWizard</name>
+        <message>
+            <source>This model is already quantized (%1). Choose an fp16 model folder or a GGUF file.</source>
+            <translation>此模型已经量化（%1）。请选择 fp16 模型文件夹或 GGUF 文件。</translation>
+        </message>
+        <message>
+            <source>This GGUF file is already quantized (%1). Its weights are used as they decode, so the result keeps that quantization's error on top of the new one; start from an F16 or BF16 model when you have one.</source>
+            <translation>此 GGUF 文件已经量化（%1）。其权重按解码结果使用，因此结果会在新的误差之外保留原有量化的误差；如有 F16 或 BF16 模型，请从它开始。</translation>
+        </message>
+    </context>
+    <context>
         <name>RateChart</name>
         <message>
             <source>Tokens per second during the answer</source>
@@ -1136,6 +1972,157 @@
         </message>
     </context>
     <context>
+        <name>hearth::app::QuantizeWizard</name>
+        <message>
+            <source>Choose a model to quantize.</source>
+            <translation>请选择要量化的模型。</translation>
+        </message>
+        <message>
+            <source>This model cannot be read: %1</source>
+            <translation>无法读取此模型：%1</translation>
+        </message>
+        <message>
+            <source>The quantizer cannot take this model: %1</source>
+            <translation>量化器无法处理此模型：%1</translation>
+        </message>
+        <message>
+            <source>EXL2, %1 bits per weight, head %2 bits</source>
+            <translation>EXL2，每权重 %1 位，输出头 %2 位</translation>
+        </message>
+        <message>
+            <source>GPTQ, %1 bits, one group per column</source>
+            <translation>GPTQ，%1 位，每列一组</translation>
+        </message>
+        <message>
+            <source>GPTQ, %1 bits, group size %2</source>
+            <translation>GPTQ，%1 位，组大小 %2</translation>
+        </message>
+        <message>
+            <source>Reading the model…</source>
+            <translation>正在读取模型…</translation>
+        </message>
+        <message>
+            <source>Choose EXL2 or GPTQ.</source>
+            <translation>请选择 EXL2 或 GPTQ。</translation>
+        </message>
+        <message>
+            <source>Head bits must be 2, 3, 4, 5, 6 or 8.</source>
+            <translation>输出头位数必须为 2、3、4、5、6 或 8。</translation>
+        </message>
+        <message>
+            <source>Choose between 2.0 and 8.0 bits per weight.</source>
+            <translation>请选择每权重 2.0 到 8.0 位之间的值。</translation>
+        </message>
+        <message>
+            <source>GPTQ bits must be 2, 3, 4 or 8.</source>
+            <translation>GPTQ 位数必须为 2、3、4 或 8。</translation>
+        </message>
+        <message>
+            <source>The group size must be positive, or −1 for one group per column.</source>
+            <translation>组大小必须为正数，或为 −1 表示每列一组。</translation>
+        </message>
+        <message>
+            <source>Working out the size…</source>
+            <translation>正在估算大小…</translation>
+        </message>
+        <message>
+            <source>The size cannot be estimated: %1</source>
+            <translation>无法估算大小：%1</translation>
+        </message>
+        <message>
+            <source>This model needs at least %1 bits per weight (the cheapest setting of every layer).</source>
+            <translation>此模型至少需要每权重 %1 位（即每一层最省空间的设置）。</translation>
+        </message>
+        <message>
+            <source>%1 does not exist.</source>
+            <translation>%1 不存在。</translation>
+        </message>
+        <message>
+            <source>%1 is not a file.</source>
+            <translation>%1 不是文件。</translation>
+        </message>
+        <message>
+            <source>Calibration text must be a .txt, .md or .jsonl file.</source>
+            <translation>校准文本必须是 .txt、.md 或 .jsonl 文件。</translation>
+        </message>
+        <message>
+            <source>%1 cannot be read.</source>
+            <translation>无法读取 %1。</translation>
+        </message>
+        <message>
+            <source>%1 is empty.</source>
+            <translation>%1 为空。</translation>
+        </message>
+        <message>
+            <source>Choose where to write the quantized model.</source>
+            <translation>请选择量化模型的写入位置。</translation>
+        </message>
+        <message>
+            <source>The output folder must be a full path, such as %1.</source>
+            <translation>输出文件夹必须是完整路径，例如 %1。</translation>
+        </message>
+        <message>
+            <source>An interrupted job is writing to this folder: resume it or discard it first.</source>
+            <translation>有一个已中断的任务正在写入此文件夹：请先继续或丢弃它。</translation>
+        </message>
+        <message>
+            <source>%1 exists and is not a folder.</source>
+            <translation>%1 已存在且不是文件夹。</translation>
+        </message>
+        <message>
+            <source>%1 exists and is not empty: choose another folder.</source>
+            <translation>%1 已存在且不为空：请选择其他文件夹。</translation>
+        </message>
+        <message>
+            <source>%1 is not writable.</source>
+            <translation>%1 不可写入。</translation>
+        </message>
+        <message>
+            <source>A quantization job is already running.</source>
+            <translation>已有一个量化任务正在运行。</translation>
+        </message>
+        <message>
+            <source>This build of Hearth has no CUDA support: quantize on the CPU.</source>
+            <translation>此版本的 Hearth 不支持 CUDA：请在 CPU 上量化。</translation>
+        </message>
+        <message>
+            <source>The chat model is busy. Wait until it has finished answering or loading, or stop it, then start the job.</source>
+            <translation>聊天模型正忙。请等待它完成回答或加载，或将其停止，然后再开始任务。</translation>
+        </message>
+        <message>
+            <source>Choose the GPU or the CPU.</source>
+            <translation>请选择 GPU 或 CPU。</translation>
+        </message>
+        <message>
+            <source>“%1” is loaded on the GPU. Starting the job unloads it, so that the quantizer has the GPU's memory; while the job runs, models load on the CPU only.</source>
+            <translation>“%1”已加载在 GPU 上。开始任务时会将其卸载，以便量化器使用 GPU 显存；任务运行期间，模型只能在 CPU 上加载。</translation>
+        </message>
+        <message>
+            <source>While the job runs, models load on the CPU only: the quantizer needs the GPU's memory.</source>
+            <translation>任务运行期间，模型只能在 CPU 上加载：量化器需要 GPU 显存。</translation>
+        </message>
+        <message>
+            <source>The job uses every CPU core: a model answering on the CPU is slower until it finishes.</source>
+            <translation>任务会使用所有 CPU 核心：在它完成之前，在 CPU 上回答的模型会变慢。</translation>
+        </message>
+        <message>
+            <source>Unloading the chat model to free the GPU…</source>
+            <translation>正在卸载聊天模型以释放 GPU…</translation>
+        </message>
+        <message>
+            <source>The GPU is in use by a quantization job. Load the model on the CPU, or wait until the job has finished or is cancelled.</source>
+            <translation>GPU 正被量化任务占用。请在 CPU 上加载模型，或等待任务完成或被取消。</translation>
+        </message>
+        <message>
+            <source>Stopped before the job began.</source>
+            <translation>在任务开始前已停止。</translation>
+        </message>
+        <message>
+            <source>Stopped. The work done so far is kept in %1.</source>
+            <translation>已停止。目前的进度保存在 %1 中。</translation>
+        </message>
+    </context>
+    <context>
         <name>hearth::app::UiHelpers</name>
         <message>
             <source>%1 B</source>
@@ -1178,6 +2165,14 @@
         <message>
             <source>Seconds the scripted session may take.</source>
             <translation>脚本化会话允许的秒数。</translation>
+        </message>
+        <message>
+            <source>Open the quantization wizard on this model, save screenshots named after --screenshot and quit.</source>
+            <translation>用此模型打开量化向导，按 --screenshot 指定的名称保存截图，然后退出。</translation>
+        </message>
+        <message>
+            <source>With --wizard-demo: also quantize, to the result.</source>
+            <translation>与 --wizard-demo 一起使用：同时执行量化，直到得出结果。</translation>
         </message>
     </context>
 </TS>

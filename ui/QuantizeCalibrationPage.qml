@@ -67,7 +67,9 @@ ColumnLayout {
             text: QuantizeWizard.calibrationFile
             selectByMouse: true
             Accessible.name: qsTr("Path of the calibration file")
-            onAccepted: QuantizeWizard.calibrationFile = text
+            // Enter applies the text here; it does not go on to the next step.
+            Keys.onReturnPressed: QuantizeWizard.calibrationFile = text
+            Keys.onEnterPressed: QuantizeWizard.calibrationFile = text
             onEditingFinished: if (text !== QuantizeWizard.calibrationFile) QuantizeWizard.calibrationFile = text
         }
         Button {

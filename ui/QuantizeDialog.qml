@@ -1,8 +1,8 @@
 // The quantization wizard: model → format → size → calibration → review → run → result. The
 // steps and the job live in QuantizeWizard (C++), so closing this dialog does not stop a job;
 // opening it again shows where the job is.
-// Keys: Tab moves between controls, Enter goes on, Alt+Right / Alt+Left go to the next / previous
-// step, Esc closes.
+// Keys: Tab moves between controls, Enter (outside a text field) and Alt+Right go to the next
+// step, Alt+Left to the previous one, Esc closes. Starting a job takes the Start button itself.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -27,10 +27,6 @@ Dialog {
     function focusPage() {
         if (opened && step >= 0 && step < pages.length) pages[step].focusFirst()
     }
-    function goOn() {
-        if (QuantizeWizard.step === QuantizeWizard.Review) QuantizeWizard.start()
-        else QuantizeWizard.next()
-    }
 
     onOpened: {
         QuantizeWizard.scanForJobs()
@@ -41,7 +37,7 @@ Dialog {
     Shortcut {
         sequences: ["Alt+Right"]
         enabled: dialog.opened
-        onActivated: dialog.goOn()
+        onActivated: QuantizeWizard.next()
     }
     Shortcut {
         sequences: ["Alt+Left"]
@@ -51,8 +47,8 @@ Dialog {
 
     contentItem: ColumnLayout {
         spacing: 12
-        Keys.onReturnPressed: dialog.goOn()
-        Keys.onEnterPressed: dialog.goOn()
+        Keys.onReturnPressed: QuantizeWizard.next()
+        Keys.onEnterPressed: QuantizeWizard.next()
 
         QuantizeStepBar { Layout.fillWidth: true }
         Rectangle {

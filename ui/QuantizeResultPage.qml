@@ -43,7 +43,10 @@ ColumnLayout {
             color: Theme.text
             font.bold: true
             text: Ui.formatBytes(page.r.bytesOnDisk || 0)
-                  + (page.r.estimatedBytes > 0 ? "  " + qsTr("(estimated %1)").arg(Ui.formatBytes(page.r.estimatedBytes)) : "")
+                  + (page.r.estimatedBytes > 0
+                     ? "  " + qsTr("(weights %1, estimated %2)").arg(Ui.formatBytes(page.r.weightBytes))
+                                                                .arg(Ui.formatBytes(page.r.estimatedBytes))
+                     : "")
         }
         Label { text: qsTr("Bits per weight"); color: Theme.textMuted }
         Label {

@@ -80,7 +80,9 @@ ColumnLayout {
             text: QuantizeWizard.outputPath
             selectByMouse: true
             Accessible.name: qsTr("Folder to write the quantized model to")
-            onAccepted: QuantizeWizard.outputPath = text
+            // Enter applies the text here; it does not go on to the next step.
+            Keys.onReturnPressed: QuantizeWizard.outputPath = text
+            Keys.onEnterPressed: QuantizeWizard.outputPath = text
             onEditingFinished: if (text !== QuantizeWizard.outputPath) QuantizeWizard.outputPath = text
         }
         Button {

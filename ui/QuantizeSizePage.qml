@@ -57,6 +57,18 @@ ColumnLayout {
             onMoved: QuantizeWizard.bpw = value
             Accessible.name: qsTr("Bits per weight, from 2 to 8")
             Accessible.description: qsTr("%1 bits per weight").arg(words.bpw(QuantizeWizard.bpw))
+
+            // Below the model's cheapest setting: out of reach.
+            Rectangle {
+                visible: page.estValid && page.est.minBpw > 2
+                x: bpwSlider.leftPadding
+                y: bpwSlider.topPadding + bpwSlider.availableHeight / 2 + 6
+                width: bpwSlider.availableWidth * Math.min(1, (page.est.minBpw - 2) / 6)
+                height: 3
+                radius: 1
+                color: Theme.danger
+                opacity: 0.6
+            }
         }
         RowLayout {
             Layout.fillWidth: true

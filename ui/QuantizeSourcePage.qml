@@ -151,7 +151,9 @@ ColumnLayout {
             text: QuantizeWizard.sourcePath
             selectByMouse: true
             Accessible.name: qsTr("Path of the model to quantize")
-            onAccepted: QuantizeWizard.sourcePath = text
+            // Enter applies the text here; it does not go on to the next step.
+            Keys.onReturnPressed: QuantizeWizard.sourcePath = text
+            Keys.onEnterPressed: QuantizeWizard.sourcePath = text
             onEditingFinished: if (text !== QuantizeWizard.sourcePath) QuantizeWizard.sourcePath = text
         }
         Button {

@@ -16,6 +16,7 @@ Q_IMPORT_QML_PLUGIN(HearthPlugin)
 #include "app/desktop/language_manager.h"
 #include "app/desktop/model_library.h"
 #include "app/desktop/scripted_run.h"
+#include "app/desktop/wizard_demo.h"
 
 using namespace hearth::app;
 
@@ -52,7 +53,16 @@ int main(int argc, char** argv) {
       QStringLiteral("timeout"),
       QCoreApplication::translate("main", "Seconds the scripted session may take."),
       QStringLiteral("seconds"), QStringLiteral("300"));
-  parser.addOptions({model, prompt, screenshot, device, timeout});
+  const QCommandLineOption wizardDemo(
+      QStringLiteral("wizard-demo"),
+      QCoreApplication::translate("main",
+                                  "Open the quantization wizard on this model, save screenshots "
+                                  "named after --screenshot and quit."),
+      QStringLiteral("path"));
+  const QCommandLineOption wizardDemoRun(
+      QStringLiteral("wizard-demo-run"),
+      QCoreApplication::translate("main", "With --wizard-demo: also quantize, to the result."));
+  parser.addOptions({model, prompt, screenshot, device, timeout, wizardDemo, wizardDemoRun});
   parser.process(app);
 
   AppRuntime runtime;
@@ -69,7 +79,17 @@ int main(int argc, char** argv) {
   runtime.library().rescan();
 
   std::unique_ptr<ScriptedRun> scripted;
-  if (parser.isSet(model) && parser.isSet(prompt)) {
+  std::unique_ptr<WizardDemo> demo;
+  if (parser.isSet(wizardDemo)) {
+    WizardDemo::Options o;
+    o.source = parser.value(wizardDemo);
+    o.prefix = parser.value(screenshot);
+    o.run = parser.isSet(wizardDemoRun);
+    o.timeoutSeconds = parser.value(timeout).toInt();
+    demo = std::make_unique<WizardDemo>(
+        runtime, qobject_cast<QQuickWindow*>(engine.rootObjects().first()), o);
+    demo->start();
+  } else if (parser.isSet(model) && parser.isSet(prompt)) {
     ScriptedRun::Options o;
     o.model = parser.value(model);
     o.prompt = parser.value(prompt);
@@ -84,6 +104,7 @@ int main(int argc, char** argv) {
                            {QStringLiteral("device"), parser.value(device)}});
   }
   const int rc = app.exec();
+  demo.reset();
   scripted.reset();
   return rc;
 }

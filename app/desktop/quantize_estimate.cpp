@@ -24,14 +24,16 @@ bool ggufIsQuantized(const QString& storedTypes) {
 QuantizeSource inspectQuantizeSource(const QString& path) {
   QuantizeSource s;
   if (path.trimmed().isEmpty()) {
-    s.error = QCoreApplication::translate("QuantizeWizard", "Choose a model to quantize.");
+    s.error =
+        QCoreApplication::translate("hearth::app::QuantizeWizard", "Choose a model to quantize.");
     return s;
   }
   try {
     s.info = hearth::Engine::inspect(path.toStdString());
   } catch (const std::exception& e) {
-    s.error = QCoreApplication::translate("QuantizeWizard", "This model cannot be read: %1")
-                  .arg(QString::fromUtf8(e.what()));
+    s.error =
+        QCoreApplication::translate("hearth::app::QuantizeWizard", "This model cannot be read: %1")
+            .arg(QString::fromUtf8(e.what()));
     return s;
   }
   const ModelSummary m = toSummary(s.info);
@@ -54,9 +56,9 @@ QuantizeSource inspectQuantizeSource(const QString& path) {
   try {
     hearth::estimate_quantize(o);
   } catch (const std::exception& e) {
-    s.error =
-        QCoreApplication::translate("QuantizeWizard", "The quantizer cannot take this model: %1")
-            .arg(QString::fromUtf8(e.what()));
+    s.error = QCoreApplication::translate("hearth::app::QuantizeWizard",
+                                          "The quantizer cannot take this model: %1")
+                  .arg(QString::fromUtf8(e.what()));
     return s;
   }
   if (s.info.format == hearth::ModelFormat::kGguf && ggufIsQuantized(m.storedTypes)) {

@@ -52,13 +52,15 @@ QString bpwText(double bpw) {
 
 QString targetText(const hearth::QuantizeOptions& o) {
   if (o.format == hearth::QuantizeFormat::kExl2)
-    return QCoreApplication::translate("QuantizeWizard", "EXL2, %1 bits per weight, head %2 bits")
+    return QCoreApplication::translate("hearth::app::QuantizeWizard",
+                                       "EXL2, %1 bits per weight, head %2 bits")
         .arg(QString::number(o.target_bpw, 'f', 2))
         .arg(o.head_bits);
   if (o.group_size <= 0)
-    return QCoreApplication::translate("QuantizeWizard", "GPTQ, %1 bits, one group per column")
+    return QCoreApplication::translate("hearth::app::QuantizeWizard",
+                                       "GPTQ, %1 bits, one group per column")
         .arg(o.bits);
-  return QCoreApplication::translate("QuantizeWizard", "GPTQ, %1 bits, group size %2")
+  return QCoreApplication::translate("hearth::app::QuantizeWizard", "GPTQ, %1 bits, group size %2")
       .arg(o.bits)
       .arg(o.group_size);
 }
@@ -924,6 +926,12 @@ void QuantizeWizard::onFinished(quint64 id, const QuantizeOutcome& outcome) {
   result_.insert(QStringLiteral("sourceName"), QFileInfo(fromPath(jobOptions_.source)).fileName());
   result_.insert(QStringLiteral("outputName"), QFileInfo(outcome.output).fileName());
   result_.insert(QStringLiteral("estimatedBytes"), estimate_.value(QStringLiteral("outputBytes")));
+  // The tensors alone, which is what the estimate is about.
+  double weightBytes = 0;
+  for (const QFileInfo& f :
+       QDir(outcome.output).entryInfoList({QStringLiteral("*.safetensors")}, QDir::Files))
+    weightBytes += double(f.size());
+  result_.insert(QStringLiteral("weightBytes"), weightBytes);
   addToLibrary(outcome.output);
   emit runChanged();
   emit progressChanged();

@@ -1,5 +1,6 @@
 // Qt Quick Test runner for the views: the Hearth QML module with a real AppRuntime on temporary
-// files (history database, settings), and the default model imported into its library.
+// files (history database, settings), the default model imported into its library, and a tiny
+// synthetic model for the quantization wizard.
 #include <QtQml/qqmlextensionplugin.h>
 #include <QtQuickTest/quicktest.h>
 #include <QQmlContext>
@@ -12,6 +13,7 @@
 #include "app/desktop/app_settings.h"
 #include "app/desktop/chat_store.h"
 #include "tests/common/test_paths.h"
+#include "tests/unit/quantizer/quantizer_test_model.h"
 
 Q_IMPORT_QML_PLUGIN(HearthPlugin)
 
@@ -30,6 +32,12 @@ class Setup : public QObject {
     settings.setImportedModels({QString::fromStdString(hearth::test::test_model().string())});
     settings.setLanguage(QStringLiteral("en"));
     settings.setTheme(QStringLiteral("light"));
+    // A tiny synthetic model for the quantization wizard's views to quantize for real.
+    hearth::quantizer::test::TinySpec tiny;
+    tiny.layers = 3;
+    tiny.tied = false;
+    hearth::quantizer::test::write_tiny_model(dir_.filePath(QStringLiteral("tiny")).toStdString(),
+                                              tiny);
   }
 
   void qmlEngineAvailable(QQmlEngine* engine) {
@@ -38,6 +46,9 @@ class Setup : public QObject {
     engine->rootContext()->setContextProperty(
         QStringLiteral("testModelPath"),
         QString::fromStdString(hearth::test::test_model().string()));
+    engine->rootContext()->setContextProperty(QStringLiteral("tinyModelPath"),
+                                              dir_.filePath(QStringLiteral("tiny")));
+    engine->rootContext()->setContextProperty(QStringLiteral("scratchDir"), dir_.path());
     engine->rootContext()->setContextProperty(
         QStringLiteral("codeConversationUrl"),
         QUrl::fromLocalFile(
