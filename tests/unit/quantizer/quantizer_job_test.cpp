@@ -228,8 +228,28 @@ TEST(QuantizeJob, Exl2EndToEnd) {
   EXPECT_TRUE(out.weights->has("model.embed_tokens.weight"));
   EXPECT_EQ(out.weights->info("lm_head.q_weight").shape[1], 288);  // 260 padded to 32
   check_layer_errors(o);
-  // The measurement can be reused for another target.
-  EXPECT_TRUE(fs::exists(o.work_dir / "measurement.json"));
+  // The measurement can be reused for another target (no measure stage).
+  ASSERT_TRUE(fs::exists(o.work_dir / "measurement.json"));
+  {
+    QuantizeOptions o3 = base_options("exl2_3bpw", QuantizeFormat::kExl2);
+    o3.measurement = o.work_dir / "measurement.json";
+    o3.target_bpw = 3.85;  // at these tiny shapes the cheapest setting costs 3.72 bpw
+    bool measured = false;
+    const QuantizeResult r3 = quantize_model(o3, [&](const QuantizeProgress& p) {
+      measured = measured || (p.stage == QuantizeStage::kMeasure && p.steps > 0);
+    });
+    EXPECT_FALSE(measured);
+    EXPECT_LE(r3.bits_per_weight, 3.85 + 1e-9);
+    EXPECT_GT(r3.bits_per_weight, 3.7);
+    EXPECT_LT(r3.bytes_on_disk, r.bytes_on_disk);
+  }
+  // The wizard's estimate from the config alone.
+  const QuantizeEstimate est = estimate_quantize(o);
+  EXPECT_NEAR(est.min_bpw, 3.72, 0.01);  // as the error message of BadInputs says
+  EXPECT_GT(est.max_bpw, 8.0);
+  EXPECT_EQ(est.decoder_weights, 2 * (64 * 64 * 2 + 64 * 32 * 2 + 3 * 64 * 96));
+  EXPECT_NEAR(static_cast<double>(est.output_bytes), static_cast<double>(r.bytes_on_disk),
+              0.25 * static_cast<double>(r.bytes_on_disk));
   // It runs, and stays close to the source.
   EvalOptions eo;
   eo.ctx = 64;

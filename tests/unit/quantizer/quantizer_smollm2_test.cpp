@@ -6,8 +6,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <filesystem>
+#include <string>
 
 #include "engine/quant/quantizer/model_eval.h"
 #include "engine/quant/quantizer/quantize_job.h"
@@ -42,18 +42,23 @@ void run(QuantizeFormat format, double max_kl) {
   const QuantizeResult r = quantize_model(o);
   ASSERT_TRUE(r.evaluation.has_value());
   const QuantizeEvaluation& e = *r.evaluation;
-  std::printf("SmolLM2 %s: %.3f bpw, %.1f MB, %.0f s; ppl %.3f (source %.3f), KL %.4f "
-              "(p99.9 %.3f), top-1 %.1f %% over %lld tokens\n",
-              quantize_format_name(format), r.bits_per_weight, r.bytes_on_disk / 1e6, r.seconds,
-              e.perplexity_quant, e.perplexity_source, e.kl_mean, e.kl_p999,
-              100 * e.top1_agreement, static_cast<long long>(e.tokens));
+  std::printf(
+      "SmolLM2 %s: %.3f bpw, %.1f MB, %.0f s; ppl %.3f (source %.3f), KL %.4f "
+      "(p99.9 %.3f), top-1 %.1f %% over %lld tokens\n",
+      quantize_format_name(format), r.bits_per_weight, r.bytes_on_disk / 1e6, r.seconds,
+      e.perplexity_quant, e.perplexity_source, e.kl_mean, e.kl_p999, 100 * e.top1_agreement,
+      static_cast<long long>(e.tokens));
   EXPECT_LT(e.kl_mean, max_kl);
   EXPECT_LT(e.perplexity_quant, 2.0 * e.perplexity_source);
   EXPECT_GT(e.top1_agreement, 0.6);
 }
 
-TEST(QuantizeSmolLM2, Gptq4BitG128) { run(QuantizeFormat::kGptq, 0.6); }
-TEST(QuantizeSmolLM2, Exl2At4Bpw) { run(QuantizeFormat::kExl2, 0.6); }
+TEST(QuantizeSmolLM2, Gptq4BitG128) {
+  run(QuantizeFormat::kGptq, 0.6);
+}
+TEST(QuantizeSmolLM2, Exl2At4Bpw) {
+  run(QuantizeFormat::kExl2, 0.6);
+}
 
 }  // namespace
 }  // namespace hearth
