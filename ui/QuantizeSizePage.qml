@@ -72,7 +72,7 @@ ColumnLayout {
         }
         RowLayout {
             Layout.fillWidth: true
-            Label { text: "2.0"; color: Theme.textMuted; font.pointSize: Theme.smallFont }
+            Label { text: Number(2).toLocaleString(Qt.locale(), "f", 1); color: Theme.textMuted; font.pointSize: Theme.smallFont }
             Label {
                 Layout.fillWidth: true
                 horizontalAlignment: Text.AlignHCenter
@@ -81,7 +81,7 @@ ColumnLayout {
                 visible: page.estValid
                 text: qsTr("This model allows %1 to %2 bits per weight.").arg(words.bpw(page.est.minBpw)).arg(words.bpw(page.est.maxBpw))
             }
-            Label { text: "8.0"; color: Theme.textMuted; font.pointSize: Theme.smallFont }
+            Label { text: Number(8).toLocaleString(Qt.locale(), "f", 1); color: Theme.textMuted; font.pointSize: Theme.smallFont }
         }
         RowLayout {
             Layout.fillWidth: true

@@ -7,6 +7,7 @@
 #include <QEvent>
 #include <QFileInfo>
 #include <QJSEngine>
+#include <QLocale>
 #include <QRegularExpression>
 #include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "app/desktop/app_settings.h"
 #include "app/desktop/engine_controller.h"
 #include "app/desktop/model_library.h"
+#include "app/desktop/quantize_job_files.h"
 #include "engine/core/error.h"
 
 namespace hearth::app {
@@ -26,71 +28,11 @@ QuantizeWizard* g_instance = nullptr;
 constexpr int kLogLines = 500;
 constexpr int kDefaultContext = 8192;  // as the load panel proposes
 
-std::filesystem::path toPath(const QString& path) {
-  return std::filesystem::path(path.toStdString());
-}
-
-QString fromPath(const std::filesystem::path& path) {
-  return QString::fromStdString(path.string());
-}
-
-QString clean(const QString& path) {
-  return path.isEmpty() ? path : QDir::cleanPath(path);
-}
-
-QString workDirFor(const QString& output) {
-  if (output.isEmpty() || QDir::isRelativePath(output)) return {};
-  return clean(fromPath(hearth::default_work_dir(toPath(output))));
-}
-
 // "4.0" for 4.0, "4.25" for 4.25: the usual way EXL2 folders are named.
 QString bpwText(double bpw) {
   QString s = QString::number(bpw, 'f', 2);
   if (s.endsWith(QLatin1String("0"))) s.chop(1);
   return s;
-}
-
-QString targetText(const hearth::QuantizeOptions& o) {
-  if (o.format == hearth::QuantizeFormat::kExl2)
-    return QCoreApplication::translate("hearth::app::QuantizeWizard",
-                                       "EXL2, %1 bits per weight, head %2 bits")
-        .arg(QString::number(o.target_bpw, 'f', 2))
-        .arg(o.head_bits);
-  if (o.group_size <= 0)
-    return QCoreApplication::translate("hearth::app::QuantizeWizard",
-                                       "GPTQ, %1 bits, one group per column")
-        .arg(o.bits);
-  return QCoreApplication::translate("hearth::app::QuantizeWizard", "GPTQ, %1 bits, group size %2")
-      .arg(o.bits)
-      .arg(o.group_size);
-}
-
-QVariantMap describeJob(const QString& workDir) {
-  QVariantMap m{{QStringLiteral("workDir"), workDir}};
-  try {
-    const auto status = hearth::find_quantize_job(toPath(workDir));
-    if (!status) return {};
-    const hearth::QuantizeOptions& o = status->options;
-    m.insert(QStringLiteral("source"), fromPath(o.source));
-    m.insert(QStringLiteral("sourceName"), QFileInfo(fromPath(o.source)).fileName());
-    m.insert(QStringLiteral("output"), clean(fromPath(o.output)));
-    m.insert(QStringLiteral("outputName"), QFileInfo(fromPath(o.output)).fileName());
-    m.insert(QStringLiteral("format"), QString::fromLatin1(hearth::quantize_format_name(o.format)));
-    m.insert(QStringLiteral("target"), targetText(o));
-    m.insert(QStringLiteral("stage"),
-             QString::fromLatin1(hearth::quantize_stage_name(status->stage)));
-    m.insert(QStringLiteral("step"), qint64(status->step));
-    m.insert(QStringLiteral("steps"), qint64(status->steps));
-    m.insert(QStringLiteral("elapsedSeconds"), status->elapsed_s);
-    m.insert(QStringLiteral("device"),
-             o.device == hearth::DeviceKind::kCuda ? QStringLiteral("gpu") : QStringLiteral("cpu"));
-    m.insert(QStringLiteral("damaged"), false);
-  } catch (const std::exception& e) {
-    m.insert(QStringLiteral("damaged"), true);
-    m.insert(QStringLiteral("error"), QString::fromUtf8(e.what()));
-    m.insert(QStringLiteral("outputName"), QFileInfo(workDir).fileName());
-  }
-  return m;
 }
 
 }  // namespace
@@ -232,7 +174,7 @@ QString QuantizeWizard::sizeProblem() const {
     if (bpw_ < minBpw - 1e-9)
       return tr("This model needs at least %1 bits per weight (the cheapest setting of every "
                 "layer).")
-          .arg(QString::number(std::ceil(minBpw * 100) / 100, 'f', 2));
+          .arg(QLocale().toString(std::ceil(minBpw * 100) / 100, 'f', 2));
   }
   return {};
 }
@@ -473,7 +415,7 @@ void QuantizeWizard::setCalibrationLength(int length) {
 
 void QuantizeWizard::setOutputPath(const QString& path) {
   outputChosen_ = true;
-  const QString p = clean(path.trimmed());
+  const QString p = cleanPath(path.trimmed());
   if (p == outputPath_) return;
   outputPath_ = p;
   emit settingsChanged();
@@ -643,26 +585,20 @@ QCoro::Task<void> QuantizeWizard::findJobs(quint64 serial) {
   if (!outputPath_.isEmpty() && !QDir::isRelativePath(outputPath_))
     folders << QFileInfo(outputPath_).absolutePath();
   folders.removeDuplicates();
-  const QString runningWorkDir = running_ ? clean(fromPath(jobOptions_.work_dir)) : QString();
-  QFuture<QVariantList> future = QtConcurrent::run([folders, runningWorkDir] {
-    QVariantList out;
-    QStringList seen;
-    for (const QString& folder : folders) {
-      const QFileInfoList dirs =
-          QDir(folder).entryInfoList({QStringLiteral("*.hearth-quant")},
-                                     QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden, QDir::Name);
-      for (const QFileInfo& d : dirs) {
-        const QString wd = clean(d.absoluteFilePath());
-        if (seen.contains(wd) || wd == runningWorkDir) continue;
-        seen << wd;
-        const QVariantMap job = describeJob(wd);
-        if (!job.isEmpty()) out << job;
-      }
-    }
-    return out;
-  });
-  const QVariantList jobs = co_await future;
+  const QString runningWorkDir = running_ ? cleanPath(fromPath(jobOptions_.work_dir)) : QString();
+  QFuture<QVariantList> future = QtConcurrent::run(
+      [folders, runningWorkDir] { return findQuantizeJobs(folders, runningWorkDir); });
+  QVariantList jobs = co_await future;
   if (!self || serial != jobsSerial_) co_return;
+  if (running_) {  // a job started while the scan ran is not interrupted
+    const QString workDir = cleanPath(fromPath(jobOptions_.work_dir));
+    jobs.erase(std::remove_if(jobs.begin(), jobs.end(),
+                              [&](const QVariant& v) {
+                                return v.toMap().value(QStringLiteral("workDir")).toString() ==
+                                       workDir;
+                              }),
+               jobs.end());
+  }
   jobs_ = jobs;
   emit jobsChanged();
   refresh();
@@ -670,7 +606,7 @@ QCoro::Task<void> QuantizeWizard::findJobs(quint64 serial) {
 
 QVariantMap QuantizeWizard::outputJob() const {
   const QString wd = workDirFor(outputPath_);
-  if (wd.isEmpty() || (running_ && wd == clean(fromPath(jobOptions_.work_dir)))) return {};
+  if (wd.isEmpty() || (running_ && wd == cleanPath(fromPath(jobOptions_.work_dir)))) return {};
   if (!QFileInfo::exists(fromPath(hearth::default_work_dir(toPath(outputPath_)) / "job.json")))
     return {};
   for (const QVariant& v : jobs_) {
@@ -681,26 +617,10 @@ QVariantMap QuantizeWizard::outputJob() const {
 }
 
 bool QuantizeWizard::discardJob(const QString& workDir) {
-  const QString wd = clean(workDir);
-  if (running_ && wd == clean(fromPath(jobOptions_.work_dir))) return false;
-  // Only what the quantizer made: a *.hearth-quant folder holding a job file.
-  if (!wd.endsWith(QLatin1String(".hearth-quant")) ||
-      !QFileInfo::exists(wd + QStringLiteral("/job.json")))
-    return false;
-  QString output;
-  try {
-    if (const auto status = hearth::find_quantize_job(toPath(wd)))
-      output = fromPath(status->options.output);
-  } catch (const std::exception&) {
-    // A damaged job file: the folder goes all the same.
-  }
-  if (!QDir(wd).removeRecursively()) return false;
-  // The output folder stays unless the job left it empty: a job stopped while evaluating has
-  // already written a complete model.
-  if (!output.isEmpty() && QDir(output).exists() &&
-      QDir(output).isEmpty(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden))
-    QDir().rmdir(output);
-  if (clean(fromPath(jobOptions_.work_dir)) == wd) {
+  const QString wd = cleanPath(workDir);
+  if (running_ && wd == cleanPath(fromPath(jobOptions_.work_dir))) return false;
+  if (!discardQuantizeJob(wd)) return false;
+  if (cleanPath(fromPath(jobOptions_.work_dir)) == wd) {
     resumable_ = false;
     emit runChanged();
   }
@@ -731,7 +651,7 @@ void QuantizeWizard::applyJobOptions(const hearth::QuantizeOptions& o) {
   actOrder_ = o.act_order;
   calibrationFile_ = fromPath(o.calibration_file);
   outputChosen_ = true;
-  outputPath_ = clean(fromPath(o.output));
+  outputPath_ = cleanPath(fromPath(o.output));
   device_ = o.device == hearth::DeviceKind::kCuda ? QStringLiteral("gpu") : QStringLiteral("cpu");
   emit settingsChanged();
   emit jobsChanged();
@@ -778,7 +698,7 @@ bool QuantizeWizard::resumeJob(const QString& workDir) {
     return false;
   }
   hearth::QuantizeOptions o = status->options;
-  o.work_dir = toPath(clean(workDir));
+  o.work_dir = toPath(cleanPath(workDir));
   o.resume = true;
   o.restart = false;
   o.keep_work = false;
@@ -839,6 +759,15 @@ bool QuantizeWizard::launch(hearth::QuantizeOptions options) {
     engine_->setGpuReservation(
         tr("The GPU is in use by a quantization job. Load the model on the CPU, or wait until "
            "the job has finished or is cancelled."));
+  // The job is running, no longer interrupted.
+  const QString workDir = cleanPath(fromPath(options.work_dir));
+  jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(),
+                             [&](const QVariant& v) {
+                               return v.toMap().value(QStringLiteral("workDir")).toString() ==
+                                      workDir;
+                             }),
+              jobs_.end());
+  emit jobsChanged();
   if (settings_) {
     // Remembered, so that the job is found again after a restart wherever it writes.
     QStringList folders = settings_->quantizeFolders();
@@ -922,7 +851,7 @@ void QuantizeWizard::onFinished(quint64 id, const QuantizeOutcome& outcome) {
   result_ = outcome.toMap();
   result_.insert(QStringLiteral("format"),
                  QString::fromLatin1(hearth::quantize_format_name(jobOptions_.format)));
-  result_.insert(QStringLiteral("target"), targetText(jobOptions_));
+  result_.insert(QStringLiteral("target"), quantizeTargetText(jobOptions_));
   result_.insert(QStringLiteral("sourceName"), QFileInfo(fromPath(jobOptions_.source)).fileName());
   result_.insert(QStringLiteral("outputName"), QFileInfo(outcome.output).fileName());
   result_.insert(QStringLiteral("estimatedBytes"), estimate_.value(QStringLiteral("outputBytes")));

@@ -19,6 +19,7 @@
 #include "app/desktop/model_library.h"
 #include "app/desktop/quantize_wizard.h"
 #include "engine/quant/quantizer/quantize_job.h"
+#include "tests/common/test_paths.h"
 #include "tests/unit/quantizer/quantizer_test_model.h"
 
 using namespace hearth::app;
@@ -156,6 +157,16 @@ class QuantizeWizardTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!w.sourceChecking(), 20000);
     QVERIFY(!w.sourceOk());
     QVERIFY(!w.sourceError().isEmpty());
+
+    // A GGUF file is a source; a block-quantized one comes with a note.
+    const QString gguf = QString::fromStdString(hearth::test::test_model().string());
+    w.setSourcePath(gguf);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.sourceChecking(), 20000);
+    QVERIFY2(w.sourceOk(), qPrintable(w.sourceError()));
+    QCOMPARE(w.sourceInfo().value(QStringLiteral("format")).toString(), QStringLiteral("gguf"));
+    QVERIFY2(w.sourceNote().contains(QStringLiteral("Q4_1")), qPrintable(w.sourceNote()));
+    QCOMPARE(QFileInfo(w.outputPath()).fileName(),
+             QStringLiteral("SmolLM2-135M-Instruct.Q4_1-exl2-4.0bpw"));
 
     // "…/config.json" is taken as its folder.
     w.setSourcePath(model_ + QStringLiteral("/config.json"));
@@ -376,9 +387,15 @@ class QuantizeWizardTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(library_->indexOfPath(exl2Output_) >= 0, 20000);
     QCOMPARE(library_->entry(exl2Output_).value(QStringLiteral("format")).toString(),
              QStringLiteral("exl2"));
-    // The wizard does not offer an EXL2 model as a source.
+    // The wizard does not offer an EXL2 model as a source, nor takes one.
     for (const QVariant& c : w.sourceCandidates())
       QVERIFY(c.toMap().value(QStringLiteral("path")).toString() != exl2Output_);
+    QuantizeWizard other(nullptr, nullptr, nullptr);
+    other.setSourcePath(exl2Output_);
+    QTRY_VERIFY_WITH_TIMEOUT(!other.sourceChecking(), 20000);
+    QVERIFY(!other.sourceOk());
+    QVERIFY2(other.sourceError().contains(QStringLiteral("already quantized (EXL2)")),
+             qPrintable(other.sourceError()));
 
     // "Load now": the engine loads it, and the load panel will show it.
     QSignalSpy loadRequested(&w, &QuantizeWizard::loadRequested);
@@ -462,6 +479,8 @@ class QuantizeWizardTest : public QObject {
     QVERIFY(!job.value(QStringLiteral("damaged")).toBool());
     QSignalSpy finished(w.get(), &QuantizeWizard::finished);
     QVERIFY(w->resumeJob(job.value(QStringLiteral("workDir")).toString()));
+    for (const QVariant& j : w->interruptedJobs())  // no longer listed once it runs
+      QVERIFY(j.toMap().value(QStringLiteral("output")).toString() != output);
     // The wizard shows the job's own settings.
     QCOMPARE(w->sourcePath(), model_);
     QCOMPARE(w->format(), QStringLiteral("exl2"));
@@ -469,8 +488,7 @@ class QuantizeWizardTest : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
     QCOMPARE(readAll(output + QStringLiteral("/output.safetensors")),
              readAll(exl2Output_ + QStringLiteral("/output.safetensors")));
-    QVERIFY(w->interruptedJobs().isEmpty() ||
-            w->interruptedJobs().first().toMap().value(QStringLiteral("output")) != output);
+    QVERIFY(!QFileInfo::exists(output + QStringLiteral(".hearth-quant")));
   }
 
   void discardRemovesTheStoppedJob() {
