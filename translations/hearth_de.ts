@@ -647,6 +647,22 @@
             <source>Something went wrong.</source>
             <translation>Etwas ist schiefgelaufen.</translation>
         </message>
+        <message>
+            <source>Quantizing… %1 %</source>
+            <translation>Quantisiere… %1 %</translation>
+        </message>
+        <message>
+            <source>Quantization finished</source>
+            <translation>Quantisierung beendet</translation>
+        </message>
+        <message>
+            <source>Show the running quantization</source>
+            <translation>Die laufende Quantisierung anzeigen</translation>
+        </message>
+        <message>
+            <source>Show the result of the quantization</source>
+            <translation>Das Ergebnis der Quantisierung anzeigen</translation>
+        </message>
     </context>
     <context>
         <name>MemoryBar</name>

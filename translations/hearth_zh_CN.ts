@@ -647,6 +647,22 @@
             <source>Something went wrong.</source>
             <translation>出现了问题。</translation>
         </message>
+        <message>
+            <source>Quantizing… %1 %</source>
+            <translation>正在量化… %1 %</translation>
+        </message>
+        <message>
+            <source>Quantization finished</source>
+            <translation>量化已结束</translation>
+        </message>
+        <message>
+            <source>Show the running quantization</source>
+            <translation>显示正在进行的量化</translation>
+        </message>
+        <message>
+            <source>Show the result of the quantization</source>
+            <translation>显示量化结果</translation>
+        </message>
     </context>
     <context>
         <name>MemoryBar</name>

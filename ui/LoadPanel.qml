@@ -17,6 +17,7 @@ Pane {
     readonly property int trainedContext: entry && entry.contextLength ? entry.contextLength : 0
     readonly property var plan: EngineController.plan
     readonly property bool loading: EngineController.state === EngineController.Loading
+    readonly property bool gpuReserved: device === "gpu" && EngineController.gpuReservation.length > 0
 
     property string device: EngineController.cudaAvailable ? AppSettings.device : "cpu"
     property int maxSeqLen: 0
@@ -333,6 +334,15 @@ Pane {
             }
         }
 
+        // A quantization job holds the GPU (see QuantizeWizard): say so before Load is pressed.
+        Label {
+            Layout.fillWidth: true
+            visible: panel.gpuReserved
+            wrapMode: Text.Wrap
+            color: Theme.danger
+            font.pointSize: Theme.smallFont
+            text: EngineController.gpuReservation
+        }
         RowLayout {
             Layout.fillWidth: true
             Layout.topMargin: 6
@@ -343,7 +353,7 @@ Pane {
                 text: EngineController.loaded ? qsTr("Load instead") : qsTr("Load")
                 highlighted: true
                 enabled: !!modelBox.currentValue && !ChatSession.generating && !panel.entry.error
-                         && !(panel.plan.valid === true && !panel.plan.fits)
+                         && !(panel.plan.valid === true && !panel.plan.fits) && !panel.gpuReserved
                 Accessible.name: qsTr("Load the model with these settings")
                 onClicked: {
                     AppSettings.lastModel = modelBox.currentValue

@@ -115,6 +115,34 @@ ApplicationWindow {
         anchors.bottomMargin: 96
     }
 
+    // A quantization job behind a hidden wizard: its progress, and its result, a click away.
+    Button {
+        id: quantizeChip
+        objectName: "quantizeChip"
+        property bool resultSeen: true
+        anchors.top: parent.top
+        anchors.topMargin: 8
+        anchors.right: parent.right
+        anchors.rightMargin: sidePanel.visible ? sidePanel.width + 12 : 12
+        visible: !quantizeDialog.opened && (QuantizeWizard.running || !resultSeen)
+        highlighted: !QuantizeWizard.running
+        icon.source: "qrc:/hearth/icons/chip.svg"
+        text: QuantizeWizard.running ? qsTr("Quantizing… %1 %").arg(Math.round(QuantizeWizard.fraction * 100))
+                                     : qsTr("Quantization finished")
+        Accessible.name: QuantizeWizard.running ? qsTr("Show the running quantization")
+                                                : qsTr("Show the result of the quantization")
+        onClicked: quantizeDialog.open()
+        Connections {
+            target: QuantizeWizard
+            function onFinished() { quantizeChip.resultSeen = quantizeDialog.opened }
+            function onFailed() { quantizeChip.resultSeen = quantizeDialog.opened }
+        }
+        Connections {
+            target: quantizeDialog
+            function onOpened() { quantizeChip.resultSeen = true }
+        }
+    }
+
     ErrorDialog { id: errorDialog }
     SettingsDialog { id: settingsDialog }
     LibraryDialog {
