@@ -67,7 +67,8 @@ std::unique_ptr<PreTokenizer> parse_pre_tokenizer(const json& node, const std::s
                                     "\" is not supported (ByteLevel, Digits, Split, Sequence are)");
 }
 
-// The normalizers Hearth runs: none, or Llama 2's Sequence[Prepend("▁"), Replace(" ", "▁")].
+// The normalizers Hearth runs: none (or an empty Sequence), or Llama 2's
+// Sequence[Prepend("▁"), Replace(" ", "▁")].
 bool parse_normalizer(const json* node, const std::string& where) {
   if (!node) return false;
   auto is_prepend = [&](const json& n) {
@@ -82,6 +83,8 @@ bool parse_normalizer(const json* node, const std::string& where) {
   };
   if (node->is_object() && ju::get_string(*node, "type", where) == "Sequence") {
     const json* parts = ju::find(*node, "normalizers");
+    // An empty Sequence normalizes nothing (transformers writes one for Llama-3-style BPE).
+    if (parts && parts->is_array() && parts->empty()) return false;
     if (parts && parts->is_array() && parts->size() == 2 && is_prepend((*parts)[0]) &&
         is_replace((*parts)[1]))
       return true;

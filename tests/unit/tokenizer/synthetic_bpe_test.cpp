@@ -3,6 +3,9 @@
 // tests/reference/tokenizer_synthetic_bpe.py).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "engine/tokenizer/tokenizer.h"
@@ -66,6 +69,32 @@ TEST(SyntheticBpe, RoundTripsRandomText) {
     ASSERT_EQ(tok->decode(ids), text);
     ASSERT_EQ(test::stream_decode(*tok, ids, false), text);
   }
+}
+
+}  // namespace
+}  // namespace hearth
+
+namespace hearth {
+namespace {
+
+// transformers' GGUF converter writes `"normalizer": {"type": "Sequence", "normalizers": []}`
+// for Llama-3-style BPE: the same tokenizer as no normalizer at all.
+TEST(SyntheticBpe, EmptyNormalizerSequenceIsNoNormalizer) {
+  const auto src = test::tokenizer_fixtures() / "synthetic" / "llama3";
+  const auto dir = std::filesystem::temp_directory_path() / "hearth_empty_normalizer";
+  std::filesystem::create_directories(dir);
+  std::ifstream in(src / "tokenizer.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["normalizer"] = {{"type", "Sequence"}, {"normalizers", nlohmann::json::array()}};
+  std::ofstream(dir / "tokenizer.json") << j.dump();
+  std::filesystem::copy_file(src / "tokenizer_config.json", dir / "tokenizer_config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  const auto plain = load_tokenizer(src);
+  const auto with_empty = load_tokenizer(dir);
+  for (const char* text : {"Hello world!", "  spaces\tand\nlines 12345", "naïve café 東京"}) {
+    EXPECT_EQ(with_empty->encode(text, true), plain->encode(text, true)) << text;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
