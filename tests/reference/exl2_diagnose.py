@@ -394,6 +394,12 @@ def cmd_recon(args):
         if not isinstance(m, ExLlamaV2Linear) or m.q_handle is None:
             continue
         with torch.inference_mode():
+            if ".mlp." in key:
+                # ExLlamaV2MLP.load() reorders gate/up outputs by down_proj's act-order permutation
+                # and drops that permutation from down_proj (so the intermediate needs no gather):
+                # the matrices in memory are not the file's. Reload each alone, as stored.
+                m.unload()
+                m.load()
             w = m.get_weight_tensor_dq()  # [in, out + padding]: exllamav2_ext.reconstruct
         n = m.out_features - m.padding
         tensors[key] = w[:, :n].t().contiguous().cpu()
