@@ -200,6 +200,12 @@ fi
 for g in "$(dirname "$WHEEL")/gguf_py" "$(dirname "$GGUF")/gguf_py" "$GGUF/gguf_py"; do
   if [ -d "$g/gguf" ] && [ ! -d "$WORK/py/gguf_py/gguf" ]; then mkdir -p "$WORK/py/gguf_py" && cp -r "$g/gguf" "$WORK/py/gguf_py/"; fi
 done
+# transformers asks importlib.metadata for gguf's version: give the copied package a dist-info.
+if [ -d "$WORK/py/gguf_py/gguf" ] && [ ! -d "$WORK/py/gguf_py/gguf-0.19.0.dist-info" ]; then
+  mkdir -p "$WORK/py/gguf_py/gguf-0.19.0.dist-info"
+  printf 'Metadata-Version: 2.1\nName: gguf\nVersion: 0.19.0\n' > "$WORK/py/gguf_py/gguf-0.19.0.dist-info/METADATA"
+  : > "$WORK/py/gguf_py/gguf-0.19.0.dist-info/RECORD"
+fi
 $PY - <<'EOF' | tee -a "$SUMMARY"
 import importlib.util
 mods = ["torch", "numpy", "safetensors", "transformers", "tokenizers", "gguf", "ninja", "pandas"]
