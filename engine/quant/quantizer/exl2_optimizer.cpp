@@ -73,7 +73,10 @@ OptimizerResult optimize_exl2(const std::vector<std::vector<SlotOption>>& slots,
   }
   OptimizerResult best;
   bool have = false;
-  for (double p : {1.5, 2.0, 2.5, 3.0, 3.5}) {
+  // Σ err (norm 1): on SmolLM2-135M at 4.0 bpw it gave KL 0.69 / ppl 21.4 on held-out text
+  // where exllamav2's criterion (the norm in 1.5..3.5 whose solution has the smallest worst
+  // error) gave 0.74 / 22.1 and Σ err² 0.53 vs 0.52 on a shorter text (notes/quantizer.md).
+  for (double p : {1.0}) {
     std::vector<int> choice = solve(slots, budget, p);
     if (choice.empty()) continue;
     // Spend what the cost grid's rounding left: upgrade where the error drops most per bit.

@@ -9,6 +9,7 @@
 #include "engine/core/error.h"
 #include "engine/core/thread_pool.h"
 #include "engine/quant/quantizer/cholesky.h"
+#include "engine/quant/quantizer/exl2_optimizer.h"
 #include "engine/quant/quantizer/exl2_qparams.h"
 #include "engine/quant/quantizer/hessian.h"
 #include "engine/quant/quantizer/linear_quantizer.h"
@@ -272,6 +273,45 @@ TEST(Gptq, ResultDoesNotDependOnThreads) {
   const QuantizedLinear a = quantize_linear_exl2(w, p1, exl2_attention_ladder()[4][0], false, one);
   const QuantizedLinear b = quantize_linear_exl2(w, p2, exl2_attention_ladder()[4][0], false, two);
   EXPECT_EQ(a.reconstruction, b.reconstruction);
+}
+
+// The DP against brute force over every combination: never over budget, and at least as good
+// as the best combination that fits a budget smaller by the cost grid's rounding.
+TEST(Exl2Optimizer, MatchesBruteForce) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int64_t> cost(1000, 100000);
+  std::uniform_real_distribution<double> err(0.0, 0.2);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int S = 5, O = 4;
+    std::vector<std::vector<SlotOption>> slots(S);
+    for (auto& s : slots) {
+      for (int o = 0; o < O; ++o) s.push_back({cost(rng), err(rng)});
+    }
+    int64_t lo = 0, hi = 0;
+    for (auto& s : slots) {
+      int64_t a = INT64_MAX, b = 0;
+      for (auto& o : s) a = std::min(a, o.cost), b = std::max(b, o.cost);
+      lo += a;
+      hi += b;
+    }
+    const int64_t budget = lo + (hi - lo) / 2;
+    const OptimizerResult r = optimize_exl2(slots, budget);
+    EXPECT_LE(r.cost, budget);
+    double best = 1e9;
+    const int64_t slack = S * (budget / 20000 + 1);
+    for (int code = 0; code < 1024; ++code) {
+      int64_t c = 0;
+      double e = 0;
+      for (int s = 0, x = code; s < S; ++s, x /= O) {
+        c += slots[s][x % O].cost;
+        e += slots[s][x % O].error;
+      }
+      if (c <= budget - slack) best = std::min(best, e);
+    }
+    EXPECT_LE(r.sum_error, best + 1e-12) << "trial " << trial;
+  }
+  std::vector<std::vector<SlotOption>> tight = {{{100, 0.1}}, {{100, 0.1}}};
+  EXPECT_THROW(optimize_exl2(tight, 150), Error);
 }
 
 }  // namespace
