@@ -441,8 +441,8 @@
             <translation>Auf der GPU ausführen</translation>
         </message>
         <message>
-            <source>This build of Hearth has no CUDA support.</source>
-            <translation>Dieser Build von Hearth unterstützt CUDA nicht.</translation>
+            <source>No CUDA GPU is available here (no device, no driver, or a build without CUDA).</source>
+            <translation>Hier ist keine CUDA-GPU verfügbar (kein Gerät, kein Treiber oder ein Build ohne CUDA).</translation>
         </message>
         <message>
             <source>CPU</source>
@@ -1197,8 +1197,8 @@
             <translation>Auf der GPU quantisieren</translation>
         </message>
         <message>
-            <source>This build of Hearth has no CUDA support.</source>
-            <translation>Dieser Build von Hearth unterstützt CUDA nicht.</translation>
+            <source>No CUDA GPU is available here (no device, no driver, or a build without CUDA).</source>
+            <translation>Hier ist keine CUDA-GPU verfügbar (kein Gerät, kein Treiber oder ein Build ohne CUDA).</translation>
         </message>
         <message>
             <source>CPU</source>
@@ -2099,8 +2099,8 @@
             <translation>Es läuft bereits ein Quantisierungsauftrag.</translation>
         </message>
         <message>
-            <source>This build of Hearth has no CUDA support: quantize on the CPU.</source>
-            <translation>Dieser Build von Hearth unterstützt CUDA nicht: Quantisieren Sie auf der CPU.</translation>
+            <source>No CUDA GPU is available here (no device, no driver, or a build without CUDA): quantize on the CPU.</source>
+            <translation>Hier ist keine CUDA-GPU verfügbar (kein Gerät, kein Treiber oder ein Build ohne CUDA): Quantisieren Sie auf der CPU.</translation>
         </message>
         <message>
             <source>The chat model is busy. Wait until it has finished answering or loading, or stop it, then start the job.</source>

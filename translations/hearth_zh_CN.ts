@@ -441,8 +441,8 @@
             <translation>在 GPU 上运行</translation>
         </message>
         <message>
-            <source>This build of Hearth has no CUDA support.</source>
-            <translation>此版本的 Hearth 不支持 CUDA。</translation>
+            <source>No CUDA GPU is available here (no device, no driver, or a build without CUDA).</source>
+            <translation>此处没有可用的 CUDA GPU（没有设备、没有驱动程序，或此版本不含 CUDA）。</translation>
         </message>
         <message>
             <source>CPU</source>
@@ -1196,8 +1196,8 @@
             <translation>在 GPU 上量化</translation>
         </message>
         <message>
-            <source>This build of Hearth has no CUDA support.</source>
-            <translation>此版本的 Hearth 不支持 CUDA。</translation>
+            <source>No CUDA GPU is available here (no device, no driver, or a build without CUDA).</source>
+            <translation>此处没有可用的 CUDA GPU（没有设备、没有驱动程序，或此版本不含 CUDA）。</translation>
         </message>
         <message>
             <source>CPU</source>
@@ -2098,8 +2098,8 @@
             <translation>已有一个量化任务正在运行。</translation>
         </message>
         <message>
-            <source>This build of Hearth has no CUDA support: quantize on the CPU.</source>
-            <translation>此版本的 Hearth 不支持 CUDA：请在 CPU 上量化。</translation>
+            <source>No CUDA GPU is available here (no device, no driver, or a build without CUDA): quantize on the CPU.</source>
+            <translation>此处没有可用的 CUDA GPU（没有设备、没有驱动程序，或此版本不含 CUDA）：请在 CPU 上量化。</translation>
         </message>
         <message>
             <source>The chat model is busy. Wait until it has finished answering or loading, or stop it, then start the job.</source>

@@ -149,7 +149,7 @@ Pane {
                 onClicked: { panel.device = "gpu"; AppSettings.device = "gpu" }
                 Accessible.name: qsTr("Run on the GPU")
                 ToolTip.visible: hovered && !enabled
-                ToolTip.text: qsTr("This build of Hearth has no CUDA support.")
+                ToolTip.text: qsTr("No CUDA GPU is available here (no device, no driver, or a build without CUDA).")
             }
             RadioButton {
                 text: qsTr("CPU")

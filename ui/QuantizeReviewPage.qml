@@ -112,7 +112,7 @@ ColumnLayout {
             onClicked: QuantizeWizard.device = "gpu"
             Accessible.name: qsTr("Quantize on the GPU")
             ToolTip.visible: hovered && !enabled
-            ToolTip.text: qsTr("This build of Hearth has no CUDA support.")
+            ToolTip.text: qsTr("No CUDA GPU is available here (no device, no driver, or a build without CUDA).")
         }
         RadioButton {
             objectName: "deviceCpu"

@@ -7,6 +7,7 @@
 
 #include "app/desktop/engine_convert.h"
 #include "app/desktop/engine_worker.h"
+#include "engine/backend/backend_factory.h"
 
 namespace hearth::app {
 
@@ -75,12 +76,10 @@ void EngineController::setInstance(EngineController* instance) {
   g_instance = instance;
 }
 
+// A CUDA build on a machine without a GPU (or its driver) counts as no CUDA.
 bool EngineController::cudaAvailable() const {
-#ifdef HEARTH_WITH_CUDA
-  return true;
-#else
-  return false;
-#endif
+  static const bool available = hearth::cuda_available();
+  return available;
 }
 
 void EngineController::setState(State s) {

@@ -18,6 +18,7 @@
 #include "app/desktop/engine_controller.h"
 #include "app/desktop/model_library.h"
 #include "app/desktop/quantize_job_files.h"
+#include "engine/backend/backend_factory.h"
 #include "engine/core/error.h"
 
 namespace hearth::app {
@@ -218,7 +219,9 @@ QString QuantizeWizard::busyProblem() const {
   if (running_) return tr("A quantization job is already running.");
   if (device_ == u"gpu") {
     if (!cudaAvailable())
-      return tr("This build of Hearth has no CUDA support: quantize on the CPU.");
+      return tr(
+          "No CUDA GPU is available here (no device, no driver, or a build without CUDA): quantize "
+          "on the CPU.");
     if (engine_ && engine_->busy())
       return tr(
           "The chat model is busy. Wait until it has finished answering or loading, or "
@@ -464,12 +467,10 @@ void QuantizeWizard::setDevice(const QString& device) {
   settingChanged();
 }
 
+// A CUDA build on a machine without a GPU (or its driver) counts as no CUDA.
 bool QuantizeWizard::cudaAvailable() const {
-#ifdef HEARTH_WITH_CUDA
-  return true;
-#else
-  return false;
-#endif
+  static const bool available = hearth::cuda_available();
+  return available;
 }
 
 void QuantizeWizard::setEvaluate(bool on) {
