@@ -10,6 +10,7 @@ ArgParser::ArgParser(const std::vector<std::string>& args, std::set<std::string>
                      std::set<std::string> switch_flags) {
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
+    if (a == "--help" || a == "-h") throw HelpRequested();
     if (!a.starts_with("--")) throw UsageError("unexpected argument '" + a + "'");
     a = a.substr(2);
     std::optional<std::string> inline_value;

@@ -16,10 +16,16 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// --help (or -h) where a flag is expected: not an error, the caller prints the usage.
+class HelpRequested : public std::exception {
+ public:
+  const char* what() const noexcept override { return "help requested"; }
+};
+
 class ArgParser {
  public:
   // `value_flags` take a value; `switch_flags` do not. Throws UsageError on unknown flags,
-  // missing values or positional arguments.
+  // missing values or positional arguments, HelpRequested on --help / -h in a flag's place.
   ArgParser(const std::vector<std::string>& args, std::set<std::string> value_flags,
             std::set<std::string> switch_flags);
 

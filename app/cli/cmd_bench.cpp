@@ -18,6 +18,7 @@ namespace hearth::cli {
 
 namespace {
 
+#if HEARTH_WITH_CUDA
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -31,6 +32,7 @@ std::vector<std::string> split_list(const std::string& s) {
   }
   return out;
 }
+#endif
 
 // Synthetic models of real shapes (random weights made in memory) on the GPU: fp16, or EXL2 /
 // GPTQ with --quant. Prints the benchmark's own tables (or its JSON).

@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
     if (command == "kld") return hearth::cli::run_kld(args);
     if (command == "quantize") return hearth::cli::run_quantize(args);
     throw hearth::cli::UsageError("unknown command '" + command + "'");
+  } catch (const hearth::cli::HelpRequested&) {
+    std::fputs(kUsage, stdout);
+    return 0;
   } catch (const hearth::cli::UsageError& e) {
     std::fprintf(stderr, "hearth-cli: %s\n\n%s", e.what(), kUsage);
     return 2;

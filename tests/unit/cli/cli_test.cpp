@@ -1,0 +1,201 @@
+// hearth-cli as a user runs it: the real binary in a child process, with the real default model
+// (SmolLM2-135M-Instruct). Expected values come from outside Hearth: the model's published
+// config, and token ids and greedy continuations from Hugging Face transformers
+// (tests/fixtures/model/hf_parity.json, made by tests/reference/hf_parity.py).
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/api/model_loader.h"
+#include "tests/common/test_paths.h"
+
+extern char** environ;
+
+namespace hearth {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs hearth-cli with `args` (no shell), stdout and stderr captured through files.
+CliRun run_cli(const std::vector<std::string>& args) {
+  const fs::path dir = fs::temp_directory_path() / ("hearth_cli_test_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path out = dir / "stdout", err = dir / "stderr";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  std::vector<std::string> argv_strings{HEARTH_CLI_PATH};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  CliRun run;
+  const int spawned = posix_spawn(&pid, HEARTH_CLI_PATH, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    ADD_FAILURE() << "could not start " << HEARTH_CLI_PATH;
+    return run;
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  // A crash (signal) shows as 128 + signal, never as a normal exit code.
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  run.out = read_file(out);
+  run.err = read_file(err);
+  fs::remove_all(dir);
+  return run;
+}
+
+std::string model() {
+  return test::test_model().string();
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+TEST(Cli, HelpIsNotAnError) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--help"}, {"help"}, {"generate", "--help"}, {"quantize", "-h"}}) {
+    const CliRun r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 0) << args.back();
+    EXPECT_TRUE(contains(r.out, "usage: hearth-cli")) << args.back();
+  }
+  // A prompt that reads "--help" is a prompt, not a request for help.
+  const CliRun r = run_cli({"tokenize", "--model", model(), "--text", "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(json::parse(r.out).is_array());
+}
+
+TEST(Cli, UsageErrorsExitWithTwoAndTheUsage) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{}, "usage: hearth-cli"},
+      {{"frobnicate"}, "unknown command 'frobnicate'"},
+      {{"info", "--bogus"}, "unknown flag --bogus"},
+      {{"generate", "--prompt", "hi", "--max-tokens", "lots"}, "--max-tokens must be an integer"},
+      {{"generate", "--prompt", "hi", "--temperature", "nan"}, "--temperature must be a number"},
+      {{"generate", "--prompt"}, "--prompt needs a value"},
+      {{"generate"}, "--prompt is required"},
+      {{"generate", "--prompt", "hi", "stray"}, "unexpected argument 'stray'"},
+      {{"bench", "--json=yes"}, "--json takes no value"},
+  };
+  for (const Case& c : cases) {
+    const CliRun r = run_cli(c.args);
+    const std::string what = c.args.empty() ? "(no arguments)" : c.args.back();
+    EXPECT_EQ(r.exit_code, 2) << what << "\n" << r.err;
+    EXPECT_TRUE(contains(r.err, c.message)) << what << "\n" << r.err;
+    EXPECT_TRUE(contains(r.err, "usage: hearth-cli")) << what;
+  }
+}
+
+TEST(Cli, BadModelFilesAreClearErrors) {
+  const fs::path dir = fs::temp_directory_path() / ("hearth_cli_bad_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path garbage = dir / "garbage.gguf";
+  std::ofstream(garbage, std::ios::binary) << "GGUF\x03\x00\x00\x00 this is not a model";
+  const fs::path missing = dir / "missing.gguf";
+  for (const fs::path& p : {garbage, missing}) {
+    const CliRun r = run_cli({"info", "--model", p.string()});
+    EXPECT_EQ(r.exit_code, 1) << p << "\n" << r.err;
+    EXPECT_TRUE(contains(r.err, p.filename().string())) << r.err;  // names the file
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Cli, InfoJsonDescribesTheModel) {
+  const CliRun r = run_cli({"info", "--model", model(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  // SmolLM2-135M-Instruct's config.json on the Hugging Face hub.
+  EXPECT_EQ(j["architecture"], "LlamaForCausalLM");
+  EXPECT_EQ(j["layers"], 30);
+  EXPECT_EQ(j["hidden_size"], 576);
+  EXPECT_EQ(j["intermediate_size"], 1536);
+  EXPECT_EQ(j["heads"], 9);
+  EXPECT_EQ(j["kv_heads"], 3);
+  EXPECT_EQ(j["head_dim"], 64);
+  EXPECT_EQ(j["vocab_size"], 49152);
+  EXPECT_EQ(j["context_length"], 8192);
+  EXPECT_EQ(j["tie_word_embeddings"], true);
+  EXPECT_DOUBLE_EQ(j["rope_theta"].get<double>(), 100000.0);
+  EXPECT_NEAR(j["parameters"].get<double>(), 134.5e6, 0.1e6);
+}
+
+TEST(Cli, TokenizeAndGreedyGenerateMatchTransformers) {
+  std::ifstream in(test::fixtures_dir() / "model" / "hf_parity.json");
+  const json c = json::parse(in)["cases"][0];  // "The capital of France is"
+  const std::string text = c["text"];
+  const auto prompt_ids = c["prompt_ids"].get<std::vector<int32_t>>();
+  const auto greedy = c["greedy_ids"].get<std::vector<int32_t>>();
+
+  const CliRun tok = run_cli({"tokenize", "--model", model(), "--text", text});
+  ASSERT_EQ(tok.exit_code, 0) << tok.err;
+  EXPECT_EQ(json::parse(tok.out).get<std::vector<int32_t>>(), prompt_ids);
+
+  const CliRun gen = run_cli({"generate", "--model", model(), "--prompt", text, "--max-tokens",
+                              std::to_string(greedy.size()), "--temperature", "0", "--json"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  const json j = json::parse(gen.out);
+  // transformers runs its 32 tokens past the end of text (<|im_end|>, id 2); Hearth stops there.
+  constexpr int32_t kEos = 2;
+  const auto eos = std::find(greedy.begin(), greedy.end(), kEos);
+  ASSERT_NE(eos, greedy.end()) << "the fixture's continuation was expected to end the text";
+  const std::vector<int32_t> until_eos(greedy.begin(), eos);
+  std::vector<int32_t> ids = j["tokens"].get<std::vector<int32_t>>();
+  if (!ids.empty() && ids.back() == kEos) ids.pop_back();
+  EXPECT_EQ(ids, until_eos);
+  // As text through Hearth's tokenizer (itself checked against Hugging Face tokenizers).
+  const ModelBundle bundle = open_model(test::test_model(), true);
+  EXPECT_EQ(j["text"].get<std::string>(), bundle.tokenizer->decode(until_eos));
+  EXPECT_EQ(j["prompt_tokens"], static_cast<int>(prompt_ids.size()));
+  EXPECT_GT(j["prompt_tokens_per_s"].get<double>(), 0.0);
+  EXPECT_GT(j["decode_tokens_per_s"].get<double>(), 0.0);
+}
+
+TEST(Cli, ChatTemplateGenerationStopsAtTheEndOfTheTurn) {
+  const CliRun r =
+      run_cli({"generate", "--model", model(), "--chat", "--prompt", "Say hello in one word.",
+               "--max-tokens", "64", "--temperature", "0", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  const std::string text = j["text"];
+  EXPECT_FALSE(text.empty());
+  EXPECT_FALSE(contains(text, "<|im_end|>"));  // the end of turn stops, it is not printed
+  EXPECT_LT(j["tokens"].size(), 64u);
+}
+
+}  // namespace
+}  // namespace hearth
