@@ -473,6 +473,10 @@
             <translation>Cachegröße (Token)</translation>
         </message>
         <message>
+            <source>Automatic</source>
+            <translation>Automatisch</translation>
+        </message>
+        <message>
             <source>0 sizes the cache for the maximum sequence length.</source>
             <translation>0 bemisst den Cache nach der maximalen Sequenzlänge.</translation>
         </message>

@@ -473,6 +473,10 @@
             <translation>缓存大小（词元）</translation>
         </message>
         <message>
+            <source>Automatic</source>
+            <translation>自动</translation>
+        </message>
+        <message>
             <source>0 sizes the cache for the maximum sequence length.</source>
             <translation>0 表示按最大序列长度确定缓存大小。</translation>
         </message>

@@ -201,6 +201,8 @@ Pane {
         RowLayout {
             Layout.fillWidth: true
             SpinBox {
+                id: cacheBox
+                objectName: "cacheBox"
                 Layout.fillWidth: true
                 from: 0
                 to: 4194304
@@ -208,6 +210,18 @@ Pane {
                 editable: true
                 value: panel.cacheTokens
                 onValueModified: panel.cacheTokens = value
+                // 0 is not a size but "as long as the maximum sequence length": say so.
+                readonly property string automaticText: qsTr("Automatic")
+                textFromValue: (v, locale) => v === 0 ? automaticText
+                                                      : Number(v).toLocaleString(locale, "f", 0)
+                valueFromText: (text, locale) => {
+                    const t = text.trim()
+                    if (t === "" || t.toLowerCase() === automaticText.toLowerCase())
+                        return 0
+                    const n = Number.fromLocaleString(locale, t)
+                    return isNaN(n) ? value : Math.round(n)
+                }
+                validator: RegularExpressionValidator { regularExpression: /.*/ }
                 Accessible.name: qsTr("Cache size in tokens, 0 for automatic")
             }
         }

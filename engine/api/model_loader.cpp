@@ -61,8 +61,8 @@ void fill_common_info(ModelBundle& m) {
   info.parameters = info.config.parameter_count();
   info.file_bytes = m.weights->file_bytes();
   if (info.parameters > 0) {
-    info.bits_per_weight = static_cast<double>(info.file_bytes) * 8.0 /
-                           static_cast<double>(info.parameters);
+    info.bits_per_weight =
+        static_cast<double>(info.file_bytes) * 8.0 / static_cast<double>(info.parameters);
   }
   std::map<std::string, int> counts;
   for (const auto& name : m.weights->tensor_names()) ++counts[m.weights->info(name).stored_type];
@@ -77,7 +77,9 @@ ModelBundle open_gguf(const fs::path& file, bool with_tokenizer) {
   m.info.path = file;
   m.info.format = ModelFormat::kGguf;
   m.info.config = config_from_gguf(*m.gguf);
-  m.info.name = m.info.config.name.empty() ? file.stem().string() : m.info.config.name;
+  // The file's name, as for folders: general.name is often a training-run label
+  // ("Smollm2 135M 8k Lc100K Mix1 Ep2") that users do not recognise.
+  m.info.name = file.stem().string();
   m.weights = open_gguf_source(m.gguf, m.info.config);
   if (auto tmpl = m.gguf->get_string("tokenizer.chat_template")) m.chat_template_source = *tmpl;
   if (with_tokenizer) {

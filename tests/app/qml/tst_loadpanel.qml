@@ -33,6 +33,17 @@ Item {
             const load = findChild(panel, "loadButton")
             tryVerify(() => load.enabled)
 
+            // 0 reads as "Automatic", and typing a number (in the locale's format) sets it.
+            const cache = findChild(panel, "cacheBox")
+            panel.cacheTokens = 0
+            compare(cache.displayText, cache.automaticText)
+            compare(cache.valueFromText(cache.automaticText, Qt.locale()), 0)
+            compare(cache.valueFromText(Number(20480).toLocaleString(Qt.locale(), "f", 0),
+                                        Qt.locale()), 20480)
+            panel.cacheTokens = 8192
+            compare(cache.displayText, Number(8192).toLocaleString(Qt.locale(), "f", 0))
+            panel.cacheTokens = 0
+
             // A cache no computer here can hold: refused before loading, with the reason.
             panel.maxSeqLen = 4000000
             panel.cacheTokens = 4000000
