@@ -204,7 +204,13 @@ ModelConfig config_from_gguf(const GgufFile& g) {
     }
   }
   if (g.has("tokenizer.ggml.eos_token_ids")) {
-    for (int64_t id : *g.get_int_array("tokenizer.ggml.eos_token_ids")) {
+    // Held in a variable: ranging over *optional-temporary would read a destroyed vector.
+    const auto eos_ids = g.get_int_array("tokenizer.ggml.eos_token_ids");
+    if (!eos_ids) {
+      fail(ErrorCode::kInvalidFile,
+           g.display_name() + ": tokenizer.ggml.eos_token_ids is not an array of integers");
+    }
+    for (int64_t id : *eos_ids) {
       if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
         fail(ErrorCode::kInvalidFile, g.display_name() +
                                           ": tokenizer.ggml.eos_token_ids holds invalid id " +

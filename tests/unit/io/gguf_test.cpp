@@ -235,6 +235,34 @@ TEST(GgufConfig, ReadsLlamaMetadata) {
   EXPECT_FALSE(config_from_gguf(GgufFile::parse(span(untied))).tie_word_embeddings);
 }
 
+TEST(GgufConfig, ReadsTheEosIdList) {
+  GgufBuilder b = test::tiny_llama_gguf();
+  ByteWriter ids;
+  ids.u32(test::kGI32).u64(3).i32(7).i32(5).i32(2);  // eos and eot are already in the list
+  b.kv("tokenizer.ggml.eos_token_ids", test::kGArray, ids.take());
+  const Bytes image = b.build();
+  EXPECT_EQ(config_from_gguf(GgufFile::parse(span(image))).eos_token_ids,
+            (std::vector<int32_t>{2, 7, 5}));
+
+  GgufBuilder wrong = test::tiny_llama_gguf();
+  wrong.string_array("tokenizer.ggml.eos_token_ids", {"</s>"});
+  const Bytes bad = wrong.build();
+  try {
+    config_from_gguf(GgufFile::parse(span(bad), "bad.gguf"));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidFile);
+    EXPECT_NE(std::string(e.what()).find("eos_token_ids"), std::string::npos) << e.what();
+  }
+
+  GgufBuilder negative = test::tiny_llama_gguf();
+  ByteWriter neg;
+  neg.u32(test::kGI32).u64(1).i32(-4);
+  negative.kv("tokenizer.ggml.eos_token_ids", test::kGArray, neg.take());
+  const Bytes bad_id = negative.build();
+  EXPECT_THROW(config_from_gguf(GgufFile::parse(span(bad_id))), Error);
+}
+
 TEST(GgufConfig, ReadsRopeScalingKeys) {
   GgufBuilder b = test::tiny_llama_gguf();
   b.string("llama.rope.scaling.type", "yarn")

@@ -71,7 +71,8 @@ TEST(ChatTemplate, RealTemplatesMatchTransformers) {
   size_t rendered = 0, errors = 0;
   for (const auto& c : cases) {
     SCOPED_TRACE(c["name"].get<std::string>());
-    const ChatTemplate& t = real_template(c["template"].get<std::string>());
+    const std::string template_file = c["template"].get<std::string>();
+    const ChatTemplate& t = real_template(template_file);
     bool threw;
     std::string message;
     const std::string out = outcome([&] { return t.render(c["context"]); }, threw, message);
@@ -144,7 +145,8 @@ TEST(ChatTemplate, ApplyMatchesTransformers) {
     }
     if (!plain || ctx.size() != 6) continue;
     SCOPED_TRACE(c["name"].get<std::string>());
-    const ChatTemplate& t = real_template(c["template"].get<std::string>());
+    const std::string template_file = c["template"].get<std::string>();
+    const ChatTemplate& t = real_template(template_file);
     EXPECT_EQ(t.apply(messages, ctx["add_generation_prompt"], ctx["bos_token"], ctx["eos_token"]),
               c["expected"].get<std::string>());
     ++checked;
@@ -194,7 +196,8 @@ TEST(ChatTemplate, RendersTwentyMessagesQuickly) {
   for (const auto& c : cases) {
     const std::string name = c["name"];
     if (name.find("twenty_messages") == std::string::npos) continue;
-    const ChatTemplate& t = real_template(c["template"].get<std::string>());
+    const std::string template_file = c["template"].get<std::string>();
+    const ChatTemplate& t = real_template(template_file);
     ASSERT_EQ(t.render(c["context"]), c["expected"].get<std::string>()) << name;
     const int runs = 300;
     const auto start = std::chrono::steady_clock::now();

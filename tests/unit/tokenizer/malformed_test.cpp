@@ -41,8 +41,8 @@ TEST(MalformedTokenizerJson, MergeReferencingUnknownToken) {
 }
 
 TEST(MalformedTokenizerJson, IdsOutOfRange) {
-  for (const json id : {json(uint64_t{1} << 31), json(int64_t{-1}), json(uint64_t{1} << 40),
-                        json(1e300), json("7"), json(nullptr)}) {
+  for (const json& id : {json(uint64_t{1} << 31), json(int64_t{-1}), json(uint64_t{1} << 40),
+                         json(1e300), json("7"), json(nullptr)}) {
     auto j = base_tokenizer_json();
     j["model"]["vocab"]["zzz"] = id;
     if (id.is_null()) {
