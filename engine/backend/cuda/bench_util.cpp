@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <cuda_profiler_api.h>
+
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
+#include "engine/generate/sampling_params.h"
+#include "engine/model/llama_model.h"
 
 namespace hearth::cuda::bench {
 
@@ -82,6 +86,44 @@ std::string fmt(const char* format, double value) {
   char b[64];
   std::snprintf(b, sizeof(b), format, value);
   return b;
+}
+
+double time_greedy_decode(LlamaModel& model, CudaBackend& backend, KvCacheStorage& cache,
+                          int64_t batch, int64_t pages_per_seq, int64_t context, int steps,
+                          bool profile_first) {
+  std::vector<std::vector<int32_t>> page_tables(static_cast<size_t>(batch));
+  int32_t next = 0;
+  for (auto& t : page_tables) {
+    for (int64_t i = 0; i < pages_per_seq; ++i) t.push_back(next++);
+  }
+  std::vector<std::vector<int32_t>> feed(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) feed[static_cast<size_t>(b)] = {static_cast<int32_t>(b + 1)};
+  SamplingParams greedy;
+  std::vector<SampleRequest> requests(static_cast<size_t>(batch));
+  for (auto& r : requests) r.params = &greedy;
+  std::chrono::steady_clock::time_point start;
+  for (int step = 0; step < kDecodeWarmSteps + steps; ++step) {
+    if (step == kDecodeWarmSteps) {
+      backend.synchronize();
+      start = std::chrono::steady_clock::now();
+    }
+    BatchDesc desc;
+    for (int64_t b = 0; b < batch; ++b) {
+      SequenceSlice s;
+      s.tokens = feed[static_cast<size_t>(b)];
+      s.start_pos = static_cast<int32_t>(context + step);
+      s.page_table = page_tables[static_cast<size_t>(b)];
+      desc.seqs.push_back(s);
+    }
+    const bool profile = profile_first && step == kDecodeWarmSteps;
+    if (profile) check_cuda(cudaProfilerStart(), "starting the profiler");
+    DeviceTensor logits = model.forward(desc, cache);
+    const auto ids = backend.sample(logits, requests);
+    if (profile) check_cuda(cudaProfilerStop(), "stopping the profiler");
+    for (int64_t b = 0; b < batch; ++b)
+      feed[static_cast<size_t>(b)] = {ids[static_cast<size_t>(b)]};
+  }
+  return seconds_since(start);
 }
 
 }  // namespace hearth::cuda::bench

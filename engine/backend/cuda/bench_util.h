@@ -10,6 +10,11 @@
 
 #include <cuda_runtime.h>
 
+namespace hearth {
+class KvCacheStorage;
+class LlamaModel;
+}  // namespace hearth
+
 namespace hearth::cuda {
 
 class CudaBackend;
@@ -28,6 +33,15 @@ double copy_bandwidth_gbs(CudaBackend& backend, double* ms = nullptr);
 double datasheet_fp16_tflops(const std::string& device_name);
 // Deterministic token ids for benchmark prompts (the weights are random: any ids do).
 std::vector<int32_t> tokens_for(int64_t n, int64_t vocab, uint64_t seed);
+// Untimed decode steps before the timed ones: a direct run, the graph capture, a first replay.
+constexpr int kDecodeWarmSteps = 3;
+// Seconds for `steps` greedy decode steps of `batch` sequences (one token each, the first at
+// position `context`; sequence b owns pages [b·pages_per_seq, (b+1)·pages_per_seq)), sampled on
+// the device, after kDecodeWarmSteps untimed steps. `profile_first` brackets the first timed
+// step with cudaProfilerStart/Stop, for Nsight's --profile-from-start off.
+double time_greedy_decode(LlamaModel& model, CudaBackend& backend, KvCacheStorage& cache,
+                          int64_t batch, int64_t pages_per_seq, int64_t context, int steps,
+                          bool profile_first = false);
 // printf-style formatting of one number.
 std::string fmt(const char* format, double value);
 

@@ -1,7 +1,6 @@
 #include "engine/backend/cuda/cuda_bench.h"
 
 #include <cublas_v2.h>
-#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -30,8 +29,10 @@ using json = nlohmann::json;
 using cuda::bench::copy_bandwidth_gbs;
 using cuda::bench::datasheet_fp16_tflops;
 using cuda::bench::fmt;
+using cuda::bench::kDecodeWarmSteps;
 using cuda::bench::median;
 using cuda::bench::seconds_since;
+using cuda::bench::time_greedy_decode;
 using cuda::bench::time_ms;
 using cuda::bench::tokens_for;
 
@@ -351,38 +352,9 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
   const double weight_bytes =
       static_cast<double>(m.linear_params * static_cast<int64_t>(elem) + m.norm_params * 4);
   auto decode_run = [&](int64_t B) {
-    std::vector<std::vector<int32_t>> page_tables(static_cast<size_t>(B));
-    int32_t next = 0;
-    for (auto& t : page_tables) {
-      for (int64_t i = 0; i < seq_pages; ++i) t.push_back(next++);
-    }
-    std::vector<std::vector<int32_t>> feed(static_cast<size_t>(B));
-    for (int64_t b = 0; b < B; ++b) feed[static_cast<size_t>(b)] = {static_cast<int32_t>(b + 1)};
-    std::vector<SampleRequest> req(static_cast<size_t>(B));
-    for (auto& q : req) q.params = &greedy;
-    const int warm = 3;  // direct run, capture, first replay
-    std::chrono::steady_clock::time_point start;
-    for (int step = 0; step < warm + o.decode_steps; ++step) {
-      if (step == warm) {
-        be.synchronize();
-        start = std::chrono::steady_clock::now();
-      }
-      BatchDesc batch;
-      for (int64_t b = 0; b < B; ++b) {
-        SequenceSlice s;
-        s.tokens = feed[static_cast<size_t>(b)];
-        s.start_pos = static_cast<int32_t>(o.decode_context + step);
-        s.page_table = page_tables[static_cast<size_t>(b)];
-        batch.seqs.push_back(s);
-      }
-      const bool profile = o.profile_decode_step && step == warm;
-      if (profile) check_cuda(cudaProfilerStart(), "starting the profiler");
-      DeviceTensor logits = model.forward(batch, *cache);
-      const auto ids = be.sample(logits, req);
-      if (profile) check_cuda(cudaProfilerStop(), "stopping the profiler");
-      for (int64_t b = 0; b < B; ++b) feed[static_cast<size_t>(b)] = {ids[static_cast<size_t>(b)]};
-    }
-    const double t = seconds_since(start);
+    const int warm = kDecodeWarmSteps;
+    const double t = time_greedy_decode(model, be, *cache, B, seq_pages, o.decode_context,
+                                        o.decode_steps, o.profile_decode_step);
     const double tok_s = static_cast<double>(B * o.decode_steps) / t;
     const double avg_ctx = static_cast<double>(o.decode_context) + warm + o.decode_steps / 2.0;
     const double kv_bytes = static_cast<double>(B) * config.num_layers * 2.0 * config.kv_dim() *
