@@ -597,6 +597,10 @@
             <translation>Stattdessen laden</translation>
         </message>
         <message>
+            <source>Reload with these settings</source>
+            <translation>Mit diesen Einstellungen neu laden</translation>
+        </message>
+        <message>
             <source>Load</source>
             <translation>Laden</translation>
         </message>

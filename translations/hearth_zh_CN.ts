@@ -597,6 +597,10 @@
             <translation>改为加载此模型</translation>
         </message>
         <message>
+            <source>Reload with these settings</source>
+            <translation>按这些设置重新加载</translation>
+        </message>
+        <message>
             <source>Load</source>
             <translation>加载</translation>
         </message>

@@ -364,7 +364,10 @@ Pane {
                 Layout.fillWidth: true
                 objectName: "loadButton"
                 visible: !panel.loading
-                text: EngineController.loaded ? qsTr("Load instead") : qsTr("Load")
+                text: !EngineController.loaded ? qsTr("Load")
+                      : EngineController.model.path !== undefined
+                        && EngineController.isLoadedModel(modelBox.currentValue || "")
+                        ? qsTr("Reload with these settings") : qsTr("Load instead")
                 highlighted: true
                 enabled: !!modelBox.currentValue && !ChatSession.generating && !panel.entry.error
                          && !(panel.plan.valid === true && !panel.plan.fits) && !panel.gpuReserved

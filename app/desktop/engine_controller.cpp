@@ -2,6 +2,7 @@
 
 #include <QCoro/QCoroFuture>
 #include <QCoro/QCoroTask>
+#include <QFileInfo>
 #include <QJSEngine>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -74,6 +75,14 @@ EngineController* EngineController::create(QQmlEngine*, QJSEngine*) {
 
 void EngineController::setInstance(EngineController* instance) {
   g_instance = instance;
+}
+
+bool EngineController::isLoadedModel(const QString& path) const {
+  if (!loaded() || path.isEmpty()) return false;
+  const QString current = model_.value(QStringLiteral("path")).toString();
+  if (current == path) return true;
+  const QString a = QFileInfo(current).canonicalFilePath();
+  return !a.isEmpty() && a == QFileInfo(path).canonicalFilePath();
 }
 
 // A CUDA build on a machine without a GPU (or its driver) counts as no CUDA.

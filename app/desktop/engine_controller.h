@@ -91,6 +91,8 @@ class EngineController : public QObject {
   Q_INVOKABLE void unload();
   Q_INVOKABLE void requestPlan(const QVariantMap& settings);
   Q_INVOKABLE void stop();  // the running generation
+  // Whether `path` names the loaded model's file or folder (through links too).
+  Q_INVOKABLE bool isLoadedModel(const QString& path) const;
 
   // For ChatSession: starts a request; the result arrives as generation* signals with this id.
   quint64 generate(const std::vector<hearth::ChatMessage>& messages, const QVariantMap& sampling,
