@@ -1,6 +1,10 @@
 #include "engine/core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace hearth {
 
@@ -10,6 +14,27 @@ void chunk_range(int64_t n, int64_t chunks, int64_t chunk, int64_t* begin, int64
   *begin = n * chunk / chunks;
   *end = n * (chunk + 1) / chunks;
 }
+// How long a thread polls for its next event before it sleeps: longer than the gap between the
+// parallel loops of one decode step, short enough to cost nothing when the pool is idle.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+void cpu_relax() {
+#if defined(__x86_64__)
+  _mm_pause();
+#endif
+}
+
+// Polls `done` for up to kSpin; true when it became true.
+template <class Done>
+bool spin_until(Done done) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    cpu_relax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) return false;
+  }
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
@@ -52,6 +77,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   } catch (...) {
     mine = std::current_exception();
   }
+  spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; });
   std::unique_lock lock(mutex_);
   done_cv_.wait(lock, [this] { return pending_ == 0; });
   job_ = nullptr;
@@ -65,6 +91,7 @@ void ThreadPool::worker_loop(int index) {
   for (;;) {
     const std::function<void(int64_t, int64_t)>* job;
     int64_t n, chunks;
+    spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock lock(mutex_);
       start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });

@@ -2,9 +2,10 @@
 // takes part, so a pool of one thread runs everything inline.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
-#include <exception>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -35,8 +36,11 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
   int64_t job_chunks_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
+  // Atomic so that a thread can spin on them for a moment before it sleeps on a condition
+  // variable: decode runs hundreds of short parallel loops per token, and a futex wake-up per
+  // loop costs more than the loop. Written under mutex_ all the same.
+  std::atomic<uint64_t> generation_ = 0;
+  std::atomic<int> pending_ = 0;
   std::exception_ptr error_;
   bool stop_ = false;
 };
