@@ -121,13 +121,7 @@ void LayerRunner::attention(const float* xin, int64_t tokens, const AttentionWei
       std::nullopt);
   read(h, T, cap.normed);
   read(attn, T, cap.attn);
-  if (cap.output) {
-    // x + attn_out, formed on the host in fp32 (the backend's fused add also normalises).
-    std::vector<float> delta = backend_.read(attn_out, T);
-    std::vector<float>& out = *cap.output;
-    out.resize(delta.size());
-    for (size_t i = 0; i < delta.size(); ++i) out[i] = xin[i] + delta[i];
-  }
+  if (cap.output) add_residual(xin, attn_out, T, *cap.output);
 }
 
 void LayerRunner::mlp(const float* xin, int64_t tokens, const MlpWeights& w,
@@ -149,12 +143,13 @@ void LayerRunner::mlp(const float* xin, int64_t tokens, const MlpWeights& w,
       std::nullopt);
   read(h, T, cap.normed);
   read(gate, T, cap.pre_down);
-  if (cap.output) {
-    std::vector<float> delta = backend_.read(down, T);
-    std::vector<float>& out = *cap.output;
-    out.resize(delta.size());
-    for (size_t i = 0; i < delta.size(); ++i) out[i] = xin[i] + delta[i];
-  }
+  if (cap.output) add_residual(xin, down, T, *cap.output);
+}
+
+void LayerRunner::add_residual(const float* x, DeviceTensor delta, int64_t tokens,
+                               std::vector<float>& out) {
+  out = backend_.read(delta, tokens);
+  for (size_t i = 0; i < out.size(); ++i) out[i] += x[i];
 }
 
 void LayerRunner::head(const float* xin, int64_t tokens, const BackendWeight& norm,

@@ -60,6 +60,8 @@ class LayerRunner {
  private:
   void begin(const float* x, int64_t tokens);
   void read(DeviceTensor t, int64_t tokens, std::vector<float>* out);
+  // out = x + delta, formed on the host in fp32 (the backend's fused add also normalises).
+  void add_residual(const float* x, DeviceTensor delta, int64_t tokens, std::vector<float>& out);
 
   Backend& backend_;
   ModelConfig config_;
