@@ -458,14 +458,9 @@ struct QuantPipeline::Impl {
   Measurement measurement;
   fs::path measurement_path() const { return opt.work_dir / "measurement.json"; }
 
-  // Measures one attention (m even) or MLP module on the reference states.
-  void measure_module(int64_t m, std::vector<float>& states) {
-    const int64_t layer = m / 2;
-    const std::string p = layer_key(layer) + ".";
-    const int64_t H = config.hidden_size, T = measure_rows.length;
-    const int64_t R = measure_rows.rows;
-    const bool attn = m % 2 == 0;
-    const int nproj = attn ? 4 : 3;
+  // The linears of one module in the order the passes use them: q, k, v, o or gate, up, down.
+  std::vector<LinearWeights> module_linears(const std::string& p, bool attn) {
+    const int64_t H = config.hidden_size;
     std::vector<LinearWeights> w;
     if (attn) {
       w.push_back(linear(p + "self_attn.q_proj", config.q_dim(), H));
@@ -477,6 +472,18 @@ struct QuantPipeline::Impl {
       w.push_back(linear(p + "mlp.up_proj", config.intermediate_size, H));
       w.push_back(linear(p + "mlp.down_proj", H, config.intermediate_size));
     }
+    return w;
+  }
+
+  // Measures one attention (m even) or MLP module on the reference states.
+  void measure_module(int64_t m, std::vector<float>& states) {
+    const int64_t layer = m / 2;
+    const std::string p = layer_key(layer) + ".";
+    const int64_t H = config.hidden_size, T = measure_rows.length;
+    const int64_t R = measure_rows.rows;
+    const bool attn = m % 2 == 0;
+    const int nproj = attn ? 4 : 3;
+    std::vector<LinearWeights> w = module_linears(p, attn);
     auto norm =
         upload_norm(p + (attn ? "input_layernorm.weight" : "post_attention_layernorm.weight"));
     std::vector<std::unique_ptr<BackendWeight>> fp;
@@ -692,17 +699,7 @@ struct QuantPipeline::Impl {
       runner->norm(states.data() + r * T * H, T, *norm, a);
       add_to(h_in, a, T);
     }
-    std::vector<LinearWeights> w;
-    if (attn) {
-      w.push_back(linear(p + "self_attn.q_proj", config.q_dim(), H));
-      w.push_back(linear(p + "self_attn.k_proj", config.kv_dim(), H));
-      w.push_back(linear(p + "self_attn.v_proj", config.kv_dim(), H));
-      w.push_back(linear(p + "self_attn.o_proj", H, config.q_dim()));
-    } else {
-      w.push_back(linear(p + "mlp.gate_proj", config.intermediate_size, H));
-      w.push_back(linear(p + "mlp.up_proj", config.intermediate_size, H));
-      w.push_back(linear(p + "mlp.down_proj", H, config.intermediate_size));
-    }
+    std::vector<LinearWeights> w = module_linears(p, attn);
     const int nproj = attn ? 4 : 3;
     const PreparedHessian hp_in = prepare(h_in, w[0].name);
     std::vector<std::unique_ptr<BackendWeight>> up(static_cast<size_t>(nproj));
