@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The quantized-kernel job for the GPU machine, in one call: builds Hearth with CUDA (no app),
+# runs quant_gpu_tests (every bit width and mix against the CPU backend, whole synthetic models,
+# batch invariance), the same under compute-sanitizer memcheck and racecheck (a subset), and the
+# synthetic Llama-3-8B EXL2 / GPTQ benchmark. With BASELINE (a folder holding other versions of
+# some source files at their repository paths), the same benchmark is built and run from the tree
+# with those files swapped in, first, so both numbers come from one machine.
+#
+#   BASELINE=build-baseline QUANTS=exl2:4.0,gptq:4:128 tests/gpu/quant_kernel_job.sh
+#
+# Logs and summary.txt go to $OUT (default build-gpu/quant-job).
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+ROOT=$PWD
+OUT="${OUT:-$ROOT/build-gpu/quant-job}"
+QUANTS="${QUANTS:-exl2:4.0,gptq:4:128}"
+MODELS="${MODELS:-llama3-8b}"
+mkdir -p "$OUT"
+SUMMARY="$OUT/summary.txt"
+: > "$SUMMARY"
+say() { echo "$*" | tee -a "$SUMMARY"; }
+J=$(nproc)
+say "GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1)"
+
+# Baseline: a copy of the tree with the older files, built in the background (hearth-cli only).
+if [ -n "${BASELINE:-}" ]; then
+  rm -rf /tmp/hearth-base && mkdir -p /tmp/hearth-base
+  tar -C "$ROOT" --exclude='./build*' --exclude='./.git' -cf - . | tar -C /tmp/hearth-base -xf -
+  cp -r "$BASELINE"/. /tmp/hearth-base/
+  (cmake -S /tmp/hearth-base -B /tmp/hearth-base/build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+     -DHEARTH_APP=OFF -DHEARTH_TESTS=OFF -DHEARTH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 &&
+   cmake --build /tmp/hearth-base/build -j "$J" --target hearth-cli) > "$OUT/baseline_build.log" 2>&1 &
+  base_pid=$!
+fi
+
+start=$SECONDS
+HEARTH_GPU_STAGES=build HEARTH_CUDA_ARCHS=90 OUT="$OUT/suite" tests/gpu/run.sh > "$OUT/suite.log" 2>&1
+if cmake --build build-gpu -j "$J" --target quant_gpu_tests hearth-cli >> "$OUT/build.log" 2>&1; then
+  say "build: ok ($((SECONDS - start)) s)"
+else
+  say "build: FAILED"; tail -40 "$OUT/build.log"; exit 1
+fi
+
+run_test() {  # name, command...
+  local name=$1; shift
+  local t0=$SECONDS
+  if timeout 600 "$@" > "$OUT/$name.log" 2>&1; then
+    say "$name: ok ($((SECONDS - t0)) s) $(grep -E '^\[  PASSED|tests ran' "$OUT/$name.log" | tail -1)"
+  else
+    say "$name: FAILED ($((SECONDS - t0)) s)"
+    grep -E 'FAILED|Failure|error|Error' "$OUT/$name.log" | head -30 | tee -a "$SUMMARY"
+  fi
+}
+run_test quant_gpu_tests build-gpu/tests/gpu/quant_gpu_tests
+SUBSET='QuantGpu.RowsAreBatchInvariant:QuantGpu.Exl2*'
+run_test memcheck compute-sanitizer --tool memcheck --error-exitcode 1 \
+  build-gpu/tests/gpu/quant_gpu_tests --gtest_filter="$SUBSET"
+run_test racecheck compute-sanitizer --tool racecheck --error-exitcode 1 \
+  build-gpu/tests/gpu/quant_gpu_tests --gtest_filter='QuantGpu.RowsAreBatchInvariant'
+
+bench() {  # label, binary
+  local t0=$SECONDS
+  if timeout 300 "$2" bench --synthetic "$MODELS" --quant "$QUANTS" > "$OUT/bench_$1.txt" 2>&1; then
+    say "bench $1 ($((SECONDS - t0)) s):"
+  else
+    say "bench $1: FAILED ($((SECONDS - t0)) s)"
+  fi
+  cat "$OUT/bench_$1.txt" | tee -a "$SUMMARY"
+}
+if [ -n "${BASELINE:-}" ]; then
+  if wait "$base_pid"; then bench baseline /tmp/hearth-base/build/app/cli/hearth-cli
+  else say "baseline build FAILED"; tail -20 "$OUT/baseline_build.log"; fi
+fi
+bench new build-gpu/app/cli/hearth-cli
