@@ -23,7 +23,13 @@
 #              the attention mode for quantize/reference; (b) Hearth on the same fp16 folder
 #              (its safetensors path): gpu_hf_parity_tests against transformers on the GPU and the
 #              committed CPU fixture, and hearth-cli greedy on the CPU and CUDA backends
-#   quantize   exllamav2's converter under that attention mode: one measurement, then each bpw
+#   quantize   exllamav2's converter under that attention mode: one measurement, then each bpw.
+#              Calibration (HEARTH_EXL2_CAL=hearth, the default): Hearth's own rows
+#              (tests/gpu/calibration_rows: resources/calibration, HEARTH_CAL_ROWS x
+#              HEARTH_EXL2_CAL_LENGTH, HEARTH_CAL_MEASURE_ROWS measurement rows) as parquet files
+#              (tests/reference/hearth_calibration.py), so it calibrates on what our quantizer
+#              does; waits for the Hearth build. HEARTH_EXL2_CAL=builtin: exllamav2's own set.
+#              Times and peak VRAM per run: smollm2-exl2/exllamav2_quantize.json
 #   reference  exllamav2's logits and greedy continuations on 10 prompts, per bpw
 #   dequant    per checkpoint: exllamav2 on it against transformers fp32 on the fp16 folder
 #              (exl2_diagnose.py quant: is the quantized model sane?); (c) exllamav2's own
@@ -33,18 +39,60 @@
 #   hearth     run quant_tests (now with the exllamav2 fixtures), quant_parser_tests,
 #              quant_gpu_tests and quant_exl2_smollm2_tests (Hearth on the exllamav2
 #              checkpoints, CPU and GPU backends, against exllamav2's logits); builds if needed
+#   ours       OUR quantizer on the fp16 folder: hearth-cli quantize --backend cuda to EXL2 at
+#              HEARTH_OURS_BPW (default: HEARTH_EXL2_BPW) -- the measurement once, in the 4.0 job
+#              (--keep-work), reused by the others (--measurement) -- and GPTQ 4-bit g128
+#              act-order sym (HEARTH_OURS_GPTQ=0 skips it), with the same calibration rows x
+#              length as the quantize stage; each job's --json-progress events (stage and
+#              per-module times), wall time and peak VRAM (nvidia-smi, 200 ms) in ours/jobs/. A
+#              job stopped at the deadline is resumed (--resume) by the next call
+#   compare    ours against exllamav2, held-out text resources/calibration/heldout.txt (798
+#              tokens, 797 scored; ctx 512, stride 256): hearth-cli ppl (fp16) and kld --reference
+#              fp16 for our and exllamav2's models (CUDA); in ONE exllamav2 process
+#              (exl2_smollm2_reference.py evaluate) the reference logits of our checkpoints on the
+#              10 prompts and perplexity / KL / top-1 of fp16, ours and theirs; then
+#              quant_exl2_smollm2_tests with our checkpoints against those logits (CPU and CUDA);
+#              all assembled by tests/reference/ours_vs_exllamav2.py into
+#              ours/ours_vs_exllamav2.json (packed as smollm2/ours_vs_exllamav2.json) and one
+#              summary line per model
+#   ours8b     time and peak VRAM of hearth-cli quantize --backend cuda (EXL2 4.0 with its
+#              measurement, then GPTQ 4-bit g128) on a random-weight model of Llama-3-8B's shape
+#              with HEARTH_8B_LAYERS (default 2) of its 32 layers and SmolLM2's tokenizer
+#              (tests/reference/make_llama_shape_model.py), Hearth's CUDA calibration defaults;
+#              each job is cut at HEARTH_8B_LIMIT / HEARTH_8B_GPTQ_LIMIT seconds (default 75 /
+#              30; 0 skips GPTQ) and reports the per-layer times it reached; a later call resumes
 #   bench      quant_bench: synthetic EXL2/GPTQ models of Llama shapes (decode at batch 1, 8, 32
 #              with the share of the bandwidth limit, prefill), and the kernel sweep
 # After every stage, and at the end, what exists is packed into $OUT: summary.txt and
 # exl2_results.tar.gz (fixtures/exl2_exllamav2/, smollm2/exl2_smollm2_*.json and configs,
-# diagnose/*.json, recon/<bpw>/manifest.json, logs/, bench/), so a call stopped at its limit still
-# returns what it did. Stages are skipped (said so in the summary) when less time is left than
-# they need before HEARTH_JOB_DEADLINE.
+# smollm2/ours_vs_exllamav2.json, ours/ (eval/, jobs/, our checkpoints' configs and exllamav2
+# logits), ours8b/, diagnose/*.json, recon/<bpw>/manifest.json, logs/, bench/), so a call
+# stopped at its limit still returns what it did. Stages are skipped (said so in the summary)
+# when less time is left than they need before HEARTH_JOB_DEADLINE.
+#
+# Expected durations (H200; the new stages never ran yet, so theirs are estimates):
+#   setup ~2 min; convert ~20 s; build (background) ~1.5 min; quantize: measured so far with
+#   exllamav2's own set (115 rows, 19 measurement rows): 149 s for the measurement + 4.0 at
+#   length 1024, 269 s for 3 widths (measurement reused) at 2048, so at 100 x 2048 expect
+#   ~1-1.5 min for the measurement + ~1.3 min per width (~6.5 min for 4 widths: more than one
+#   call; finished widths and the measurement are kept, the next call goes on) and about half
+#   that at HEARTH_EXL2_CAL_LENGTH=1024 (~3.5 min); reference ~30 s;
+#   ours: unknown, our quantizer never ran on a GPU at this size -- guess 3-6 min for the
+#   measurement + 4 widths + GPTQ at 100 x 2048 (the CPU took 18 min for 4.0 with 16 x 512
+#   tokens on 2 cores); a job stopped at the deadline resumes in the next call;
+#   compare ~3 min (9 hearth-cli kld runs ~40 s, one exllamav2 process with 5 logit JSONs and
+#   10 perplexities ~1.5 min, quant_exl2_smollm2_tests on 5 models ~1 min);
+#   ours8b ~2 min at most (model ~15-20 s with torch on the GPU, then the two capped jobs, each
+#   given up to 20 s more to stop; what a stopped job reached is reported, a later call resumes).
 #
 # Variables: WORK (default build-exl2-job, kept between calls on a warm machine), OUT (default
-# $WORK/out), HEARTH_EXL2_BPW (default 2.5,4.0,6.0), HEARTH_EXL2_CAL_LENGTH (calibration row
-# length, default 2048), HEARTH_EXL2_ATTN (sdpa, matmul or sdpa_fixed: overrides the diagnose
-# stage's choice; without either, matmul), HEARTH_GPU_BUILD (Hearth build folder, default
+# $WORK/out), HEARTH_EXL2_BPW (default 2.5,3.0,4.0,6.0), HEARTH_EXL2_CAL_LENGTH (calibration row
+# length of both quantizers, default 2048 = Hearth's CUDA default), HEARTH_CAL_ROWS (default 100),
+# HEARTH_CAL_MEASURE_ROWS (default 16), HEARTH_EXL2_CAL (hearth or builtin), HEARTH_EXL2_ATTN
+# (sdpa, matmul or sdpa_fixed: overrides the diagnose stage's choice; without either, matmul),
+# HEARTH_OURS_BPW, HEARTH_OURS_GPTQ, HEARTH_QUANT_BACKEND (hearth-cli's --backend in ours,
+# compare and ours8b, default cuda; cpu for trying the stages without a GPU), HEARTH_8B_LAYERS,
+# HEARTH_8B_LIMIT, HEARTH_8B_GPTQ_LIMIT, HEARTH_GPU_BUILD (Hearth build folder, default
 # build-gpu), HEARTH_EXL2_BENCH_ARGS (extra quant_bench runs), HEARTH_JOB_DEADLINE (seconds this
 # call may take, default 570).
 #
@@ -78,7 +126,7 @@ EOF
 fi
 
 BUILD_TARGETS="quant_tests quant_parser_tests quant_gpu_tests quant_exl2_smollm2_tests quant_bench
-  gpu_hf_parity_tests exl2_checkpoint_tests"
+  gpu_hf_parity_tests exl2_checkpoint_tests calibration_rows"
 
 # Internal: the Hearth build (the "build" stage, and "build-bg" runs this in the background).
 # Writes WORK/build.status: "running", then "ok" or "FAILED".
@@ -111,8 +159,19 @@ STAGES=${3:-setup,fixtures,convert,diagnose,quantize,reference,dequant,build,hea
 WORK=${WORK:-$ROOT/build-exl2-job}
 OUT=${OUT:-$WORK/out}
 BUILD=${HEARTH_GPU_BUILD:-build-gpu}
-BPWS=${HEARTH_EXL2_BPW:-2.5,4.0,6.0}
+BPWS=${HEARTH_EXL2_BPW:-2.5,3.0,4.0,6.0}
 DEADLINE=${HEARTH_JOB_DEADLINE:-570}
+# Calibration rows x length, the same for exllamav2's converter and ours (Hearth's CUDA defaults).
+CAL_LEN=${HEARTH_EXL2_CAL_LENGTH:-2048}
+CAL_ROWS=${HEARTH_CAL_ROWS:-100}
+CAL_MROWS=${HEARTH_CAL_MEASURE_ROWS:-16}
+CAL_SRC=${HEARTH_EXL2_CAL:-hearth}
+QBACKEND=${HEARTH_QUANT_BACKEND:-cuda}
+OURS_BPWS=${HEARTH_OURS_BPW:-$BPWS}
+OURS_NAMES=$OURS_BPWS
+[ "${HEARTH_OURS_GPTQ:-1}" = 0 ] || OURS_NAMES="$OURS_NAMES,gptq-4-g128"
+CLI="$BUILD/app/cli/hearth-cli"
+OURS="$WORK/ours"
 mkdir -p "$WORK/logs" "$WORK/bench" "$OUT"
 SUMMARY="$WORK/logs/summary.txt"
 say() { echo "$*" | tee -a "$SUMMARY"; }
@@ -137,6 +196,28 @@ pack() {
   for d in "$WORK"/recon/*/; do
     [ -f "$d/manifest.json" ] && cp "$d/manifest.json" "$WORK/pack/recon/manifest_$(basename "$d").json"
   done
+  # exllamav2's quantization times / calibration check, and our quantizer against it.
+  cp "$WORK/smollm2-exl2/exllamav2_quantize.json" "$WORK/pack/smollm2/" 2>/dev/null
+  for f in "$WORK"/smollm2-exl2/*/hearth_calibration_check.json; do
+    [ -f "$f" ] && cp "$f" "$WORK/pack/smollm2/calibration_check_$(basename "$(dirname "$f")").json"
+  done
+  for f in "$WORK"/exl2-work/cal-*/parquet_check.json; do
+    [ -f "$f" ] && cp "$f" "$WORK/pack/smollm2/parquet_check_$(basename "$(dirname "$f")").json"
+  done
+  cp "$OURS/ours_vs_exllamav2.json" "$WORK/pack/smollm2/" 2>/dev/null
+  if [ -d "$OURS" ]; then
+    mkdir -p "$WORK/pack/ours"
+    cp -r "$OURS/jobs" "$OURS/eval" "$WORK/pack/ours/" 2>/dev/null
+    cp "$OURS"/exl2_smollm2_*.json "$WORK/pack/ours/" 2>/dev/null
+    for d in "$OURS"/*/; do
+      [ -f "$d/config.json" ] && cp "$d/config.json" "$WORK/pack/ours/config_$(basename "$d").json"
+    done
+  fi
+  if [ -d "$WORK/ours8b" ]; then
+    mkdir -p "$WORK/pack/ours8b"
+    cp -r "$WORK/ours8b/jobs" "$WORK/pack/ours8b/" 2>/dev/null
+    cp "$WORK"/ours8b/*.json "$WORK/pack/ours8b/" 2>/dev/null
+  fi
   cp -r "$WORK/logs" "$WORK/bench" "$WORK/pack/"
   tar czf "$OUT/exl2_results.tar.gz.tmp" -C "$WORK/pack" . && mv "$OUT/exl2_results.tar.gz.tmp" "$OUT/exl2_results.tar.gz"
   cp "$SUMMARY" "$OUT/summary.txt"
@@ -192,7 +273,7 @@ command -v nvidia-smi >/dev/null && say "GPU: $(nvidia-smi --query-gpu=name,memo
 # The wheel unpacked once (needed only by the stages that run exllamav2); gguf-py from the carry
 # if the image has none.
 needs_exl2=0
-for s_ in setup fixtures diagnose quantize reference dequant; do has $s_ && needs_exl2=1; done
+for s_ in setup fixtures diagnose quantize reference dequant compare; do has $s_ && needs_exl2=1; done
 if [ ! -d "$WORK/py/exllamav2" ] && [ "$needs_exl2" = 1 ]; then
   [ -f "$WHEEL" ] || { say "!! wheel not found: $WHEEL (a fresh machine: carry part1 and run setup first)"; exit 1; }
   mkdir -p "$WORK/py" && $PY -m zipfile -e "$WHEEL" "$WORK/py" || { say "!! cannot unpack $WHEEL"; exit 1; }
@@ -349,18 +430,58 @@ fi
 ATTN=${HEARTH_EXL2_ATTN:-$(cat "$WORK/diagnose/attention_mode" 2>/dev/null)}
 ATTN=${ATTN:-matmul}
 
+# Hearth's calibration rows for exllamav2's converter (HEARTH_EXL2_CAL=hearth): the quantizer's
+# own rows from the built-in text, printed by calibration_rows (after wait_build).
+hearth_cal_rows() {
+  local rows="$WORK/hearth-cal/rows-r$CAL_ROWS-l$CAL_LEN-m$CAL_MROWS.json"
+  if [ ! -s "$rows" ]; then
+    mkdir -p "$WORK/hearth-cal"
+    "$BUILD/tests/gpu/calibration_rows" "$WORK/smollm2-f16" --rows "$CAL_ROWS" --length "$CAL_LEN" \
+      --measure-rows "$CAL_MROWS" > "$rows.tmp" 2>> "$WORK/logs/quantize.log" && mv "$rows.tmp" "$rows" || return 1
+  fi
+  echo "$rows"
+}
+
 if has quantize && enough 200 quantize; then
   start=$SECONDS
+  : > "$WORK/logs/quantize.log"
+  cal_args=()
+  cal_desc="exllamav2's built-in set, length $CAL_LEN"
+  if [ "$CAL_SRC" = hearth ]; then
+    if wait_build 300 && rows_json=$(hearth_cal_rows); then
+      cal_args=(--hearth-rows "$rows_json")
+      cal_desc="Hearth's rows: $CAL_ROWS x $CAL_LEN, measurement $CAL_MROWS x $CAL_LEN"
+    else
+      cal_desc="Hearth's rows UNAVAILABLE (calibration_rows failed or no build)"
+    fi
+  fi
   if [ "$ATTN" = none ]; then
     say "quantize: SKIPPED: exllamav2 matched transformers under no attention mode on the fp16 folder (diagnose); set HEARTH_EXL2_ATTN to force one"
     status=1
-  elif limited 420 $PY tests/reference/exl2_smollm2_reference.py quantize --hf "$WORK/smollm2-f16" --work "$WORK/exl2-work" \
-       --out "$WORK/smollm2-exl2" --bpw "$BPWS" --length "${HEARTH_EXL2_CAL_LENGTH:-2048}" --attn "$ATTN" \
-       > "$WORK/logs/quantize.log" 2>&1; then
-    say "quantize ($BPWS, attention $ATTN): ok ($((SECONDS - start)) s): calibration perplexity (quant): $(grep -h 'calibration perplexity (quant)' "$WORK/logs/quantize.log" | sed 's/.*: //' | tr '\n' ' ')"
+  elif [ "$CAL_SRC" = hearth ] && [ ${#cal_args[@]} = 0 ]; then
+    say "quantize: FAILED: $cal_desc"; status=1
+  elif limited 480 $PY tests/reference/exl2_smollm2_reference.py quantize --hf "$WORK/smollm2-f16" --work "$WORK/exl2-work" \
+       --out "$WORK/smollm2-exl2" --bpw "$BPWS" --length "$CAL_LEN" --attn "$ATTN" ${cal_args[@]+"${cal_args[@]}"} \
+       >> "$WORK/logs/quantize.log" 2>&1; then
+    say "quantize ($BPWS, attention $ATTN, $cal_desc): ok ($((SECONDS - start)) s): calibration perplexity (quant): $(grep -h 'calibration perplexity (quant)' "$WORK/logs/quantize.log" | sed 's/.*: //' | tr '\n' ' ')"
   else
-    say "quantize ($BPWS, attention $ATTN): FAILED ($((SECONDS - start)) s)"; tail -40 "$WORK/logs/quantize.log"; status=1
+    say "quantize ($BPWS, attention $ATTN, $cal_desc): FAILED ($((SECONDS - start)) s)"; tail -40 "$WORK/logs/quantize.log"; status=1
   fi
+  grep -h '^Hearth calibration as parquet' "$WORK/logs/quantize.log" | tail -1 | sed 's/^/  /' | tee -a "$SUMMARY"
+  $PY - "$WORK/smollm2-exl2/exllamav2_quantize.json" <<'EOF' | tee -a "$SUMMARY"
+import json, sys
+try:
+    t = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    sys.exit(0)
+for k, v in t.items():
+    if isinstance(v, dict) and "seconds" in v:
+        c = v.get("calibration_vs_hearth")
+        print("  exllamav2 %s: %.1f s, peak %s MiB (torch reserved)%s" % (
+            k, v["seconds"], v.get("peak_reserved_mib"),
+            "" if c is None else "; tokens vs Hearth's rows: %s of %s differ" % (
+                c.get("tokens_differing"), c.get("tokens"))))
+EOF
   stage_done
 fi
 
@@ -368,7 +489,7 @@ if has reference && [ "$ATTN" != none ] && enough 40 reference; then
   start=$SECONDS
   if limited 240 $PY tests/reference/exl2_smollm2_reference.py reference --models "$WORK/smollm2-exl2" --out "$WORK/smollm2-exl2" \
        --bpw "$BPWS" --attn "$ATTN" > "$WORK/logs/reference.log" 2>&1; then
-    say "reference (attention $ATTN): ok ($((SECONDS - start)) s): $(ls "$WORK"/smollm2-exl2/*.json | xargs -n1 basename | tr '\n' ' ')"
+    say "reference (attention $ATTN): ok ($((SECONDS - start)) s): $(ls "$WORK"/smollm2-exl2/exl2_smollm2_*.json | xargs -n1 basename | tr '\n' ' ')"
     $PY - "$WORK/smollm2-exl2" "$BPWS" <<'EOF' | tee -a "$SUMMARY"
 import json, os, sys
 for bpw in sys.argv[2].split(","):
@@ -451,6 +572,229 @@ if has hearth; then
   run_test quant_gpu_tests "$BUILD/tests/gpu/quant_gpu_tests"
   HEARTH_EXL2_SMOLLM2="$WORK/smollm2-exl2" run_test quant_exl2_smollm2_tests "$BUILD/tests/gpu/quant_exl2_smollm2_tests"
   grep -E '^(cpu|cuda) [0-9.]+ bpw' "$WORK/logs/quant_exl2_smollm2_tests.log" | grep -E 'positions|bits per weight' | tee -a "$SUMMARY"
+  stage_done
+fi
+
+# --- Our quantizer (hearth-cli quantize) against exllamav2 -------------------------------------
+
+# GPU memory in use now (MiB), empty without nvidia-smi.
+gpu_mem() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | head -1 | tr -d ' '; }
+
+# hearth_quantize NAME JOBS OUTDIR WORKDIR LIMIT_S ARGS...: hearth-cli quantize --backend
+# $QBACKEND --json-progress --out OUTDIR --work-dir WORKDIR ARGS, for at most LIMIT_S seconds (and
+# the deadline). Progress events go to JOBS/NAME.jsonl, one JSON line per run to JOBS/NAME.runs
+# (wall_s, rc, GPU memory before the run and its maximum, sampled by nvidia-smi every 200 ms),
+# stderr to JOBS/NAME.err. A finished job is not redone; a job left in WORKDIR by a run that was
+# stopped is resumed. Returns hearth-cli's status (0 when done earlier).
+hearth_quantize() {
+  local name=$1 jobs=$2 outdir=$3 workdir=$4 want=$5; shift 5
+  mkdir -p "$jobs"
+  if [ -f "$outdir/config.json" ] && grep -q '"event":"done"' "$jobs/$name.jsonl" 2>/dev/null; then
+    QUANT_NOTE="done earlier"; return 0
+  fi
+  local resume=()
+  if [ -f "$workdir/job.json" ]; then resume=(--resume); QUANT_NOTE="resumed"; else rm -rf "$outdir"; QUANT_NOTE=""; fi
+  local base smi="" t0=$SECONDS rc t
+  base=$(gpu_mem)
+  if [ -n "$base" ]; then
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 -lms 200 > "$jobs/$name.vram" 2>/dev/null &
+    smi=$!
+  fi
+  t=$(( $(left) - 30 )); [ "$t" -gt "$want" ] && t=$want; [ "$t" -lt 5 ] && t=5
+  # SIGTERM at the limit: hearth-cli cancels, saves the job (exit 130) and the next call resumes.
+  timeout -k 20 "$t" "$CLI" quantize --backend "$QBACKEND" --json-progress --out "$outdir" --work-dir "$workdir" \
+    ${resume[@]+"${resume[@]}"} "$@" >> "$jobs/$name.jsonl" 2>> "$jobs/$name.err"
+  rc=$?
+  [ -n "$smi" ] && kill "$smi" 2>/dev/null && wait "$smi" 2>/dev/null
+  local peak
+  peak=$(sort -n "$jobs/$name.vram" 2>/dev/null | tail -1 | tr -d ' ')
+  printf '{"wall_s": %d, "rc": %d, "limit_s": %d, "baseline_mib": %s, "peak_mib": %s}\n' \
+    $((SECONDS - t0)) "$rc" "$t" "${base:-null}" "${peak:-null}" >> "$jobs/$name.runs"
+  case $rc in
+    0) ;;
+    124|130|137) QUANT_NOTE="${QUANT_NOTE:+$QUANT_NOTE, }stopped at the limit after $((SECONDS - t0)) s of at most $t s: the same stage resumes it" ;;
+    *) QUANT_NOTE="${QUANT_NOTE:+$QUANT_NOTE, }FAILED after $((SECONDS - t0)) s" ;;
+  esac
+  return "$rc"
+}
+
+# One line about a finished job: bits, size, time, peak VRAM (from its files).
+quant_line() {
+  $PY - "$1" "$2" <<'EOF'
+import json, sys
+jobs, name = sys.argv[1:3]
+done, runs = None, []
+for line in open("%s/%s.jsonl" % (jobs, name)):
+    if line.startswith("{") and '"event":"done"' in line:
+        done = json.loads(line)
+try:
+    runs = [json.loads(l) for l in open("%s/%s.runs" % (jobs, name)) if l.startswith("{")]
+except OSError:
+    pass
+peaks = [r["peak_mib"] - r["baseline_mib"] for r in runs if r.get("peak_mib") is not None and r.get("baseline_mib") is not None]
+vram = ("%d MiB" % max(peaks)) if peaks else "?"
+if done:
+    print("%.3f bpw (head %.2f), %.1f MB, %.1f s (hearth-cli), %d s wall over %d run(s), peak VRAM %s over baseline%s" % (
+        done["bits_per_weight"], done["head_bits_per_weight"], done["bytes_on_disk"] / 1e6, done["seconds"],
+        sum(r["wall_s"] for r in runs), len(runs), vram, "; warnings: %s" % done["warnings"] if done["warnings"] else ""))
+else:
+    print("not finished (%d run(s), peak VRAM %s)" % (len(runs), vram))
+EOF
+}
+
+if has ours && enough 60 ours; then
+  F16="$WORK/smollm2-f16"
+  if [ ! -f "$F16/config.json" ]; then
+    say "ours: FAILED: no fp16 folder $F16 (the convert stage makes it)"; status=1
+  elif ! wait_build 300 || [ ! -x "$CLI" ]; then
+    say "ours: FAILED: no hearth-cli in $BUILD"; status=1
+  else
+    # Outputs made with other calibration settings (an earlier call) are not reused.
+    settings="rows $CAL_ROWS length $CAL_LEN measure-rows $CAL_MROWS backend $QBACKEND"
+    if [ -f "$OURS/settings" ] && [ "$(cat "$OURS/settings")" != "$settings" ]; then
+      say "ours: discarding the outputs made with $(cat "$OURS/settings")"
+      rm -rf "$OURS"
+    fi
+    mkdir -p "$OURS/jobs"
+    echo "$settings" > "$OURS/settings"
+    # The measurement once (in the 4.0 job, or the first width's), reused by the other widths.
+    meas=${OURS_BPWS%%,*}
+    [[ ",$OURS_BPWS," == *",4.0,"* ]] && meas=4.0
+    order="$meas"
+    for b in ${OURS_BPWS//,/ }; do [ "$b" = "$meas" ] || order="$order $b"; done
+    cal=(--rows "$CAL_ROWS" --length "$CAL_LEN" --measure-rows "$CAL_MROWS")
+    for b in $order; do
+      enough 30 "ours exl2 $b" || break
+      if [ "$b" = "$meas" ]; then
+        extra=(--keep-work); how="measured here, kept for the other widths"
+      elif [ -f "$OURS/work-$meas/measurement.json" ]; then
+        extra=(--measurement "$OURS/work-$meas/measurement.json"); how="the $meas job's measurement"
+      else
+        say "ours exl2 $b: SKIPPED: no measurement (the $meas job did not finish)"; continue
+      fi
+      hearth_quantize "$b" "$OURS/jobs" "$OURS/$b" "$OURS/work-$b" 480 --model "$F16" --format exl2 \
+        --bpw "$b" --head-bits 6 "${cal[@]}" "${extra[@]}"
+      rc=$?
+      say "ours exl2 $b ($QBACKEND, $CAL_ROWS x $CAL_LEN, measurement $CAL_MROWS x $CAL_LEN, $how): rc $rc${QUANT_NOTE:+ ($QUANT_NOTE)}: $(quant_line "$OURS/jobs" "$b")"
+      [ "$rc" = 0 ] || { status=1; tail -5 "$OURS/jobs/$b.err" | tee -a "$SUMMARY"; }
+      stage_done
+    done
+    if [[ ",$OURS_NAMES," == *",gptq-4-g128,"* ]] && enough 30 "ours gptq"; then
+      hearth_quantize gptq-4-g128 "$OURS/jobs" "$OURS/gptq-4-g128" "$OURS/work-gptq-4-g128" 300 --model "$F16" \
+        --format gptq --bits 4 --group-size 128 "${cal[@]}"
+      rc=$?
+      say "ours gptq 4-bit g128 act-order sym ($QBACKEND, $CAL_ROWS x $CAL_LEN): rc $rc${QUANT_NOTE:+ ($QUANT_NOTE)}: $(quant_line "$OURS/jobs" gptq-4-g128)"
+      [ "$rc" = 0 ] || { status=1; tail -5 "$OURS/jobs/gptq-4-g128.err" | tee -a "$SUMMARY"; }
+      stage_done
+    fi
+  fi
+fi
+
+if has compare && enough 120 compare; then
+  start=$SECONDS
+  F16="$WORK/smollm2-f16"
+  TEXT="$ROOT/resources/calibration/heldout.txt"
+  EV="$OURS/eval"
+  mkdir -p "$EV"
+  if [ ! -x "$CLI" ] || [ ! -f "$F16/config.json" ]; then
+    say "compare: FAILED: needs hearth-cli and the fp16 folder (build, convert)"; status=1
+  else
+    : > "$WORK/logs/compare.log"
+    # Hearth: the held-out text's ids (for exllamav2 too), the source's perplexity, then KL /
+    # perplexity / top-1 of every model against the fp16 folder, on the same windows.
+    text="$(cat "$TEXT"; printf x)"
+    "$CLI" tokenize --model "$F16" --text "${text%x}" > "$EV/heldout_ids.json" 2>> "$WORK/logs/compare.log"
+    limited 90 "$CLI" ppl --model "$F16" --data "$TEXT" --ctx 512 --stride 256 --backend "$QBACKEND" --json \
+      > "$EV/hearth_ppl_fp16.json" 2>> "$WORK/logs/compare.log"
+    models=""
+    for n in ${OURS_NAMES//,/ }; do
+      [ -f "$OURS/$n/config.json" ] || continue
+      models="$models,ours/$n=$OURS/$n"
+      limited 90 "$CLI" kld --model "$OURS/$n" --reference "$F16" --data "$TEXT" --ctx 512 --stride 256 \
+        --backend "$QBACKEND" --json > "$EV/hearth_kld_ours_$n.json" 2>> "$WORK/logs/compare.log" ||
+        echo "hearth-cli kld on ours/$n FAILED" | tee -a "$WORK/logs/compare.log"
+    done
+    for b in ${BPWS//,/ }; do
+      [ -f "$WORK/smollm2-exl2/$b/config.json" ] || continue
+      models="$models,exllamav2/$b=$WORK/smollm2-exl2/$b"
+      limited 90 "$CLI" kld --model "$WORK/smollm2-exl2/$b" --reference "$F16" --data "$TEXT" --ctx 512 --stride 256 \
+        --backend "$QBACKEND" --json > "$EV/hearth_kld_exllamav2_$b.json" 2>> "$WORK/logs/compare.log" ||
+        echo "hearth-cli kld on exllamav2/$b FAILED" | tee -a "$WORK/logs/compare.log"
+    done
+    say "compare: hearth-cli ppl/kld done ($((SECONDS - start)) s)"
+    # exllamav2, one process: its logits on our checkpoints (the 10 prompts), then perplexity /
+    # KL / top-1 of the fp16 folder, ours and theirs on the held-out ids.
+    ours_present=""
+    for n in ${OURS_NAMES//,/ }; do [ -f "$OURS/$n/config.json" ] && ours_present="$ours_present,$n"; done
+    ours_present=${ours_present#,}
+    if [ "$ATTN" = none ]; then
+      say "compare: exllamav2 SKIPPED (no attention mode matched transformers in diagnose)"
+    elif [ -d "$WORK/py/exllamav2" ] && enough 60 "compare exllamav2"; then
+      t0=$SECONDS
+      rm -f "$OURS"/exl2_smollm2_*.json
+      limited 300 $PY tests/reference/exl2_smollm2_reference.py evaluate --out "$EV/exllamav2_eval.json" \
+        --fp16 "$F16" --models "${models#,}" --text "$TEXT" --ids "$EV/heldout_ids.json" --ctx 512 --stride 256 \
+        --logits-root "$OURS" --logits "$ours_present" --attn "$ATTN" > "$WORK/logs/compare_exllamav2.log" 2>&1
+      say "compare: exllamav2 evaluate rc $? ($((SECONDS - t0)) s, attention $ATTN)"
+      grep -E 'FAILED|Error' "$WORK/logs/compare_exllamav2.log" | head -5 | sed 's/^/  /' | tee -a "$SUMMARY"
+    else
+      say "compare: exllamav2 SKIPPED (not unpacked: run setup first, or out of time)"
+    fi
+    # Hearth against exllamav2's logits on our checkpoints (CPU and CUDA backends).
+    T="$BUILD/tests/gpu/quant_exl2_smollm2_tests"
+    if [ -x "$T" ] && ls "$OURS"/exl2_smollm2_*.json > /dev/null 2>&1 && enough 40 "compare logits"; then
+      t0=$SECONDS
+      rm -f "$EV/logit_stats.jsonl"
+      HEARTH_EXL2_SMOLLM2="$OURS" HEARTH_EXL2_SMOLLM2_MODELS="$ours_present" HEARTH_EXL2_SMOLLM2_STATS="$EV/logit_stats.jsonl" \
+        limited 300 "$T" --gtest_color=no > "$WORK/logs/compare_logits.log" 2>&1
+      say "compare: quant_exl2_smollm2_tests on our checkpoints rc $? ($((SECONDS - t0)) s)"
+    fi
+    $PY tests/reference/ours_vs_exllamav2.py compare --ours "$OURS" --names "$OURS_NAMES" --theirs "$WORK/smollm2-exl2" \
+      --out "$OURS/ours_vs_exllamav2.json" --measurement-job "$([[ ",$OURS_BPWS," == *",4.0,"* ]] && echo 4.0 || echo "${OURS_BPWS%%,*}")" \
+      --calibration "$CAL_SRC rows: $CAL_ROWS x $CAL_LEN, measurement $CAL_MROWS x $CAL_LEN" \
+      --ctx 512 --stride 256 2>> "$WORK/logs/compare.log" | tee -a "$SUMMARY"
+    say "compare: done ($((SECONDS - start)) s): ours/ours_vs_exllamav2.json"
+  fi
+  stage_done
+fi
+
+if has ours8b && enough 60 ours8b; then
+  L8=${HEARTH_8B_LAYERS:-2}
+  M8="$WORK/llama3-8b-shape-l$L8"
+  J8="$WORK/ours8b/jobs"
+  start=$SECONDS
+  model_msg="model $M8 (made earlier)"
+  if [ ! -f "$M8/model.safetensors" ] && [ -f "$WORK/smollm2-f16/tokenizer.json" ]; then
+    if limited 180 $PY tests/reference/make_llama_shape_model.py --out "$M8" --tokenizer-from "$WORK/smollm2-f16" \
+         --layers "$L8" > "$WORK/logs/ours8b_model.log" 2>&1; then
+      model_msg="$(tail -1 "$WORK/logs/ours8b_model.log") ($((SECONDS - start)) s)"
+    else
+      model_msg="FAILED making the model: $(tail -1 "$WORK/logs/ours8b_model.log")"
+    fi
+  fi
+  if [ ! -f "$M8/model.safetensors" ] || [ ! -x "$CLI" ]; then
+    say "ours8b: FAILED: needs the fp16 SmolLM2 folder (convert: its tokenizer), the model and hearth-cli (build): $model_msg"
+    status=1
+  else
+    say "ours8b: $model_msg"
+    # Hearth's CUDA calibration defaults (100 x 2048, measurement 16 x 2048): what a user gets.
+    hearth_quantize exl2-4.0 "$J8" "$WORK/ours8b/exl2-4.0" "$WORK/ours8b/work-exl2-4.0" "${HEARTH_8B_LIMIT:-75}" \
+      --model "$M8" --format exl2 --bpw 4.0
+    say "ours8b exl2 4.0: rc $?${QUANT_NOTE:+ ($QUANT_NOTE)}"
+    $PY tests/reference/ours_vs_exllamav2.py timings --jobs "$J8" --name exl2-4.0 --layers "$L8" \
+      --what "Llama-3-8B shape, random weights, $QBACKEND, Hearth's calibration defaults" --out "$WORK/ours8b/timings_exl2-4.0.json" | tee -a "$SUMMARY"
+    stage_done
+    if [ "${HEARTH_8B_GPTQ_LIMIT:-30}" -gt 0 ] && enough 30 "ours8b gptq"; then
+      hearth_quantize gptq-4-g128 "$J8" "$WORK/ours8b/gptq-4-g128" "$WORK/ours8b/work-gptq-4-g128" \
+        "${HEARTH_8B_GPTQ_LIMIT:-30}" --model "$M8" --format gptq --bits 4 --group-size 128
+      say "ours8b gptq 4-bit g128: rc $?${QUANT_NOTE:+ ($QUANT_NOTE)}"
+      $PY tests/reference/ours_vs_exllamav2.py timings --jobs "$J8" --name gptq-4-g128 --layers "$L8" \
+        --what "Llama-3-8B shape, random weights, $QBACKEND, Hearth's calibration defaults" --out "$WORK/ours8b/timings_gptq-4-g128.json" | tee -a "$SUMMARY"
+    fi
+    # The outputs are not needed afterwards (GBs); the model and the work folders stay for a resume.
+    [ -f "$WORK/ours8b/exl2-4.0/config.json" ] && rm -f "$WORK"/ours8b/exl2-4.0/*.safetensors
+    [ -f "$WORK/ours8b/gptq-4-g128/config.json" ] && rm -f "$WORK"/ours8b/gptq-4-g128/*.safetensors
+  fi
   stage_done
 fi
 

@@ -1,9 +1,16 @@
-// SmolLM2-135M-Instruct quantized by exllamav2 0.3.2 itself (2.5, 4.0 and 6.0 bpw), loaded by
-// Hearth and compared with exllamav2's own logits and greedy continuations on 10 prompts
+// SmolLM2-135M-Instruct quantized by exllamav2 0.3.2 itself (2.5, 3.0, 4.0 and 6.0 bpw), loaded
+// by Hearth and compared with exllamav2's own logits and greedy continuations on 10 prompts
 // (tests/reference/exl2_smollm2_reference.py writes both on the GPU machine; see
 // tests/gpu/exl2_reference_job.sh). Runs on the CPU backend, and on the CUDA backend when there
-// is a GPU. Set HEARTH_EXL2_SMOLLM2 to the folder holding <bpw>/ model folders and the
-// exl2_smollm2_<bpw>.json files; without it the test skips.
+// is a GPU. Set HEARTH_EXL2_SMOLLM2 to the folder holding <name>/ model folders and the
+// exl2_smollm2_<name>.json files; without it the test skips.
+//
+// The same comparison serves Hearth's own quantizer outputs loaded in exllamav2 (the job's
+// "compare" stage): HEARTH_EXL2_SMOLLM2_MODELS lists the folder names (default
+// 2.5,3.0,4.0,6.0; GPTQ folders, e.g. gptq-4-g128, are compared the same way), and
+// HEARTH_EXL2_SMOLLM2_STATS names a file to which one JSON line per model and backend is
+// appended (the statistics below, top-1 agreement over all positions, greedy agreement, and
+// whether the gates held).
 //
 // Gates (both implementations decode identical weights; they differ in arithmetic: exllamav2
 // keeps fp16 activations and partly fp16 sums, Hearth's CPU backend is fp32 throughout, its CUDA
@@ -14,11 +21,14 @@
 // the other's top 5 (testing.md §5.3, check_logprobs_close).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "engine/api/model_loader.h"
 #include "engine/backend/cpu/cpu_backend.h"
@@ -33,8 +43,26 @@ namespace fs = std::filesystem;
 
 struct Stats {
   double sum_abs = 0, max_abs = 0, max_lse = 0, kl = 0;
-  int64_t values = 0, positions = 0, argmax_checked = 0, argmax_same = 0;
+  int64_t values = 0, positions = 0, argmax_checked = 0, argmax_same = 0, top1_same = 0;
 };
+
+// The model folders to compare: HEARTH_EXL2_SMOLLM2_MODELS (comma list) or the four widths.
+std::vector<std::string> model_names() {
+  const char* env = std::getenv("HEARTH_EXL2_SMOLLM2_MODELS");
+  std::vector<std::string> out;
+  std::stringstream in(env && *env ? env : "2.5,3.0,4.0,6.0");
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+void append_stats(const nlohmann::json& line) {
+  const char* path = std::getenv("HEARTH_EXL2_SMOLLM2_STATS");
+  if (!path || !*path) return;
+  std::ofstream out(path, std::ios::app);
+  out << line.dump() << "\n";
+}
 
 std::vector<int32_t> top_k(const float* row, int64_t vocab, int k) {
   std::vector<int32_t> ids(static_cast<size_t>(vocab));
@@ -46,9 +74,11 @@ std::vector<int32_t> top_k(const float* row, int64_t vocab, int k) {
 }
 
 void compare_model(Backend& backend, const fs::path& folder, const nlohmann::json& ref,
-                   const std::string& label) {
+                   const std::string& label, const std::string& name,
+                   const std::string& backend_name) {
   const ModelBundle bundle = open_model(folder, false);
-  EXPECT_EQ(bundle.info.format, ModelFormat::kExl2);
+  const bool gptq = name.rfind("gptq", 0) == 0;
+  EXPECT_EQ(bundle.info.format, gptq ? ModelFormat::kGptq : ModelFormat::kExl2) << label;
   std::printf("%s: %s, %.3f bits per weight (quantized layers)\n", label.c_str(),
               bundle.info.name.c_str(), bundle.info.bits_per_weight);
   LlamaModelOptions o;
@@ -104,9 +134,11 @@ void compare_model(Backend& backend, const fs::path& folder, const nlohmann::jso
         st.max_abs = std::max(st.max_abs, d);
         ++st.values;
       }
+      const bool same_top = top_k(row, V, 1)[0] == ids[0];
+      st.top1_same += same_top;
       if (vals[0] - vals[1] > 0.3) {
         ++st.argmax_checked;
-        if (top_k(row, V, 1)[0] == ids[0]) ++st.argmax_same;
+        if (same_top) ++st.argmax_same;
       }
       ++st.positions;
     }
@@ -146,10 +178,36 @@ void compare_model(Backend& backend, const fs::path& folder, const nlohmann::jso
   const double mean_kl = st.kl / static_cast<double>(st.positions);
   std::printf(
       "%s: %lld positions, mean |dlogit| %.4f, max %.4f, max |dlse| %.4f, mean KL %.2e, "
-      "argmax %lld/%lld, greedy exact %d, diverged within top-5 %d, beyond %d\n",
+      "argmax %lld/%lld, top-1 all positions %lld/%lld, greedy exact %d, diverged within top-5 "
+      "%d, beyond %d\n",
       label.c_str(), static_cast<long long>(st.positions), mean_abs, st.max_abs, st.max_lse,
       mean_kl, static_cast<long long>(st.argmax_same), static_cast<long long>(st.argmax_checked),
-      exact, diverged_ok, diverged_bad);
+      static_cast<long long>(st.top1_same), static_cast<long long>(st.positions), exact,
+      diverged_ok, diverged_bad);
+  const bool gates = mean_abs <= 0.05 && st.max_abs <= 0.6 && st.max_lse <= 0.3 &&
+                     mean_kl <= 2e-3 && st.argmax_same == st.argmax_checked && diverged_bad == 0;
+  append_stats({{"model", name},
+                {"backend", backend_name},
+                {"format", gptq ? "gptq" : "exl2"},
+                {"bits_per_weight", bundle.info.bits_per_weight},
+                {"prompts", ref["cases"].size()},
+                {"positions", st.positions},
+                {"values", st.values},
+                {"mean_abs_dlogit", mean_abs},
+                {"max_abs_dlogit", st.max_abs},
+                {"max_abs_dlse", st.max_lse},
+                {"mean_kl", mean_kl},
+                {"argmax_checked", st.argmax_checked},
+                {"argmax_same", st.argmax_same},
+                {"top1_same", st.top1_same},
+                {"greedy_exact", exact},
+                {"greedy_diverged_within_top5", diverged_ok},
+                {"greedy_diverged_beyond_top5", diverged_bad},
+                {"gates",
+                 "mean |dlogit| <= 0.05, max <= 0.6, |dlse| <= 0.3, mean KL <= 2e-3, argmax where "
+                 "exllamav2's top-2 margin > 0.3, greedy identical or diverging within each "
+                 "other's top 5"},
+                {"gates_ok", gates}});
   EXPECT_LE(mean_abs, 0.05) << label;
   EXPECT_LE(st.max_abs, 0.6) << label;
   EXPECT_LE(st.max_lse, 0.3) << label;
@@ -164,24 +222,28 @@ TEST_P(Exl2SmolLM2, MatchesExllamav2) {
   if (!dir || !*dir)
     GTEST_SKIP() << "skipped: HEARTH_EXL2_SMOLLM2 not set (no EXL2 SmolLM2 models)";
   const fs::path root = dir;
-  const std::string bpw = GetParam();
-  std::ifstream in(root / ("exl2_smollm2_" + bpw + ".json"));
-  if (!in) GTEST_SKIP() << "skipped: no reference for " << bpw << " bpw in " << root;
+  const std::string name = GetParam();
+  std::ifstream in(root / ("exl2_smollm2_" + name + ".json"));
+  if (!in) GTEST_SKIP() << "skipped: no reference for " << name << " in " << root;
   const auto ref = nlohmann::json::parse(in);
+  // "2.5" -> "cpu 2.5 bpw" (the job's summary greps these labels); other names as they are.
+  const std::string what = std::isdigit(static_cast<unsigned char>(name[0])) ? name + " bpw" : name;
   {
     auto cpu = create_cpu_backend(0);
-    compare_model(*cpu, root / bpw, ref, "cpu " + bpw + " bpw");
+    compare_model(*cpu, root / name, ref, "cpu " + what, name, "cpu");
   }
   if (gpu_test::have_gpu()) {
     auto gpu = create_cuda_backend({});
-    compare_model(*gpu, root / bpw, ref, "cuda " + bpw + " bpw");
+    compare_model(*gpu, root / name, ref, "cuda " + what, name, "cuda");
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Bpw, Exl2SmolLM2, ::testing::Values("2.5", "4.0", "6.0"),
+INSTANTIATE_TEST_SUITE_P(Bpw, Exl2SmolLM2, ::testing::ValuesIn(model_names()),
                          [](const auto& info) {
                            std::string s = info.param;
-                           std::replace(s.begin(), s.end(), '.', '_');
+                           for (char& c : s) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
                            return "bpw_" + s;
                          });
 

@@ -37,7 +37,32 @@ def stub_missing(names=("fastparquet", "pandas")):
             stub = types.ModuleType(name)
             # pandas asks importlib for the spec of optional engines: give the stub one.
             stub.__spec__ = importlib.machinery.ModuleSpec(name, None)
+            stub._hearth_stub = True
             sys.modules[name] = stub
+
+
+def patch_read_parquet():
+    """exllamav2's converter reads a custom calibration set with
+    pandas.read_parquet(filename, engine="fastparquet"). The GPU image has pandas and pyarrow
+    but no fastparquet: read it with pyarrow instead (the same table; only the reader differs).
+    Returns the engine that will be used."""
+    fp = sys.modules.get("fastparquet")
+    if (fp is not None and not getattr(fp, "_hearth_stub", False)) or (
+            fp is None and importlib.util.find_spec("fastparquet") is not None):
+        return "fastparquet"
+    import pandas
+    if getattr(pandas, "_hearth_stub", False):
+        raise SystemExit("a custom calibration set needs pandas and pyarrow (not installed)")
+    if getattr(pandas.read_parquet, "_hearth_patched", False):
+        return "pyarrow"
+    original = pandas.read_parquet
+
+    def read_parquet(path, engine="auto", **kwargs):
+        return original(path, engine="pyarrow" if engine == "fastparquet" else engine, **kwargs)
+
+    read_parquet._hearth_patched = True
+    pandas.read_parquet = read_parquet
+    return "pyarrow"
 
 
 def prepare_attention(mode):
