@@ -578,7 +578,11 @@ fi
 # --- Our quantizer (hearth-cli quantize) against exllamav2 -------------------------------------
 
 # GPU memory in use now (MiB), empty without nvidia-smi.
-gpu_mem() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | head -1 | tr -d ' '; }
+gpu_mem() {
+  local m
+  m=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | head -1 | tr -d ' ')
+  [[ "$m" =~ ^[0-9]+$ ]] && echo "$m"
+}
 
 # hearth_quantize NAME JOBS OUTDIR WORKDIR LIMIT_S ARGS...: hearth-cli quantize --backend
 # $QBACKEND --json-progress --out OUTDIR --work-dir WORKDIR ARGS, for at most LIMIT_S seconds (and
@@ -607,7 +611,7 @@ hearth_quantize() {
   rc=$?
   [ -n "$smi" ] && kill "$smi" 2>/dev/null && wait "$smi" 2>/dev/null
   local peak
-  peak=$(sort -n "$jobs/$name.vram" 2>/dev/null | tail -1 | tr -d ' ')
+  peak=$(grep -E '^ *[0-9]+ *$' "$jobs/$name.vram" 2>/dev/null | sort -n | tail -1 | tr -d ' ')
   printf '{"wall_s": %d, "rc": %d, "limit_s": %d, "baseline_mib": %s, "peak_mib": %s}\n' \
     $((SECONDS - t0)) "$rc" "$t" "${base:-null}" "${peak:-null}" >> "$jobs/$name.runs"
   case $rc in
