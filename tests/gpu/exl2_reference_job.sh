@@ -172,7 +172,7 @@ OURS_NAMES=$OURS_BPWS
 [ "${HEARTH_OURS_GPTQ:-1}" = 0 ] || OURS_NAMES="$OURS_NAMES,gptq-4-g128"
 CLI="$BUILD/app/cli/hearth-cli"
 OURS="$WORK/ours"
-mkdir -p "$WORK/logs" "$WORK/bench" "$OUT"
+mkdir -p "$WORK/logs" "$WORK/bench" "$WORK/diagnose" "$OUT"
 SUMMARY="$WORK/logs/summary.txt"
 say() { echo "$*" | tee -a "$SUMMARY"; }
 has() { [[ ",$STAGES," == *",$1,"* ]]; }
@@ -377,6 +377,33 @@ if has convert; then
     fi
     if limited 180 $PY tests/reference/exl2_smollm2_reference.py gguf-to-hf --gguf "$file" --out "$WORK/smollm2-f16" > "$WORK/logs/convert.log" 2>&1; then
       say "convert: ok ($((SECONDS - start)) s)"
+      # Newer transformers may write a decoder Hearth does not read yet: say which, and fall back to
+      # the ByteLevel tokenizer.json of an earlier conversion (carried in part2) when both encode
+      # the held-out text and the prompts to the same ids.
+      fallback="$GGUF/part2/tokenizer.bytelevel.json.gz"
+      [ -f "$fallback" ] || fallback=$(ls "$GGUF"/*/tokenizer.bytelevel.json.gz 2>/dev/null | head -1)
+      $PY - "$WORK/smollm2-f16" "$fallback" resources/calibration/heldout.txt <<'PYEOF' 2>&1 | tee -a "$SUMMARY"
+import gzip, json, os, sys
+folder, fallback, heldout = sys.argv[1], sys.argv[2], sys.argv[3]
+path = os.path.join(folder, "tokenizer.json")
+d = json.load(open(path))
+print("convert: tokenizer decoder", json.dumps(d.get("decoder"))[:400])
+if (d.get("decoder") or {}).get("type") != "ByteLevel" and os.path.isfile(fallback):
+    from tokenizers import Tokenizer
+    mine = Tokenizer.from_file(path)
+    other_text = gzip.open(fallback, "rt").read()
+    other = Tokenizer.from_str(other_text)
+    texts = [open(heldout).read() if os.path.isfile(heldout) else "", "The capital of France is",
+             "def reverse(s):\n    return s[::-1]\n", "Grüße aus Zürich — 東京 🚀"]
+    same = all(mine.encode(t, add_special_tokens=False).ids == other.encode(t, add_special_tokens=False).ids
+               for t in texts)
+    if same:
+        os.rename(path, os.path.join(folder, "tokenizer.transformers.json"))
+        open(path, "w").write(other_text)
+        print("convert: tokenizer.json replaced by the ByteLevel one of an earlier conversion (same ids on held-out text and prompts)")
+    else:
+        print("convert: tokenizer fallback NOT used: ids differ")
+PYEOF
     else
       say "convert: FAILED"; tail -30 "$WORK/logs/convert.log"; exit 1
     fi
