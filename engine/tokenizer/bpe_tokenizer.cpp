@@ -49,6 +49,8 @@ class BpeTokenizer final : public Tokenizer {
         pre_tokenizer_(std::move(spec.pre_tokenizer)),
         metaspace_normalizer_(spec.metaspace_normalizer),
         decoder_(spec.decoder),
+        decoder_byte_fallback_(spec.decoder_byte_fallback),
+        decoder_replacements_(std::move(spec.decoder_replacements)),
         prefix_ids_(std::move(spec.prefix_ids)),
         suffix_ids_(std::move(spec.suffix_ids)),
         bos_id_(spec.bos_id),
@@ -183,6 +185,8 @@ class BpeTokenizer final : public Tokenizer {
       }
       case BpeDecoder::kMetaspace:
         return decode_metaspace(ids, skipped);
+      case BpeDecoder::kByteLevelFused:
+        return decode_byte_level_fused(ids, skipped);
       case BpeDecoder::kJoin: {
         std::string out;
         bool first = true;
@@ -264,10 +268,48 @@ class BpeTokenizer final : public Tokenizer {
     return out;
   }
 
+  // tokenizers' decoder Sequence[ByteFallback?, Fuse, Replace…, ByteLevel].
+  template <typename Skipped>
+  std::string decode_byte_level_fused(std::span<const int32_t> ids, Skipped skipped) const {
+    std::string text;
+    std::string bytes;  // a run of <0xXX> tokens
+    size_t byte_tokens = 0;
+    auto flush_bytes = [&] {
+      if (byte_tokens == 0) return;
+      if (utf8::is_valid(bytes)) {
+        text += bytes;
+      } else {
+        for (size_t i = 0; i < byte_tokens; ++i) text += "\xEF\xBF\xBD";
+      }
+      bytes.clear();
+      byte_tokens = 0;
+    };
+    for (int32_t id : ids) {
+      if (skipped(id)) continue;
+      const std::string& token = pieces_[id];
+      if (decoder_byte_fallback_) {
+        if (const int value = byte_token_value(token); value >= 0) {
+          bytes.push_back(static_cast<char>(value));
+          ++byte_tokens;
+          continue;
+        }
+      }
+      flush_bytes();
+      text += token;
+    }
+    flush_bytes();
+    for (const auto& [pattern, content] : decoder_replacements_)
+      text = replace_all(text, pattern, content);
+    auto raw = byte_level::decode(text);
+    return utf8::to_valid_lossy(raw ? *raw : text);
+  }
+
   std::string source_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;
   bool metaspace_normalizer_;
   BpeDecoder decoder_;
+  bool decoder_byte_fallback_;
+  std::vector<std::pair<std::string, std::string>> decoder_replacements_;
   std::vector<int32_t> prefix_ids_, suffix_ids_;
   std::optional<int32_t> bos_id_, eos_id_;
   std::unique_ptr<BpeModel> model_;

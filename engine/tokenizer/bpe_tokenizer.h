@@ -19,6 +19,11 @@ enum class BpeDecoder {
   kByteLevel,  // tokens' GPT-2 byte characters back to bytes, then lossy UTF-8
   kMetaspace,  // "▁" -> " ", <0xXX> -> byte, the first leading space dropped (Llama 2 style)
   kJoin,       // no decoder: tokens joined with spaces, as tokenizers does without one
+  // A Sequence ending in ByteLevel after [ByteFallback,] Fuse[, Replace…] (what transformers 5
+  // writes for byte-level GGUF vocabularies): <0xXX> tokens to bytes, tokens joined, the
+  // replacements applied, then the whole text mapped back to bytes — or kept as it is when any
+  // character is outside the byte mapping (tokenizers maps the fused text all or nothing).
+  kByteLevelFused,
 };
 
 struct BpeTokenizerSpec {
@@ -30,6 +35,8 @@ struct BpeTokenizerSpec {
   // to each segment.
   bool metaspace_normalizer = false;
   BpeDecoder decoder = BpeDecoder::kByteLevel;
+  bool decoder_byte_fallback = false;                                     // kByteLevelFused
+  std::vector<std::pair<std::string, std::string>> decoder_replacements;  // kByteLevelFused
   bool ignore_merges = false;
   bool byte_fallback = false;
   std::optional<std::string> unk_token;

@@ -95,18 +95,57 @@ bool parse_normalizer(const json* node, const std::string& where) {
                                     "Prepend(\"▁\") + Replace(\" \", \"▁\"))");
 }
 
-BpeDecoder parse_decoder(const json* node, const std::string& where) {
-  if (!node) return BpeDecoder::kJoin;
+bool parse_byte_level_fused(const json& parts, const std::vector<std::string>& types,
+                            const std::string& where, BpeTokenizerSpec& spec) {
+  if (types.size() < 2 || types.back() != "ByteLevel") return false;
+  size_t i = 0;
+  if (types[i] == "ByteFallback") ++i;
+  if (i >= types.size() || types[i] != "Fuse") return false;
+  ++i;
+  std::vector<std::pair<std::string, std::string>> replacements;
+  for (; i + 1 < types.size(); ++i) {
+    if (types[i] != "Replace") return false;
+    const json& step = parts[i];
+    const json* pattern = ju::find(step, "pattern");
+    if (!pattern) return false;
+    auto from = ju::get_string(*pattern, "String", where + ": Replace pattern");
+    auto to = ju::get_string(step, "content", where + ": Replace content");
+    if (!from || !to || from->empty()) return false;
+    replacements.emplace_back(*from, *to);
+  }
+  spec.decoder = BpeDecoder::kByteLevelFused;
+  spec.decoder_byte_fallback = types.front() == "ByteFallback";
+  spec.decoder_replacements = std::move(replacements);
+  return true;
+}
+
+// Fills spec.decoder (and, for kByteLevelFused, its steps).
+void parse_decoder(const json* node, const std::string& where, BpeTokenizerSpec& spec) {
+  spec.decoder = BpeDecoder::kJoin;
+  if (!node) return;
   const std::string type = type_of(*node, where);
-  if (type == "ByteLevel") return BpeDecoder::kByteLevel;
+  if (type == "ByteLevel") {
+    spec.decoder = BpeDecoder::kByteLevel;
+    return;
+  }
   if (type == "Sequence") {
-    // Llama 2: Replace("▁", " "), ByteFallback, Fuse, Strip(" ", 1, 0).
     const json* parts = ju::find(*node, "decoders");
     std::vector<std::string> types;
     if (parts && parts->is_array())
       for (const auto& p : *parts) types.push_back(p.is_object() ? type_of(p, where) : "?");
-    if (types == std::vector<std::string>{"Replace", "ByteFallback", "Fuse", "Strip"})
-      return BpeDecoder::kMetaspace;
+    // Llama 2: Replace("▁", " "), ByteFallback, Fuse, Strip(" ", 1, 0).
+    if (types == std::vector<std::string>{"Replace", "ByteFallback", "Fuse", "Strip"}) {
+      spec.decoder = BpeDecoder::kMetaspace;
+      return;
+    }
+    // [ByteFallback,] Fuse, Replace…, ByteLevel: the replacements act on the fused text.
+    if (parse_byte_level_fused(*parts, types, where, spec)) return;
+    std::string listed;
+    for (const auto& t : types) listed += (listed.empty() ? "" : ", ") + t.substr(0, 40);
+    fail(ErrorCode::kUnsupported,
+         where + ": decoder Sequence [" + listed.substr(0, 300) +
+             "] is not supported (ByteLevel; Llama 2's Replace/ByteFallback/Fuse/Strip; or "
+             "[ByteFallback,] Fuse, Replace…, ByteLevel)");
   }
   fail(ErrorCode::kUnsupported,
        where + ": decoder \"" + type.substr(0, 100) +
@@ -333,9 +372,11 @@ std::unique_ptr<Tokenizer> parse_tokenizer_json(std::string_view text,
       fail(e.code(), source + ": pre_tokenizer: " + message);
     }
   }
-  spec.decoder = parse_decoder(ju::find(root, "decoder"), source + ": decoder");
+  parse_decoder(ju::find(root, "decoder"), source + ": decoder", spec);
   const bool byte_level_pieces = spec.pre_tokenizer && spec.pre_tokenizer->byte_level();
-  if (byte_level_pieces != (spec.decoder == BpeDecoder::kByteLevel))
+  const bool byte_level_decoder =
+      spec.decoder == BpeDecoder::kByteLevel || spec.decoder == BpeDecoder::kByteLevelFused;
+  if (byte_level_pieces != byte_level_decoder)
     fail(ErrorCode::kUnsupported,
          source + ": a ByteLevel pre-tokenizer needs the ByteLevel decoder and vice versa");
 

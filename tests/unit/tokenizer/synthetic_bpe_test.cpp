@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "engine/core/error.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/unit/tokenizer/fixture_cases.h"
 
@@ -93,6 +94,63 @@ TEST(SyntheticBpe, EmptyNormalizerSequenceIsNoNormalizer) {
   const auto with_empty = load_tokenizer(dir);
   for (const char* text : {"Hello world!", "  spaces\tand\nlines 12345", "naïve café 東京"}) {
     EXPECT_EQ(with_empty->encode(text, true), plain->encode(text, true)) << text;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// transformers 5 writes this decoder for byte-level GGUF vocabularies. tokenizers applies it to
+// the fused text: ByteLevel maps everything back to bytes, or nothing when one character is
+// outside its table (expected strings from tokenizers 0.23.3, same tokenizer.json).
+TEST(SyntheticBpe, FusedByteLevelDecoderSequence) {
+  const auto src = test::tokenizer_fixtures() / "synthetic" / "gpt2_plain";
+  const auto dir = std::filesystem::temp_directory_path() / "hearth_fused_byte_level";
+  std::filesystem::create_directories(dir);
+  std::ifstream in(src / "tokenizer.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["decoder"] = nlohmann::json::parse(R"({"type": "Sequence", "decoders": [
+      {"type": "ByteFallback"}, {"type": "Fuse"},
+      {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+      {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true}]})");
+  j["added_tokens"].push_back({{"id", 700},
+                               {"content", "a\u2581b"},
+                               {"single_word", false},
+                               {"lstrip", false},
+                               {"rstrip", false},
+                               {"normalized", false},
+                               {"special", false}});
+  std::ofstream(dir / "tokenizer.json") << j.dump();
+  std::filesystem::copy_file(src / "tokenizer_config.json", dir / "tokenizer_config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  const auto plain = load_tokenizer(src);
+  const auto fused = load_tokenizer(dir);
+  for (const char* text : {"Hello world!", "naïve café 東京\n\tx", "  a  b  "}) {
+    const auto ids = plain->encode(text, false);
+    EXPECT_EQ(fused->decode(ids, false), plain->decode(ids, false)) << text;
+  }
+  const std::vector<int32_t> ids = {447, 221, 700, 289, 333, 76, 68};
+  EXPECT_EQ(fused->encode("Hello a\u2581b world", false), ids);
+  EXPECT_EQ(fused->decode(ids, false), "HelloĠa bĠworld");
+  std::filesystem::remove_all(dir);
+}
+
+// A decoder Sequence Hearth cannot reproduce is refused with its steps named.
+TEST(SyntheticBpe, UnknownDecoderSequenceIsRefused) {
+  const auto src = test::tokenizer_fixtures() / "synthetic" / "gpt2_plain";
+  const auto dir = std::filesystem::temp_directory_path() / "hearth_unknown_decoder";
+  std::filesystem::create_directories(dir);
+  std::ifstream in(src / "tokenizer.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["decoder"] = nlohmann::json::parse(
+      R"({"type": "Sequence", "decoders": [{"type": "ByteLevel"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]})");
+  std::ofstream(dir / "tokenizer.json") << j.dump();
+  std::filesystem::copy_file(src / "tokenizer_config.json", dir / "tokenizer_config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  try {
+    load_tokenizer(dir);
+    ADD_FAILURE() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Sequence [ByteLevel, Strip]"), std::string::npos)
+        << e.what();
   }
   std::filesystem::remove_all(dir);
 }
