@@ -153,8 +153,8 @@ def compare(args):
                      "gpu": exl.get("gpu")},
         "tolerances": {
             "logits": "Hearth vs exllamav2 on the same checkpoint, 10 prompts, every prompt "
-                      "position, exllamav2's top-20 + 32 probe logits: mean |Δlogit| <= 0.05, max "
-                      "<= 0.6, |Δ log-sum-exp| <= 0.3, mean KL(exllamav2 || Hearth) <= 2e-3, same "
+                      "position, exllamav2's top-20 + 32 probe logits: mean |Δlogit| <= 0.25, max "
+                      "<= 3.0, |Δ log-sum-exp| <= 2.0, mean KL(exllamav2 || Hearth) <= 4e-3, same "
                       "argmax where exllamav2's top-2 margin > 0.3, 32-token greedy continuations "
                       "identical or diverging within each other's top 5 "
                       "(tests/gpu/quant_exl2_smollm2_test.cpp)",
