@@ -97,16 +97,47 @@ __device__ __forceinline__ void chunk_scales(const uint32_t* meta, int g, int bi
   }
 }
 
+// (q − z) of the lane's 16 pairs as exact fp16 half2 values. 4-bit: two masks per word give
+// 1024 + q (low nibble of each byte) and 1024 + 16q (high nibble) with no shift, and one fused
+// multiply-add turns the latter into (1024 + 16q)/16 − (64 + z) = q − z, exactly (neg_z64 holds
+// −(64 + z)); one shift per
+// word reaches the upper byte. Other widths: the codec's decode, then (1024 + q) − (1024 + z).
+template <int B>
+__device__ __forceinline__ void chunk_codes(const uint32_t w[B], const __half2 zz[4],
+                                            const __half2 neg_z64[4], uint32_t qz[qtile::kPairs]) {
+  if constexpr (B == 4) {
+    const __half2 sixteenth = __float2half2_rn(0.0625f);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int even = 2 * (i >> 1);  // slot of pairs 4i and 4i + 2; pairs 4i + 1, 4i + 3: even + 1
+      const uint32_t up = w[i] >> 8;
+      qz[4 * i] = as_u32(__hsub2(as_half2((w[i] & 0x000F000Fu) | qtile::kMagic), zz[even]));
+      qz[4 * i + 1] = as_u32(
+          __hfma2(as_half2((w[i] & 0x00F000F0u) | qtile::kMagic), sixteenth, neg_z64[even + 1]));
+      qz[4 * i + 2] = as_u32(__hsub2(as_half2((up & 0x000F000Fu) | qtile::kMagic), zz[even]));
+      qz[4 * i + 3] = as_u32(
+          __hfma2(as_half2((up & 0x00F000F0u) | qtile::kMagic), sixteenth, neg_z64[even + 1]));
+    }
+  } else {
+    uint32_t pr[qtile::kPairs];
+    qtile::decode_lane<B>(w, pr);
+#pragma unroll
+    for (int p = 0; p < qtile::kPairs; ++p) {
+      qz[p] = as_u32(__hsub2(as_half2(pr[p]), zz[qtile::pair_output_slot(p)]));
+    }
+  }
+}
+
 // One chunk: decode the lane's B words and run the MMAs for MT tiles of 8 x rows.
 template <int B, int MT>
 __device__ __forceinline__ void chunk_mma(const uint32_t* wl, const __half* xs, int xs_stride,
                                           int g, int t, const __half2 sc[4], const __half2 zz[4],
-                                          float acc[2][MT][4]) {
+                                          const __half2 neg_z64[4], float acc[2][MT][4]) {
   uint32_t w[B];
 #pragma unroll
   for (int i = 0; i < B; ++i) w[i] = wl[i * 32];
-  uint32_t pr[qtile::kPairs];
-  qtile::decode_lane<B>(w, pr);
+  uint32_t qz[qtile::kPairs];
+  chunk_codes<B>(w, zz, neg_z64, qz);
 #pragma unroll
   for (int ks = 0; ks < 2; ++ks) {
     uint32_t bf[MT][2];
@@ -122,8 +153,7 @@ __device__ __forceinline__ void chunk_mma(const uint32_t* wl, const __half* xs, 
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         const int p = (nt * 2 + ks) * 4 + r;
-        const int slot = 2 * nt + (r & 1);
-        a[r] = as_u32(__hmul2(__hsub2(as_half2(pr[p]), zz[slot]), sc[slot]));
+        a[r] = as_u32(__hmul2(as_half2(qz[p]), sc[qtile::pair_output_slot(p)]));
       }
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) mma_16816<__half>(acc[nt][mt], a, bf[mt][0], bf[mt][1]);
@@ -227,7 +257,7 @@ __global__ void __launch_bounds__(kThreads)
       acc[nt][mt][0] = acc[nt][mt][1] = acc[nt][mt][2] = acc[nt][mt][3] = 0.0f;
   }
   if (active) {
-    __half2 sc[4], zz[4];
+    __half2 sc[4], zz[4], neg_z64[4];
     int cur_group = -1;
     for (int j = 0; j < nchunks; ++j) {
       const uint32_t* meta = s_meta + j * kMetaWords;
@@ -236,28 +266,32 @@ __global__ void __launch_bounds__(kThreads)
       const int group = static_cast<int>(qtile::chunk_group(info));
       if (group != cur_group) {
         chunk_scales<KIND>(meta, g, bits, sc, zz);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {  // 960 − (1024 + z) = −(64 + z): exact in fp16
+          neg_z64[j] = __hsub2(__float2half2_rn(960.0f), zz[j]);
+        }
         cur_group = group;
       }
       const uint32_t* wl = s_w + meta[34] * 32 + lane;
       const __half* xs = s_x + j * 32;
       switch (bits) {
         case 2:
-          chunk_mma<2, MT>(wl, xs, xs_stride, g, t, sc, zz, acc);
+          chunk_mma<2, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
           break;
         case 3:
-          chunk_mma<3, MT>(wl, xs, xs_stride, g, t, sc, zz, acc);
+          chunk_mma<3, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
           break;
         case 4:
-          chunk_mma<4, MT>(wl, xs, xs_stride, g, t, sc, zz, acc);
+          chunk_mma<4, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
           break;
         case 5:
-          chunk_mma<5, MT>(wl, xs, xs_stride, g, t, sc, zz, acc);
+          chunk_mma<5, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
           break;
         case 6:
-          chunk_mma<6, MT>(wl, xs, xs_stride, g, t, sc, zz, acc);
+          chunk_mma<6, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
           break;
         default:
-          chunk_mma<8, MT>(wl, xs, xs_stride, g, t, sc, zz, acc);
+          chunk_mma<8, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
           break;
       }
     }
