@@ -35,6 +35,14 @@
 #              (exl2_diagnose.py quant: is the quantized model sane?); (c) exllamav2's own
 #              reconstruction of every quantized layer against Hearth's dequantization, bit for
 #              bit (exl2_diagnose.py recon + exl2_checkpoint_tests); hearth-cli greedy on it
+#   truth      per checkpoint, a third reference: transformers fp32 (eager attention, TF32 off,
+#              on the GPU) with the checkpoint's exact dequantized weights -- exllamav2's own
+#              reconstruction (exl2_diagnose.py recon, redone here when dequant deleted it) put
+#              into the fp16 folder's model, lm_head untied -- on exllamav2's prompt ids
+#              (tests/reference/exl2_dequant_truth.py): truth/exl2_smollm2_<bpw>.json (the
+#              format of exllamav2's JSON) and "truth <bpw>: exllamav2 vs fp32 truth ..."; then
+#              quant_exl2_smollm2_tests on truth/ (the checkpoints linked there): "Hearth vs fp32
+#              truth" lines (CPU and CUDA). Needs convert, quantize, reference and the build
 #   build      build Hearth with CUDA (tests/gpu/run.sh's configure, then the targets below)
 #   hearth     run quant_tests (now with the exllamav2 fixtures), quant_parser_tests,
 #              quant_gpu_tests and quant_exl2_smollm2_tests (Hearth on the exllamav2
@@ -66,7 +74,8 @@
 # After every stage, and at the end, what exists is packed into $OUT: summary.txt and
 # exl2_results.tar.gz (fixtures/exl2_exllamav2/, smollm2/exl2_smollm2_*.json and configs,
 # smollm2/ours_vs_exllamav2.json, ours/ (eval/, jobs/, our checkpoints' configs and exllamav2
-# logits), ours8b/, diagnose/*.json, recon/<bpw>/manifest.json, logs/, bench/), so a call
+# logits), ours8b/, diagnose/*.json, recon/<bpw>/manifest.json, truth/ (the truth JSONs and
+# Hearth's statistics against them), logs/, bench/), so a call
 # stopped at its limit still returns what it did. Stages are skipped (said so in the summary)
 # when less time is left than they need before HEARTH_JOB_DEADLINE.
 #
@@ -77,6 +86,8 @@
 #   ~1-1.5 min for the measurement + ~1.3 min per width (~6.5 min for 4 widths: more than one
 #   call; finished widths and the measurement are kept, the next call goes on) and about half
 #   that at HEARTH_EXL2_CAL_LENGTH=1024 (~3.5 min); reference ~30 s;
+#   truth ~40-60 s per width (recon again ~15 s when dequant deleted it, the fp32 model on the
+#   10 prompts + 320 greedy full recomputes ~15 s, quant_exl2_smollm2_tests ~12 s);
 #   ours: unknown, our quantizer never ran on a GPU at this size -- guess 3-6 min for the
 #   measurement + 4 widths + GPTQ at 100 x 2048 (the CPU took 18 min for 4.0 with 16 x 512
 #   tokens on 2 cores); a job stopped at the deadline resumes in the next call;
@@ -92,7 +103,8 @@
 # (sdpa, matmul or sdpa_fixed: overrides the diagnose stage's choice; without either, matmul),
 # HEARTH_OURS_BPW, HEARTH_OURS_GPTQ, HEARTH_QUANT_BACKEND (hearth-cli's --backend in ours,
 # compare and ours8b, default cuda; cpu for trying the stages without a GPU), HEARTH_8B_LAYERS,
-# HEARTH_8B_LIMIT, HEARTH_8B_GPTQ_LIMIT, HEARTH_GPU_BUILD (Hearth build folder, default
+# HEARTH_8B_LIMIT, HEARTH_8B_GPTQ_LIMIT, HEARTH_TRUTH_LIMIT (seconds per truth run, default 180;
+# more on a CPU), HEARTH_GPU_BUILD (Hearth build folder, default
 # build-gpu), HEARTH_EXL2_BENCH_ARGS (extra quant_bench runs), HEARTH_JOB_DEADLINE (seconds this
 # call may take, default 570).
 #
@@ -205,6 +217,10 @@ pack() {
     [ -f "$f" ] && cp "$f" "$WORK/pack/smollm2/parquet_check_$(basename "$(dirname "$f")").json"
   done
   cp "$OURS/ours_vs_exllamav2.json" "$WORK/pack/smollm2/" 2>/dev/null
+  if [ -d "$WORK/truth" ]; then
+    mkdir -p "$WORK/pack/truth"
+    cp "$WORK"/truth/truth_smollm2_*.json "$WORK"/truth/*.jsonl "$WORK/pack/truth/" 2>/dev/null
+  fi
   if [ -d "$OURS" ]; then
     mkdir -p "$WORK/pack/ours"
     cp -r "$OURS/jobs" "$OURS/eval" "$WORK/pack/ours/" 2>/dev/null
@@ -273,7 +289,7 @@ command -v nvidia-smi >/dev/null && say "GPU: $(nvidia-smi --query-gpu=name,memo
 # The wheel unpacked once (needed only by the stages that run exllamav2); gguf-py from the carry
 # if the image has none.
 needs_exl2=0
-for s_ in setup fixtures diagnose quantize reference dequant compare; do has $s_ && needs_exl2=1; done
+for s_ in setup fixtures diagnose quantize reference dequant truth compare; do has $s_ && needs_exl2=1; done
 if [ ! -d "$WORK/py/exllamav2" ] && [ "$needs_exl2" = 1 ]; then
   [ -f "$WHEEL" ] || { say "!! wheel not found: $WHEEL (a fresh machine: carry part1 and run setup first)"; exit 1; }
   mkdir -p "$WORK/py" && $PY -m zipfile -e "$WHEEL" "$WORK/py" || { say "!! cannot unpack $WHEEL"; exit 1; }
@@ -565,9 +581,68 @@ if has dequant && enough 60 dequant; then
     else
       say "dequant $bpw (c): exllamav2 recon FAILED"; tail -20 "$WORK/logs/recon_$bpw.log" | tee -a "$SUMMARY"; status=1
     fi
-    rm -f "$WORK/recon/$bpw/recon.safetensors"  # 270 MB at 4 bpw's size; the manifest stays
+    # 270 MB at 4 bpw's size; the manifest stays. Kept for a truth stage in this call.
+    has truth || rm -f "$WORK/recon/$bpw/recon.safetensors"
     stage_done
   done
+fi
+
+# A third reference per checkpoint: transformers fp32 on the checkpoint's exact dequantized
+# weights (exllamav2's reconstruction), exllamav2 and Hearth each against it. truth/ holds the
+# JSONs under exllamav2's file name and a link to each checkpoint, as quant_exl2_smollm2_tests
+# reads them.
+if has truth && enough 60 truth; then
+  TR="$WORK/truth"
+  mkdir -p "$TR"
+  truth_names=""
+  for bpw in ${BPWS//,/ }; do
+    model="$WORK/smollm2-exl2/$bpw"
+    ref="$WORK/smollm2-exl2/exl2_smollm2_$bpw.json"
+    if [ ! -f "$model/config.json" ] || [ ! -f "$ref" ]; then
+      say "truth $bpw: SKIPPED: needs the checkpoint and exllamav2's JSON (quantize, reference)"; continue
+    fi
+    # Made earlier from this very reference JSON (newer than it): kept.
+    if [ -f "$TR/exl2_smollm2_$bpw.json" ] && [ "$TR/exl2_smollm2_$bpw.json" -nt "$ref" ] && [ -e "$TR/$bpw" ]; then
+      say "truth $bpw: made earlier for this checkpoint (see truth/truth_smollm2_$bpw.json)"
+      truth_names="$truth_names,$bpw"; continue
+    fi
+    enough 45 "truth $bpw" || break
+    start=$SECONDS
+    rdir="$WORK/recon/$bpw"
+    if [ ! -f "$rdir/recon.safetensors" ] || [ ! -f "$rdir/manifest.json" ]; then
+      if ! limited 150 $PY tests/reference/exl2_diagnose.py recon --model "$model" --out "$rdir" \
+           > "$WORK/logs/truth_recon_$bpw.log" 2>&1; then
+        say "truth $bpw: exllamav2 recon FAILED"; tail -10 "$WORK/logs/truth_recon_$bpw.log" | tee -a "$SUMMARY"
+        status=1; continue
+      fi
+    fi
+    if limited "${HEARTH_TRUTH_LIMIT:-180}" $PY tests/reference/exl2_dequant_truth.py truth --hf "$WORK/smollm2-f16" --recon "$rdir" \
+         --model "$model" --reference "$ref" --name "$bpw" --out "$TR/truth_smollm2_$bpw.json" \
+         > "$WORK/logs/truth_$bpw.log" 2>&1; then
+      cp "$TR/truth_smollm2_$bpw.json" "$TR/exl2_smollm2_$bpw.json"
+      ln -sfn "$model" "$TR/$bpw"
+      truth_names="$truth_names,$bpw"
+      say "$(grep -h "^truth $bpw: exllamav2 vs fp32 truth" "$WORK/logs/truth_$bpw.log") ($((SECONDS - start)) s)"
+      grep -h "^truth $bpw: [0-9]* quantized layers" "$WORK/logs/truth_$bpw.log" | sed 's/^/  /' | tee -a "$SUMMARY"
+      rm -f "$rdir/recon.safetensors"  # kept after a failure, for the next call
+    else
+      say "truth $bpw: FAILED ($((SECONDS - start)) s)"; tail -10 "$WORK/logs/truth_$bpw.log" | tee -a "$SUMMARY"; status=1
+    fi
+    stage_done
+  done
+  truth_names=${truth_names#,}
+  T="$BUILD/tests/gpu/quant_exl2_smollm2_tests"
+  if [ -n "$truth_names" ] && enough 40 "truth hearth" && wait_build 240 && [ -x "$T" ]; then
+    t0=$SECONDS
+    rm -f "$TR/hearth_vs_truth.jsonl"
+    HEARTH_EXL2_SMOLLM2="$TR" HEARTH_EXL2_SMOLLM2_MODELS="$truth_names" HEARTH_EXL2_SMOLLM2_STATS="$TR/hearth_vs_truth.jsonl" \
+      limited 300 "$T" --gtest_color=no > "$WORK/logs/truth_hearth.log" 2>&1
+    say "truth: quant_exl2_smollm2_tests against the fp32 truth rc $? ($((SECONDS - t0)) s; its gates are meant for exllamav2, a failure here is information):"
+    grep -E '^(cpu|cuda) [0-9.]+ bpw: [0-9]+ positions' "$WORK/logs/truth_hearth.log" | sed 's/^/  Hearth vs fp32 truth, /' | tee -a "$SUMMARY"
+  elif [ -n "$truth_names" ]; then
+    say "truth: Hearth against the truth SKIPPED (no quant_exl2_smollm2_tests in $BUILD, or out of time)"
+  fi
+  stage_done
 fi
 
 if has build || { has hearth && [ ! -x "$BUILD/tests/gpu/quant_exl2_smollm2_tests" ]; }; then
