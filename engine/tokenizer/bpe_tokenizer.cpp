@@ -235,15 +235,17 @@ class BpeTokenizer final : public Tokenizer {
                                             std::to_string(pieces_.size()));
   }
 
-  // tokenizers' decoder Sequence[Replace("▁", " "), ByteFallback, Fuse, Strip(" ", 1, 0)].
-  template <typename Skipped>
-  std::string decode_metaspace(std::span<const int32_t> ids, Skipped skipped) const {
+  // The tokens joined, as tokenizers' ByteFallback + Fuse do: a run of <0xXX> tokens (when
+  // `byte_fallback`) becomes its bytes, or one U+FFFD per token when they are not valid UTF-8;
+  // other tokens are appended through `piece_text`.
+  template <typename Skipped, typename PieceText>
+  std::string join_tokens(std::span<const int32_t> ids, Skipped skipped, bool byte_fallback,
+                          PieceText piece_text) const {
     std::string out;
     std::string bytes;  // a run of <0xXX> tokens
     size_t byte_tokens = 0;
     auto flush_bytes = [&] {
       if (byte_tokens == 0) return;
-      // A run that is not valid UTF-8 becomes one U+FFFD per byte token.
       if (utf8::is_valid(bytes)) {
         out += bytes;
       } else {
@@ -255,39 +257,7 @@ class BpeTokenizer final : public Tokenizer {
     for (int32_t id : ids) {
       if (skipped(id)) continue;
       const std::string& token = pieces_[id];
-      if (const int value = byte_token_value(token); value >= 0) {
-        bytes.push_back(static_cast<char>(value));
-        ++byte_tokens;
-        continue;
-      }
-      flush_bytes();
-      out += replace_all(token, kMetaspace, " ");
-    }
-    flush_bytes();
-    if (!out.empty() && out.front() == ' ') out.erase(0, 1);
-    return out;
-  }
-
-  // tokenizers' decoder Sequence[ByteFallback?, Fuse, Replace…, ByteLevel].
-  template <typename Skipped>
-  std::string decode_byte_level_fused(std::span<const int32_t> ids, Skipped skipped) const {
-    std::string text;
-    std::string bytes;  // a run of <0xXX> tokens
-    size_t byte_tokens = 0;
-    auto flush_bytes = [&] {
-      if (byte_tokens == 0) return;
-      if (utf8::is_valid(bytes)) {
-        text += bytes;
-      } else {
-        for (size_t i = 0; i < byte_tokens; ++i) text += "\xEF\xBF\xBD";
-      }
-      bytes.clear();
-      byte_tokens = 0;
-    };
-    for (int32_t id : ids) {
-      if (skipped(id)) continue;
-      const std::string& token = pieces_[id];
-      if (decoder_byte_fallback_) {
+      if (byte_fallback) {
         if (const int value = byte_token_value(token); value >= 0) {
           bytes.push_back(static_cast<char>(value));
           ++byte_tokens;
@@ -295,9 +265,28 @@ class BpeTokenizer final : public Tokenizer {
         }
       }
       flush_bytes();
-      text += token;
+      out += piece_text(token);
     }
     flush_bytes();
+    return out;
+  }
+
+  // tokenizers' decoder Sequence[Replace("▁", " "), ByteFallback, Fuse, Strip(" ", 1, 0)].
+  template <typename Skipped>
+  std::string decode_metaspace(std::span<const int32_t> ids, Skipped skipped) const {
+    std::string out = join_tokens(ids, skipped, true, [](const std::string& token) {
+      return replace_all(token, kMetaspace, " ");
+    });
+    if (!out.empty() && out.front() == ' ') out.erase(0, 1);
+    return out;
+  }
+
+  // tokenizers' decoder Sequence[ByteFallback?, Fuse, Replace…, ByteLevel].
+  template <typename Skipped>
+  std::string decode_byte_level_fused(std::span<const int32_t> ids, Skipped skipped) const {
+    std::string text =
+        join_tokens(ids, skipped, decoder_byte_fallback_,
+                    [](const std::string& token) -> const std::string& { return token; });
     for (const auto& [pattern, content] : decoder_replacements_)
       text = replace_all(text, pattern, content);
     auto raw = byte_level::decode(text);
