@@ -20,7 +20,6 @@
 #include "engine/api/model_loader.h"
 #include "engine/core/error.h"
 #include "engine/quant/quantizer/calibration.h"
-#include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace {
@@ -70,18 +69,9 @@ int main(int argc, char** argv) {
   if (measure_length <= 0) measure_length = length;
   try {
     const ModelBundle bundle = open_model(model, true);
-    // As QuantPipeline::make_calibration().
-    std::unique_ptr<ChatTemplate> tmpl;
-    if (bundle.chat_template_source)
-      tmpl = std::make_unique<ChatTemplate>(*bundle.chat_template_source);
-    ChatRenderer render = [&](const std::vector<ChatMessage>& msgs) {
-      if (tmpl) return tmpl->apply(msgs, false, bundle.bos_token, bundle.eos_token);
-      std::string out;
-      for (const auto& m : msgs) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-      return out;
-    };
-    const CalibrationText text = calibration.empty() ? builtin_calibration(render)
-                                                     : load_calibration_file(calibration, render);
+    // The quantizer's own text and rows (QuantPipeline::make_calibration calls the same).
+    const CalibrationText text = model_calibration_text(calibration, bundle.chat_template_source,
+                                                        bundle.bos_token, bundle.eos_token);
     std::vector<std::string> warnings;
     const TokenRows quant = make_token_rows(text, *bundle.tokenizer, rows, length, 0.0, &warnings);
     const TokenRows measure =

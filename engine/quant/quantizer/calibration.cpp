@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -140,7 +141,9 @@ TokenRows make_token_rows(const CalibrationText& text, const Tokenizer& tokenize
   if (rows <= 0 || length <= 1) {
     fail(ErrorCode::kInvalidArgument, "calibration needs at least one row of 2 or more tokens");
   }
-  const std::optional<int32_t> bos = tokenizer.adds_bos() ? tokenizer.bos_id() : std::nullopt;
+  // A plain flag and id, not an optional: GCC 12 misreads the optional as maybe uninitialized.
+  const bool with_bos = tokenizer.adds_bos() && tokenizer.bos_id().has_value();
+  const int32_t bos_id = with_bos ? *tokenizer.bos_id() : 0;
   const std::optional<int32_t> eos = tokenizer.eos_id();
   std::vector<int32_t> stream;
   for (const auto& doc : text.documents) {
@@ -148,7 +151,7 @@ TokenRows make_token_rows(const CalibrationText& text, const Tokenizer& tokenize
     stream.insert(stream.end(), ids.begin(), ids.end());
     if (eos) stream.push_back(*eos);
   }
-  const int64_t body = bos ? length - 1 : length;
+  const int64_t body = with_bos ? length - 1 : length;
   const auto total = static_cast<int64_t>(stream.size());
   if (total < body) {
     fail(ErrorCode::kInvalidArgument,
@@ -168,10 +171,24 @@ TokenRows make_token_rows(const CalibrationText& text, const Tokenizer& tokenize
   for (int64_t r = 0; r < rows; ++r) {
     const double pos = (static_cast<double>(r) + phase) / static_cast<double>(rows);
     const auto start = std::min<int64_t>(span, static_cast<int64_t>(std::floor(pos * (span + 1))));
-    if (bos) out.ids.push_back(*bos);
+    if (with_bos) out.ids.push_back(bos_id);
     out.ids.insert(out.ids.end(), stream.begin() + start, stream.begin() + start + body);
   }
   return out;
+}
+
+CalibrationText model_calibration_text(const std::filesystem::path& file,
+                                       const std::optional<std::string>& chat_template_source,
+                                       const std::string& bos_token, const std::string& eos_token) {
+  std::unique_ptr<ChatTemplate> tmpl;
+  if (chat_template_source) tmpl = std::make_unique<ChatTemplate>(*chat_template_source);
+  ChatRenderer render = [&](const std::vector<ChatMessage>& msgs) {
+    if (tmpl) return tmpl->apply(msgs, false, bos_token, eos_token);
+    std::string out;
+    for (const auto& m : msgs) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+    return out;
+  };
+  return file.empty() ? builtin_calibration(render) : load_calibration_file(file, render);
 }
 
 }  // namespace hearth::quantizer

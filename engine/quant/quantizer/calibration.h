@@ -35,6 +35,12 @@ CalibrationText builtin_calibration(const ChatRenderer& render);
 CalibrationText load_calibration_file(const std::filesystem::path& path,
                                       const ChatRenderer& render);
 
+// The calibration text for a model: `file`, or the built-in set when it is empty, with chat
+// conversations rendered by the model's chat template (ChatML when it has none).
+CalibrationText model_calibration_text(const std::filesystem::path& file,
+                                       const std::optional<std::string>& chat_template_source,
+                                       const std::string& bos_token, const std::string& eos_token);
+
 struct TokenRows {
   int64_t rows = 0;
   int64_t length = 0;

@@ -24,7 +24,6 @@
 #include "engine/quant/quantizer/measurement_file.h"
 #include "engine/quant/quantizer/model_eval.h"
 #include "engine/quant/quantizer/safetensors_writer.h"
-#include "engine/tokenizer/chat_template.h"
 
 namespace hearth::quantizer {
 namespace fs = std::filesystem;
@@ -382,18 +381,8 @@ struct QuantPipeline::Impl {
   }
 
   void make_calibration() {
-    std::unique_ptr<ChatTemplate> tmpl;
-    if (bundle.chat_template_source)
-      tmpl = std::make_unique<ChatTemplate>(*bundle.chat_template_source);
-    ChatRenderer render = [&](const std::vector<ChatMessage>& msgs) {
-      if (tmpl) return tmpl->apply(msgs, false, bundle.bos_token, bundle.eos_token);
-      std::string out;
-      for (const auto& m : msgs) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-      return out;
-    };
-    CalibrationText text = opt.calibration_file.empty()
-                               ? builtin_calibration(render)
-                               : load_calibration_file(opt.calibration_file, render);
+    const CalibrationText text = model_calibration_text(
+        opt.calibration_file, bundle.chat_template_source, bundle.bos_token, bundle.eos_token);
     calibration_name = text.name;
     std::vector<std::string> w;
     quant_rows = make_token_rows(text, *bundle.tokenizer, opt.rows, opt.length, 0.0, &w);
