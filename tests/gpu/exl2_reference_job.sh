@@ -813,20 +813,16 @@ if has compare && enough 120 compare; then
     limited 90 "$CLI" ppl --model "$F16" --data "$TEXT" --ctx 512 --stride 256 --backend "$QBACKEND" --json \
       > "$EV/hearth_ppl_fp16.json" 2>> "$WORK/logs/compare.log"
     models=""
-    for n in ${OURS_NAMES//,/ }; do
-      [ -f "$OURS/$n/config.json" ] || continue
-      models="$models,ours/$n=$OURS/$n"
-      limited 90 "$CLI" kld --model "$OURS/$n" --reference "$F16" --data "$TEXT" --ctx 512 --stride 256 \
-        --backend "$QBACKEND" --json > "$EV/hearth_kld_ours_$n.json" 2>> "$WORK/logs/compare.log" ||
-        echo "hearth-cli kld on ours/$n FAILED" | tee -a "$WORK/logs/compare.log"
-    done
-    for b in ${BPWS//,/ }; do
-      [ -f "$WORK/smollm2-exl2/$b/config.json" ] || continue
-      models="$models,exllamav2/$b=$WORK/smollm2-exl2/$b"
-      limited 90 "$CLI" kld --model "$WORK/smollm2-exl2/$b" --reference "$F16" --data "$TEXT" --ctx 512 --stride 256 \
-        --backend "$QBACKEND" --json > "$EV/hearth_kld_exllamav2_$b.json" 2>> "$WORK/logs/compare.log" ||
-        echo "hearth-cli kld on exllamav2/$b FAILED" | tee -a "$WORK/logs/compare.log"
-    done
+    # hearth-cli kld of one model against the fp16 folder; adds it to the exllamav2 list.
+    kld_against_fp16() {  # who (ours|exllamav2), name, folder
+      [ -f "$3/config.json" ] || return 0
+      models="$models,$1/$2=$3"
+      limited 90 "$CLI" kld --model "$3" --reference "$F16" --data "$TEXT" --ctx 512 --stride 256 \
+        --backend "$QBACKEND" --json > "$EV/hearth_kld_$1_$2.json" 2>> "$WORK/logs/compare.log" ||
+        echo "hearth-cli kld on $1/$2 FAILED" | tee -a "$WORK/logs/compare.log"
+    }
+    for n in ${OURS_NAMES//,/ }; do kld_against_fp16 ours "$n" "$OURS/$n"; done
+    for b in ${BPWS//,/ }; do kld_against_fp16 exllamav2 "$b" "$WORK/smollm2-exl2/$b"; done
     say "compare: hearth-cli ppl/kld done ($((SECONDS - start)) s)"
     # exllamav2, one process: its logits on our checkpoints (the 10 prompts), then perplexity /
     # KL / top-1 of the fp16 folder, ours and theirs on the held-out ids.

@@ -49,7 +49,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from exl2_smollm2_reference import GREEDY_TOKENS, PROMPTS, TOP  # noqa: E402
+from exl2_smollm2_reference import GREEDY_TOKENS, PROMPTS, TOP, reference_case  # noqa: E402
 
 ARGMAX_MARGIN = 0.3  # as quant_exl2_smollm2_test.cpp
 
@@ -168,27 +168,8 @@ def run_cases(model, prompts, probe, device, greedy_tokens=GREEDY_TOKENS):
 
     cases, full = [], []
     for text, ids in prompts:
-        logits = logits_of(ids)
-        positions = []
-        for p in range(len(ids)):
-            row = logits[p]
-            top = torch.topk(row, TOP)
-            positions.append({
-                "top_ids": top.indices.tolist(),
-                "top_logits": [round(v, 5) for v in top.values.tolist()],
-                "lse": round(torch.logsumexp(row.double(), 0).item(), 6),
-                "probe_logits": [round(row[i].item(), 5) for i in probe],
-            })
-        seq = list(ids)
-        greedy, top5 = [], []
-        for _ in range(greedy_tokens):  # full recompute per step, as exllamav2's reference
-            row = logits_of(seq)[-1]
-            t5 = torch.topk(row, 5)
-            top5.append(t5.indices.tolist())
-            greedy.append(int(t5.indices[0]))
-            seq.append(greedy[-1])
-        cases.append({"text": text, "prompt_ids": list(ids), "positions": positions,
-                      "greedy_ids": greedy, "greedy_top5": top5})
+        case, logits = reference_case(text, ids, logits_of, probe, greedy_tokens)
+        cases.append(case)
         full.append(logits)
     return cases, full
 

@@ -16,7 +16,6 @@ JSON format of exl2_smollm2_reference.py, so tests/gpu/quant_exl2_smollm2_test.c
 """
 import argparse
 import json
-import math
 import os
 import shutil
 import sys
@@ -25,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from exl2_numpy_fixtures import configure, pack_column_bits, pack_rows_4  # noqa: E402
-from exl2_smollm2_reference import GREEDY_TOKENS, PROMPTS, TOP  # noqa: E402
+from exl2_smollm2_reference import PROMPTS, reference_case  # noqa: E402
 
 RECIPES = {  # (bits, proportion) by descending bits, group sizes: exllamav2-like rows
     "2.5": ([(3, 0.4), (2, 0.6)], {3: 64, 2: 64}),
@@ -143,25 +142,8 @@ def main():
         with torch.no_grad():
             for text in PROMPTS:
                 ids = tok(text, add_special_tokens=False)["input_ids"]
-                logits = model(torch.tensor([ids])).logits[0]
-                positions = []
-                for p in range(len(ids)):
-                    row = logits[p]
-                    top = torch.topk(row, TOP)
-                    positions.append({"top_ids": top.indices.tolist(),
-                                      "top_logits": [round(v, 5) for v in top.values.tolist()],
-                                      "lse": round(torch.logsumexp(row.double(), 0).item(), 6),
-                                      "probe_logits": [round(row[i].item(), 5) for i in probe]})
-                seq = list(ids)
-                greedy, top5 = [], []
-                for _ in range(GREEDY_TOKENS):
-                    row = model(torch.tensor([seq])).logits[0, -1]
-                    t5 = torch.topk(row, 5)
-                    top5.append(t5.indices.tolist())
-                    greedy.append(int(t5.indices[0]))
-                    seq.append(greedy[-1])
-                cases.append({"text": text, "prompt_ids": ids, "positions": positions,
-                              "greedy_ids": greedy, "greedy_top5": top5})
+                cases.append(reference_case(
+                    text, ids, lambda seq: model(torch.tensor([seq])).logits[0], probe)[0])
         path = os.path.join(args.out, "exl2_smollm2_%s.json" % bpw)
         json.dump({"generator": "tests/reference/exl2_numpy_smollm2.py (transformers fp32)",
                    "bpw": float(bpw), "model_folder": bpw, "probe_ids": probe, "cases": cases},

@@ -81,6 +81,34 @@ GGUF_NAMES = {  # llama.cpp tensor names -> Hugging Face names (per layer: blk.N
 }
 
 
+
+def reference_case(text, ids, logits_of, probe, greedy_tokens=GREEDY_TOKENS):
+    """One prompt in the reference JSON's format: per prompt position the top-TOP logits, the
+    log-sum-exp and the probe logits, then a greedy continuation (full recompute per step) with
+    each step's top 5. logits_of(ids) -> [len(ids), vocab] float tensor. Returns (case, logits)."""
+    import torch
+    logits = logits_of(ids)
+    positions = []
+    for p in range(len(ids)):
+        row = logits[p]
+        top = torch.topk(row, TOP)
+        positions.append({
+            "top_ids": top.indices.tolist(),
+            "top_logits": [round(v, 5) for v in top.values.tolist()],
+            "lse": round(torch.logsumexp(row.double(), 0).item(), 6),
+            "probe_logits": [round(row[i].item(), 5) for i in probe],
+        })
+    seq = list(ids)
+    greedy, top5 = [], []
+    for _ in range(greedy_tokens):
+        row = logits_of(seq)[-1]
+        t5 = torch.topk(row, 5)
+        top5.append(t5.indices.tolist())
+        greedy.append(int(t5.indices[0]))
+        seq.append(greedy[-1])
+    return ({"text": text, "prompt_ids": list(ids), "positions": positions,
+             "greedy_ids": greedy, "greedy_top5": top5}, logits)
+
 def gguf_state_dict(path, heads, kv_heads):
     """The GGUF's tensors dequantized with gguf-py, under Hugging Face names, with q/k rows put back
     in rotate-half order (llama.cpp's converter interleaves them; transformers undoes it so)."""
@@ -325,27 +353,7 @@ def reference_json(folder, name, attn, out_dir):
     cases = []
     for text in PROMPTS:
         ids = tokenizer.encode(text, add_bos=False, encode_special_tokens=True)[0].tolist()
-        logits = logits_of(ids)
-        positions = []
-        for p in range(len(ids)):
-            row = logits[p]
-            top = torch.topk(row, TOP)
-            positions.append({
-                "top_ids": top.indices.tolist(),
-                "top_logits": [round(v, 5) for v in top.values.tolist()],
-                "lse": round(torch.logsumexp(row.double(), 0).item(), 6),
-                "probe_logits": [round(row[i].item(), 5) for i in probe],
-            })
-        seq = list(ids)
-        greedy, top5 = [], []
-        for _ in range(GREEDY_TOKENS):
-            row = logits_of(seq)[-1]
-            t5 = torch.topk(row, 5)
-            top5.append(t5.indices.tolist())
-            greedy.append(int(t5.indices[0]))
-            seq.append(greedy[-1])
-        cases.append({"text": text, "prompt_ids": ids, "positions": positions,
-                      "greedy_ids": greedy, "greedy_top5": top5})
+        cases.append(reference_case(text, ids, logits_of, probe)[0])
     result = {
         "generator": "tests/reference/exl2_smollm2_reference.py",
         "exllamav2": exl2_version, "torch": torch.__version__,
