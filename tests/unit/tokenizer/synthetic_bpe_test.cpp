@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -78,51 +79,62 @@ TEST(SyntheticBpe, RoundTripsRandomText) {
 namespace hearth {
 namespace {
 
+// A copy of a synthetic fixture in a temporary folder, its tokenizer.json changed by `edit`;
+// removed again when the variant goes out of scope.
+class FixtureVariant {
+ public:
+  FixtureVariant(const std::string& fixture, const std::string& name,
+                 const std::function<void(nlohmann::json&)>& edit)
+      : src_(test::tokenizer_fixtures() / "synthetic" / fixture),
+        dir_(std::filesystem::temp_directory_path() / name) {
+    std::filesystem::create_directories(dir_);
+    std::ifstream in(src_ / "tokenizer.json");
+    nlohmann::json j = nlohmann::json::parse(in);
+    edit(j);
+    std::ofstream(dir_ / "tokenizer.json") << j.dump();
+    std::filesystem::copy_file(src_ / "tokenizer_config.json", dir_ / "tokenizer_config.json",
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  ~FixtureVariant() { std::filesystem::remove_all(dir_); }
+  const std::filesystem::path& original() const { return src_; }
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path src_, dir_;
+};
+
 // transformers' GGUF converter writes `"normalizer": {"type": "Sequence", "normalizers": []}`
 // for Llama-3-style BPE: the same tokenizer as no normalizer at all.
 TEST(SyntheticBpe, EmptyNormalizerSequenceIsNoNormalizer) {
-  const auto src = test::tokenizer_fixtures() / "synthetic" / "llama3";
-  const auto dir = std::filesystem::temp_directory_path() / "hearth_empty_normalizer";
-  std::filesystem::create_directories(dir);
-  std::ifstream in(src / "tokenizer.json");
-  nlohmann::json j = nlohmann::json::parse(in);
-  j["normalizer"] = {{"type", "Sequence"}, {"normalizers", nlohmann::json::array()}};
-  std::ofstream(dir / "tokenizer.json") << j.dump();
-  std::filesystem::copy_file(src / "tokenizer_config.json", dir / "tokenizer_config.json",
-                             std::filesystem::copy_options::overwrite_existing);
-  const auto plain = load_tokenizer(src);
-  const auto with_empty = load_tokenizer(dir);
+  const FixtureVariant variant("llama3", "hearth_empty_normalizer", [](nlohmann::json& j) {
+    j["normalizer"] = {{"type", "Sequence"}, {"normalizers", nlohmann::json::array()}};
+  });
+  const auto plain = load_tokenizer(variant.original());
+  const auto with_empty = load_tokenizer(variant.dir());
   for (const char* text : {"Hello world!", "  spaces\tand\nlines 12345", "naïve café 東京"}) {
     EXPECT_EQ(with_empty->encode(text, true), plain->encode(text, true)) << text;
   }
-  std::filesystem::remove_all(dir);
 }
 
 // transformers 5 writes this decoder for byte-level GGUF vocabularies. tokenizers applies it to
 // the fused text: ByteLevel maps everything back to bytes, or nothing when one character is
 // outside its table (expected strings from tokenizers 0.23.3, same tokenizer.json).
 TEST(SyntheticBpe, FusedByteLevelDecoderSequence) {
-  const auto src = test::tokenizer_fixtures() / "synthetic" / "gpt2_plain";
-  const auto dir = std::filesystem::temp_directory_path() / "hearth_fused_byte_level";
-  std::filesystem::create_directories(dir);
-  std::ifstream in(src / "tokenizer.json");
-  nlohmann::json j = nlohmann::json::parse(in);
-  j["decoder"] = nlohmann::json::parse(R"({"type": "Sequence", "decoders": [
-      {"type": "ByteFallback"}, {"type": "Fuse"},
-      {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
-      {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true}]})");
-  j["added_tokens"].push_back({{"id", 700},
-                               {"content", "a\u2581b"},
-                               {"single_word", false},
-                               {"lstrip", false},
-                               {"rstrip", false},
-                               {"normalized", false},
-                               {"special", false}});
-  std::ofstream(dir / "tokenizer.json") << j.dump();
-  std::filesystem::copy_file(src / "tokenizer_config.json", dir / "tokenizer_config.json",
-                             std::filesystem::copy_options::overwrite_existing);
-  const auto plain = load_tokenizer(src);
-  const auto fused = load_tokenizer(dir);
+  const FixtureVariant variant("gpt2_plain", "hearth_fused_byte_level", [](nlohmann::json& j) {
+    j["decoder"] = nlohmann::json::parse(R"({"type": "Sequence", "decoders": [
+        {"type": "ByteFallback"}, {"type": "Fuse"},
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+        {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true}]})");
+    j["added_tokens"].push_back({{"id", 700},
+                                 {"content", "a\u2581b"},
+                                 {"single_word", false},
+                                 {"lstrip", false},
+                                 {"rstrip", false},
+                                 {"normalized", false},
+                                 {"special", false}});
+  });
+  const auto plain = load_tokenizer(variant.original());
+  const auto fused = load_tokenizer(variant.dir());
   for (const char* text : {"Hello world!", "naïve café 東京\n\tx", "  a  b  "}) {
     const auto ids = plain->encode(text, false);
     EXPECT_EQ(fused->decode(ids, false), plain->decode(ids, false)) << text;
@@ -130,29 +142,21 @@ TEST(SyntheticBpe, FusedByteLevelDecoderSequence) {
   const std::vector<int32_t> ids = {447, 221, 700, 289, 333, 76, 68};
   EXPECT_EQ(fused->encode("Hello a\u2581b world", false), ids);
   EXPECT_EQ(fused->decode(ids, false), "HelloĠa bĠworld");
-  std::filesystem::remove_all(dir);
 }
 
 // A decoder Sequence Hearth cannot reproduce is refused with its steps named.
 TEST(SyntheticBpe, UnknownDecoderSequenceIsRefused) {
-  const auto src = test::tokenizer_fixtures() / "synthetic" / "gpt2_plain";
-  const auto dir = std::filesystem::temp_directory_path() / "hearth_unknown_decoder";
-  std::filesystem::create_directories(dir);
-  std::ifstream in(src / "tokenizer.json");
-  nlohmann::json j = nlohmann::json::parse(in);
-  j["decoder"] = nlohmann::json::parse(
-      R"({"type": "Sequence", "decoders": [{"type": "ByteLevel"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]})");
-  std::ofstream(dir / "tokenizer.json") << j.dump();
-  std::filesystem::copy_file(src / "tokenizer_config.json", dir / "tokenizer_config.json",
-                             std::filesystem::copy_options::overwrite_existing);
+  const FixtureVariant variant("gpt2_plain", "hearth_unknown_decoder", [](nlohmann::json& j) {
+    j["decoder"] = nlohmann::json::parse(
+        R"({"type": "Sequence", "decoders": [{"type": "ByteLevel"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]})");
+  });
   try {
-    load_tokenizer(dir);
+    load_tokenizer(variant.dir());
     ADD_FAILURE() << "loaded";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("Sequence [ByteLevel, Strip]"), std::string::npos)
         << e.what();
   }
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
