@@ -1,5 +1,6 @@
-// EXL2 / GPTQ matrix products for decode and small batches: fused dequantize-and-multiply on the
-// tensor cores, plus a dequantize-to-fp16 kernel for the large-batch (cuBLAS) path.
+// EXL2 / GPTQ matrix products for batches of 9..64 x rows: fused dequantize-and-multiply on the
+// tensor cores (1..8 rows go to kernels/quant_gemv.cu, same arithmetic), plus a
+// dequantize-to-fp16 kernel for the large-batch (cuBLAS) path.
 //
 // Layout: kernels/quant_tile_codec.cuh (tiles of 32 outputs × 32 stored rows; each lane's words
 // hold exactly the codes of its mma.sync A fragments, so decoding is a mask and an OR per pair
@@ -19,8 +20,9 @@
 #include <algorithm>
 
 #include "kernels/common.cuh"
+#include "kernels/quant_chunk_math.cuh"
+#include "kernels/quant_gemv.h"
 #include "kernels/quant_kernels.h"
-#include "kernels/quant_tile_codec.cuh"
 
 namespace hearth::kernels {
 namespace {
@@ -28,27 +30,18 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kMaxChunksPerBlock = 16;
-constexpr int kMetaWords = 36;  // per (warp, chunk): scales (16 words), zeros (16), max, info, line
+using qchunk::kMetaWords;  // per (warp, chunk): the group record, then info (33) and line (34)
 
 int tile_columns(const QuantMatrix& m) {
   return static_cast<int>(ceil_div(m.blocks, kWarps));
 }
 
-// Chunks per block, from the shape only (so results do not depend on the batch size): enough
-// blocks to fill the GPU several times over, as few K splits as that allows.
-int chunks_per_block(const QuantMatrix& m) {
-  const int64_t cols = tile_columns(m);
-  if (cols * ceil_div(m.chunks, 16) >= 1024) return 16;
-  if (cols * ceil_div(m.chunks, 8) >= 384) return 8;
-  return 4;
-}
-
 int row_tiles(int64_t rows) {
-  return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 32 ? 4 : 8;
+  return rows <= 16 ? 2 : rows <= 32 ? 4 : 8;
 }
 
 int effective_chunks(const QuantMatrix& m, int64_t rows) {
-  const int p = chunks_per_block(m);
+  const int p = qchunk::slice_chunks(m);
   return row_tiles(rows) == 8 ? std::min(p, 8) : p;  // keeps shared memory in bounds
 }
 
@@ -59,114 +52,23 @@ size_t smem_bytes(const QuantMatrix& m, int mt, int p) {
   return w + meta + x;
 }
 
-__device__ __forceinline__ __half2 as_half2(uint32_t v) {
-  return *reinterpret_cast<__half2*>(&v);
-}
-__device__ __forceinline__ uint32_t as_u32(__half2 v) {
-  return *reinterpret_cast<uint32_t*>(&v);
-}
-
-// Scales (and zeros as 1024 + z) of the lane's four outputs g + 8j for one chunk's group, from
-// the staged metadata of that chunk.
-template <QuantKind KIND>
-__device__ __forceinline__ void chunk_scales(const uint32_t* meta, int g, int bits, __half2 sc[4],
-                                             __half2 zz[4]) {
-  if constexpr (KIND == QuantKind::kExl2) {
-    const uint32_t codes = reinterpret_cast<const uint16_t*>(meta)[g];
-    const float mx = __half2float(__ushort_as_half(static_cast<unsigned short>(meta[32])));
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int q = static_cast<int>((codes >> (4 * j)) & 15u) + 1;
-      sc[j] = __half2half2(__float2half_rn(static_cast<float>(q * q) * mx));
-    }
-  } else {
-    const uint2 s = reinterpret_cast<const uint2*>(meta)[g];  // 4 halves: outputs g + 8j
-    const __half* sh = reinterpret_cast<const __half*>(&s);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) sc[j] = __half2half2(sh[j]);
-  }
-  if constexpr (KIND == QuantKind::kGptqAsym) {
-    const uint2 z = reinterpret_cast<const uint2*>(meta + 16)[g];
-    const __half* zh = reinterpret_cast<const __half*>(&z);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) zz[j] = __half2half2(zh[j]);
-  } else {
-    const __half2 z = __half2half2(__float2half_rn(1024.0f + static_cast<float>(1 << (bits - 1))));
-#pragma unroll
-    for (int j = 0; j < 4; ++j) zz[j] = z;
-  }
-}
-
-// (q − z) of the lane's 16 pairs as exact fp16 half2 values. 4-bit: two masks per word give
-// 1024 + q (low nibble of each byte) and 1024 + 16q (high nibble) with no shift, and one fused
-// multiply-add turns the latter into (1024 + 16q)/16 − (64 + z) = q − z, exactly (neg_z64 holds
-// −(64 + z)); one shift per
-// word reaches the upper byte. Other widths: the codec's decode, then (1024 + q) − (1024 + z).
-template <int B>
-__device__ __forceinline__ void chunk_codes(const uint32_t w[B], const __half2 zz[4],
-                                            const __half2 neg_z64[4], uint32_t qz[qtile::kPairs]) {
-  if constexpr (B == 4) {
-    const __half2 sixteenth = __float2half2_rn(0.0625f);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int even = 2 * (i >> 1);  // slot of pairs 4i and 4i + 2; pairs 4i + 1, 4i + 3: even + 1
-      const uint32_t up = w[i] >> 8;
-      qz[4 * i] = as_u32(__hsub2(as_half2((w[i] & 0x000F000Fu) | qtile::kMagic), zz[even]));
-      qz[4 * i + 1] = as_u32(
-          __hfma2(as_half2((w[i] & 0x00F000F0u) | qtile::kMagic), sixteenth, neg_z64[even + 1]));
-      qz[4 * i + 2] = as_u32(__hsub2(as_half2((up & 0x000F000Fu) | qtile::kMagic), zz[even]));
-      qz[4 * i + 3] = as_u32(
-          __hfma2(as_half2((up & 0x00F000F0u) | qtile::kMagic), sixteenth, neg_z64[even + 1]));
-    }
-  } else {
-    uint32_t pr[qtile::kPairs];
-    qtile::decode_lane<B>(w, pr);
-#pragma unroll
-    for (int p = 0; p < qtile::kPairs; ++p) {
-      qz[p] = as_u32(__hsub2(as_half2(pr[p]), zz[qtile::pair_output_slot(p)]));
-    }
-  }
-}
-
-// One chunk: decode the lane's B words and run the MMAs for MT tiles of 8 x rows.
+// One chunk whose words were staged in shared memory (word i of the lane at wl[32 i]).
 template <int B, int MT>
-__device__ __forceinline__ void chunk_mma(const uint32_t* wl, const __half* xs, int xs_stride,
-                                          int g, int t, const __half2 sc[4], const __half2 zz[4],
-                                          const __half2 neg_z64[4], float acc[2][MT][4]) {
+__device__ __forceinline__ void staged_chunk(const uint32_t* wl, const __half* xs, int xs_stride,
+                                             int g, int t, const __half2 sc[4], const __half2 zz[4],
+                                             const __half2 neg_z64[4], float acc[2][MT][4]) {
   uint32_t w[B];
 #pragma unroll
   for (int i = 0; i < B; ++i) w[i] = wl[i * 32];
-  uint32_t qz[qtile::kPairs];
-  chunk_codes<B>(w, zz, neg_z64, qz);
+  uint32_t bf[MT][4];
 #pragma unroll
-  for (int ks = 0; ks < 2; ++ks) {
-    uint32_t bf[MT][2];
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      const __half* xr = xs + (mt * 8 + g) * xs_stride + ks * 16 + 2 * t;
-      bf[mt][0] = *reinterpret_cast<const uint32_t*>(xr);
-      bf[mt][1] = *reinterpret_cast<const uint32_t*>(xr + 8);
-    }
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-      uint32_t a[4];
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int p = (nt * 2 + ks) * 4 + r;
-        a[r] = as_u32(__hmul2(as_half2(qz[p]), sc[qtile::pair_output_slot(p)]));
-      }
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) mma_16816<__half>(acc[nt][mt], a, bf[mt][0], bf[mt][1]);
+    for (int k = 0; k < 4; ++k) {
+      bf[mt][k] = *reinterpret_cast<const uint32_t*>(xs + (mt * 8 + g) * xs_stride + 8 * k + 2 * t);
     }
   }
-}
-
-__device__ __forceinline__ void store_out(void* out, bool out_f32, int64_t at, float v) {
-  if (out_f32) {
-    static_cast<float*>(out)[at] = v;
-  } else {
-    static_cast<__half*>(out)[at] = __float2half_rn(v);
-  }
+  qchunk::chunk_mma<B, MT>(w, bf, sc, zz, neg_z64, acc);
 }
 
 template <int MT, QuantKind KIND>
@@ -265,33 +167,30 @@ __global__ void __launch_bounds__(kThreads)
       const int bits = qtile::chunk_bits(info);
       const int group = static_cast<int>(qtile::chunk_group(info));
       if (group != cur_group) {
-        chunk_scales<KIND>(meta, g, bits, sc, zz);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {  // 960 − (1024 + z) = −(64 + z): exact in fp16
-          neg_z64[j] = __hsub2(__float2half2_rn(960.0f), zz[j]);
-        }
+        qchunk::group_scales<KIND>(meta, g, bits, sc, zz);
+        qchunk::high_nibble_offsets(zz, neg_z64);
         cur_group = group;
       }
       const uint32_t* wl = s_w + meta[34] * 32 + lane;
       const __half* xs = s_x + j * 32;
       switch (bits) {
         case 2:
-          chunk_mma<2, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
+          staged_chunk<2, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
           break;
         case 3:
-          chunk_mma<3, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
+          staged_chunk<3, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
           break;
         case 4:
-          chunk_mma<4, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
+          staged_chunk<4, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
           break;
         case 5:
-          chunk_mma<5, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
+          staged_chunk<5, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
           break;
         case 6:
-          chunk_mma<6, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
+          staged_chunk<6, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
           break;
         default:
-          chunk_mma<8, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
+          staged_chunk<8, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
           break;
       }
     }
@@ -310,7 +209,8 @@ __global__ void __launch_bounds__(kThreads)
           const int n = static_cast<int>(nb) * 32 + nt * 16 + g + 8 * (i >> 1);
           const int tok = mt * 8 + 2 * t + (i & 1);
           if (n < N && tok < rows) {
-            store_out(out, out_f32, int64_t(tok) * N + n, acc[nt][mt][i] + (bias ? bias[n] : 0.0f));
+            qchunk::store_out(out, out_f32, int64_t(tok) * N + n,
+                              acc[nt][mt][i] + (bias ? bias[n] : 0.0f));
           }
         }
       }
@@ -349,7 +249,7 @@ __global__ void __launch_bounds__(kThreads)
     if (n >= N) continue;
     float sum = 0.0f;
     for (int s = 0; s < splits; ++s) sum += __ldcg(&partials[(int64_t(s) * rows + tok) * N + n]);
-    store_out(out, out_f32, int64_t(tok) * N + n, sum + (bias ? bias[n] : 0.0f));
+    qchunk::store_out(out, out_f32, int64_t(tok) * N + n, sum + (bias ? bias[n] : 0.0f));
   }
   if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch
 }
@@ -384,7 +284,7 @@ __global__ void __launch_bounds__(kThreads)
   if (!active) return;
   const int bits = qtile::chunk_bits(info);
   __half2 sc[4], zz[4];
-  chunk_scales<KIND>(s_meta[warp], g, bits, sc, zz);
+  qchunk::group_scales<KIND>(s_meta[warp], g, bits, sc, zz);
   const uint32_t* wl = m.qweight + (nb * m.lines + m.chunk_line[c]) * 32 + lane;
   uint32_t w[8], pr[qtile::kPairs];
   for (int i = 0; i < bits; ++i) w[i] = wl[i * 32];
@@ -414,7 +314,7 @@ __global__ void __launch_bounds__(kThreads)
     const int slot = qtile::pair_output_slot(p);
     const int64_t n = nb * 32 + qtile::pair_output(p, lane);
     if (n >= m.out_features || n - n_begin >= count) continue;
-    const __half2 v = __hmul2(__hsub2(as_half2(pr[p]), zz[slot]), sc[slot]);
+    const __half2 v = __hmul2(__hsub2(qchunk::as_half2(pr[p]), zz[slot]), sc[slot]);
     const int64_t s = c * 32 + qtile::pair_row(p, lane, 0);
     const int src0 = m.row_src[s];
     const int src1 = m.row_src[s + 1];
@@ -454,8 +354,6 @@ cudaError_t dispatch_rows(const Launch& l, const QuantMatrix& m, const void* x, 
                           const QuantGemmScratch& scratch) {
   const int p = effective_chunks(m, rows);
   switch (row_tiles(rows)) {
-    case 1:
-      return launch_gemm<1, KIND>(l, m, x, rows, bias, out, out_f32, p, scratch);
     case 2:
       return launch_gemm<2, KIND>(l, m, x, rows, bias, out, out_f32, p, scratch);
     case 4:
@@ -481,7 +379,8 @@ size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows) {
 }
 
 size_t quant_gemm_counters(const QuantMatrix& m) {
-  return static_cast<size_t>(tile_columns(m));
+  // One per 32-output column (the row kernel's unit); the tile columns here are fewer.
+  return static_cast<size_t>(std::max<int64_t>(m.blocks, tile_columns(m)));
 }
 
 cudaError_t quant_gemm(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
@@ -490,6 +389,7 @@ cudaError_t quant_gemm(const Launch& l, const QuantMatrix& m, const void* x, int
     return cudaErrorInvalidValue;
   }
   const bool out_f32 = out_t == Elem::kF32;
+  if (rows <= kQuantGemvMaxRows) return quant_gemv(l, m, x, rows, bias, out, out_f32, scratch);
   switch (m.kind) {
     case QuantKind::kExl2:
       return dispatch_rows<QuantKind::kExl2>(l, m, x, rows, bias, out, out_f32, scratch);

@@ -1,0 +1,298 @@
+// EXL2 / GPTQ product for 1..8 x rows (decode): the same arithmetic as kernels/quant_gemm.cu
+// (kernels/quant_chunk_math.cuh: same K slices, same MMAs in the same order, same slice sums),
+// organised for few rows, where the weights are the whole cost and every instruction per chunk
+// counts (the batch-1 step was instruction-bound: docs/PERFORMANCE.md).
+//
+// One warp = one 32-output column × one K slice of P chunks (P from the shape, as in
+// quant_gemm.cu). A block holds 8 warps on 8 neighbouring columns and the same slice, so the x
+// rows of the slice are gathered into shared memory once (act-order applied through row_src),
+// and the per-warp set-up is small:
+//  - before waiting on the previous kernel: the slice's chunk facts (one per lane), an L2
+//    prefetch of the warp's weights (contiguous in the layout) and cp.async copies of the
+//    scales of each group the slice starts;
+//  - the loop runs over runs of equal-width chunks (found with one ballot, so the width switch is
+//    taken once per run, not per chunk) and loads the words of several chunks into registers
+//    before decoding them (about 16 words in flight per lane);
+//  - x rows beyond `rows` are never staged: those lanes read one zero row.
+// 64 registers (4 blocks of 8 warps per multiprocessor): more warps in flight measured faster
+// than fewer warps with more registers (docs/PERFORMANCE.md).
+// The slices' fp32 sums go to the partials buffer; the last block of a column group adds them in
+// slice order (as quant_gemm.cu does), so a row's value does not depend on the batch size.
+#include <algorithm>
+
+#include "kernels/common.cuh"
+#include "kernels/quant_chunk_math.cuh"
+#include "kernels/quant_gemv.h"
+
+namespace hearth::kernels {
+namespace {
+
+using qchunk::kMetaWords;
+constexpr int kMaxWarps = 8;
+constexpr uint32_t kFull = 0xffffffffu;
+
+// Weight words are read once per step: no L1 allocation.
+__device__ __forceinline__ uint32_t load_weight(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+
+// Chunks whose words are loaded together: about 16 words per lane in flight.
+template <int B>
+constexpr int batch_chunks() {
+  return 16 / B >= 2 ? 16 / B : 2;
+}
+
+// One chunk (index j of the slice) from the lane's words in registers. xs: the lane's x
+// fragments of chunk 0 (16 bytes per lane per chunk, see the staging below).
+template <int B, QuantKind KIND>
+__device__ __forceinline__ void slice_chunk(const uint32_t w[B], int j, uint32_t group_starts,
+                                            const uint32_t* meta, const __half* xs, int g,
+                                            __half2 sc[4], __half2 zz[4], __half2 neg_z64[4],
+                                            float acc[2][1][4]) {
+  if ((group_starts >> j) & 1u) {  // a run always starts with a group
+    qchunk::group_scales<KIND>(meta + j * kMetaWords, g, B, sc, zz);
+    qchunk::high_nibble_offsets(zz, neg_z64);
+  }
+  const uint4 v = *reinterpret_cast<const uint4*>(xs + j * 32);
+  const uint32_t bf[1][4] = {{v.x, v.y, v.z, v.w}};
+  qchunk::chunk_mma<B, 1>(w, bf, sc, zz, neg_z64, acc);
+}
+
+// Chunks [j0, j1) of the warp's slice, all B bits wide. wl: word 0 of chunk j0 for this lane.
+// Full batches of U chunks load all their words before any is decoded; the rest one by one.
+template <int B, QuantKind KIND>
+__device__ __forceinline__ void run_chunks(const uint32_t* wl, int j0, int j1,
+                                           uint32_t group_starts, const uint32_t* meta,
+                                           const __half* xs, int g, float acc[2][1][4]) {
+  constexpr int U = batch_chunks<B>();
+  __half2 sc[4], zz[4], neg_z64[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) sc[j] = zz[j] = neg_z64[j] = __float2half2_rn(0.0f);
+  int j = j0;
+  for (; j + U <= j1; j += U, wl += U * B * 32) {
+    uint32_t w[U][B];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+      for (int i = 0; i < B; ++i) w[u][i] = load_weight(wl + (u * B + i) * 32);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      slice_chunk<B, KIND>(w[u], j + u, group_starts, meta, xs, g, sc, zz, neg_z64, acc);
+    }
+  }
+  for (; j < j1; ++j, wl += B * 32) {
+    uint32_t w[B];
+#pragma unroll
+    for (int i = 0; i < B; ++i) w[i] = load_weight(wl + i * 32);
+    slice_chunk<B, KIND>(w, j, group_starts, meta, xs, g, sc, zz, neg_z64, acc);
+  }
+}
+
+template <QuantKind KIND>
+__global__ void __launch_bounds__(kMaxWarps * 32, 4)
+    quant_gemv_kernel(QuantMatrix m, const __half* x, int rows, const float* bias, void* out,
+                      bool out_f32, int p_chunks, float* partials, int32_t* counters) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ bool last_block;
+  const int warps = static_cast<int>(blockDim.x >> 5);
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  const int64_t nb = int64_t(blockIdx.x) * warps + warp;
+  const bool active = nb < m.blocks;
+  const int slices = static_cast<int>(gridDim.y);
+  const int c0 = blockIdx.y * p_chunks;
+  const int n = min(static_cast<int>(m.chunks) - c0, p_chunks);  // chunks of the slice
+  uint32_t* meta = reinterpret_cast<uint32_t*>(smem) + warp * p_chunks * kMetaWords;
+  const int xs_stride = p_chunks * 32 + 8;  // halves; +8: conflict-free fragment loads
+  __half* s_x =
+      reinterpret_cast<__half*>(reinterpret_cast<uint32_t*>(smem) + warps * p_chunks * kMetaWords);
+
+  pdl_launch_dependents();
+  // Weight-side data (never written by other kernels), before waiting on the previous kernel.
+  uint32_t info = 0;
+  int line = 0;
+  if (lane < n) {
+    info = m.chunk_info[c0 + lane];
+    line = m.chunk_line[c0 + lane];
+  }
+  const int bits = qtile::chunk_bits(info);
+  const uint32_t group = qtile::chunk_group(info);
+  const int prev_bits = __shfl_up_sync(kFull, bits, 1);
+  const uint32_t prev_group = __shfl_up_sync(kFull, group, 1);
+  const uint32_t group_starts =
+      __ballot_sync(kFull, lane < n && (lane == 0 || group != prev_group));
+  const uint32_t width_starts = __ballot_sync(kFull, lane < n && (lane == 0 || bits != prev_bits));
+  const uint32_t* wcol = m.qweight + nb * m.lines * 32;
+  if (active) {
+    const int line0 = __shfl_sync(kFull, line, 0);
+    if (lane == 0) {
+      const int line_end = m.chunk_line[c0 + n];
+      prefetch_l2(wcol + int64_t(line0) * 32, static_cast<unsigned>(line_end - line0) * 128u);
+    }
+    for (int i = lane; i < n * 8; i += 32) {  // the record of each group the slice starts
+      const int j = i >> 3, part = i & 7;
+      if (!((group_starts >> j) & 1u)) continue;
+      const uint32_t grp = qtile::chunk_group(m.chunk_info[c0 + j]);
+      const int64_t gi = nb * m.groups + grp;
+      uint32_t* rec = meta + j * kMetaWords;
+      if constexpr (KIND == QuantKind::kExl2) {
+        if (part == 0) cp_async16(rec, m.scale_codes + gi * 8, true);
+        if (part == 1) rec[32] = m.scale_max[grp];
+      } else {
+        if (part < 4) cp_async16(rec + part * 4, m.scales + gi * 32 + part * 8, true);
+        if (KIND == QuantKind::kGptqAsym && part >= 4) {
+          cp_async16(rec + 16 + (part - 4) * 4, m.zeros + gi * 32 + (part - 4) * 8, true);
+        }
+      }
+    }
+  }
+  cp_async_commit();
+  // The act-order sources of the slice's rows: two per thread with 8 warps.
+  const int slice_rows = n * 32;
+  const int* row_src = m.row_src + int64_t(c0) * 32;
+  const int bd = static_cast<int>(blockDim.x);
+  const int src0 = threadIdx.x < slice_rows ? row_src[threadIdx.x] : -1;
+  const int src1 = threadIdx.x + bd < slice_rows ? row_src[threadIdx.x + bd] : -1;
+
+  pdl_wait();
+  // x rows of the slice, gathered through row_src (act-order), and the zero row. Within a
+  // chunk, the four half2 B-fragment words of lane t (stored rows 2t + 8k + h, k < 4, h < 2) are
+  // placed side by side at 8t + 2k + h, so the lane fetches them with one 16-byte load.
+  const int K = static_cast<int>(m.in_features);
+  for (int i = 0, r = threadIdx.x; r < slice_rows; ++i, r += bd) {
+    const int src = i == 0 ? src0 : i == 1 ? src1 : row_src[r];
+    const int at = (r & ~31) + ((r & 7) >> 1) * 8 + ((r >> 3) & 3) * 2 + (r & 1);
+    for (int tok = 0; tok < rows; ++tok) {
+      s_x[tok * xs_stride + at] = src >= 0 ? x[int64_t(tok) * K + src] : __float2half_rn(0.0f);
+    }
+    s_x[rows * xs_stride + at] = __float2half_rn(0.0f);
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+
+  float acc[2][1][4];
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+    acc[nt][0][0] = acc[nt][0][1] = acc[nt][0][2] = acc[nt][0][3] = 0.0f;
+  // Lane (g, t) feeds x row g to the MMAs; rows that do not exist read the zero row.
+  const __half* xs = s_x + min(g, rows) * xs_stride + 8 * t;
+  uint32_t starts = active ? width_starts : 0u;
+  while (starts) {
+    const int j0 = __ffs(starts) - 1;
+    starts &= starts - 1;
+    const int j1 = starts ? __ffs(starts) - 1 : n;
+    const int b = __shfl_sync(kFull, bits, j0);
+    const uint32_t* wl = wcol + int64_t(__shfl_sync(kFull, line, j0)) * 32 + lane;
+    switch (b) {
+      case 2:
+        run_chunks<2, KIND>(wl, j0, j1, group_starts, meta, xs, g, acc);
+        break;
+      case 3:
+        run_chunks<3, KIND>(wl, j0, j1, group_starts, meta, xs, g, acc);
+        break;
+      case 4:
+        run_chunks<4, KIND>(wl, j0, j1, group_starts, meta, xs, g, acc);
+        break;
+      case 5:
+        run_chunks<5, KIND>(wl, j0, j1, group_starts, meta, xs, g, acc);
+        break;
+      case 6:
+        run_chunks<6, KIND>(wl, j0, j1, group_starts, meta, xs, g, acc);
+        break;
+      default:
+        run_chunks<8, KIND>(wl, j0, j1, group_starts, meta, xs, g, acc);
+        break;
+    }
+  }
+
+  // C fragment element i of nt: output nb·32 + 16nt + g + 8(i/2), x row 2t + (i&1).
+  const int N = static_cast<int>(m.out_features);
+  if (slices == 1) {
+    if (!active) return;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int o = static_cast<int>(nb) * 32 + nt * 16 + g + 8 * (i >> 1);
+        const int tok = 2 * t + (i & 1);
+        if (o < N && tok < rows) {
+          qchunk::store_out(out, out_f32, int64_t(tok) * N + o,
+                            acc[nt][0][i] + (bias ? bias[o] : 0.0f));
+        }
+      }
+    }
+    return;
+  }
+  if (active) {
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int o = static_cast<int>(nb) * 32 + nt * 16 + g + 8 * (i >> 1);
+        const int tok = 2 * t + (i & 1);
+        if (o < N && tok < rows) {
+          partials[(int64_t(blockIdx.y) * rows + tok) * N + o] = acc[nt][0][i];
+        }
+      }
+    }
+  }
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const int done = atomicAdd(&counters[blockIdx.x], 1);
+    last_block = done == slices - 1;
+  }
+  __syncthreads();
+  if (!last_block) return;
+  __threadfence();
+  const int width = warps * 32;
+  const int n0 = blockIdx.x * width;
+  for (int idx = threadIdx.x; idx < rows * width; idx += bd) {
+    const int tok = idx / width;
+    const int o = n0 + idx % width;
+    if (o >= N) continue;
+    float sum = 0.0f;
+    for (int s = 0; s < slices; ++s) sum += __ldcg(&partials[(int64_t(s) * rows + tok) * N + o]);
+    qchunk::store_out(out, out_f32, int64_t(tok) * N + o, sum + (bias ? bias[o] : 0.0f));
+  }
+  if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch
+}
+
+template <QuantKind KIND>
+cudaError_t launch_gemv(const Launch& l, const QuantMatrix& m, const void* x, int rows,
+                        const float* bias, void* out, bool out_f32,
+                        const QuantGemmScratch& scratch) {
+  const int p = qchunk::slice_chunks(m);
+  const int slices = static_cast<int>(ceil_div(m.chunks, p));
+  const int warps = static_cast<int>(std::min<int64_t>(kMaxWarps, m.blocks));
+  const size_t smem =
+      size_t(warps) * p * kMetaWords * 4 + size_t(rows + 1) * (size_t(p) * 32 + 8) * sizeof(__half);
+  const dim3 grid(static_cast<unsigned>(ceil_div(m.blocks, warps)), static_cast<unsigned>(slices));
+  return launch_kernel(l, quant_gemv_kernel<KIND>, grid, dim3(warps * 32), smem, m,
+                       static_cast<const __half*>(x), rows, bias, out, out_f32, p, scratch.partials,
+                       scratch.counters);
+}
+
+}  // namespace
+
+cudaError_t quant_gemv(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
+                       const float* bias, void* out, bool out_f32,
+                       const QuantGemmScratch& scratch) {
+  if (rows < 1 || rows > kQuantGemvMaxRows) return cudaErrorInvalidValue;
+  const int r = static_cast<int>(rows);
+  switch (m.kind) {
+    case QuantKind::kExl2:
+      return launch_gemv<QuantKind::kExl2>(l, m, x, r, bias, out, out_f32, scratch);
+    case QuantKind::kGptqSym:
+      return launch_gemv<QuantKind::kGptqSym>(l, m, x, r, bias, out, out_f32, scratch);
+    default:
+      return launch_gemv<QuantKind::kGptqAsym>(l, m, x, r, bias, out, out_f32, scratch);
+  }
+}
+
+}  // namespace hearth::kernels
