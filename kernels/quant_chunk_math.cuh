@@ -154,4 +154,12 @@ inline int slice_chunks(const QuantMatrix& m) {
   return 4;
 }
 
+inline bool valid_matrix(const QuantMatrix& m) {
+  return m.qweight && m.chunk_line && m.chunk_info && m.row_src && m.chunks > 0 && m.blocks > 0 &&
+         m.in_features > 0 && m.out_features > 0 && m.in_features < (int64_t(1) << 31) &&
+         m.out_features < (int64_t(1) << 31) && m.max_bits >= 2 && m.max_bits <= 8 &&
+         (m.kind == QuantKind::kExl2 ? (m.scale_codes && m.scale_max)
+                                     : (m.scales && (m.kind != QuantKind::kGptqAsym || m.zeros)));
+}
+
 }  // namespace hearth::kernels::qchunk

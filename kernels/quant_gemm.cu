@@ -21,7 +21,6 @@
 
 #include "kernels/common.cuh"
 #include "kernels/quant_chunk_math.cuh"
-#include "kernels/quant_gemv.h"
 #include "kernels/quant_kernels.h"
 
 namespace hearth::kernels {
@@ -363,14 +362,6 @@ cudaError_t dispatch_rows(const Launch& l, const QuantMatrix& m, const void* x, 
   }
 }
 
-bool valid(const QuantMatrix& m) {
-  return m.qweight && m.chunk_line && m.chunk_info && m.row_src && m.chunks > 0 && m.blocks > 0 &&
-         m.in_features > 0 && m.out_features > 0 && m.in_features < (int64_t(1) << 31) &&
-         m.out_features < (int64_t(1) << 31) && m.max_bits >= 2 && m.max_bits <= 8 &&
-         (m.kind == QuantKind::kExl2 ? (m.scale_codes && m.scale_max)
-                                     : (m.scales && (m.kind != QuantKind::kGptqAsym || m.zeros)));
-}
-
 }  // namespace
 
 size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows) {
@@ -385,11 +376,14 @@ size_t quant_gemm_counters(const QuantMatrix& m) {
 
 cudaError_t quant_gemm(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
                        const float* bias, void* out, Elem out_t, const QuantGemmScratch& scratch) {
-  if (!valid(m) || rows < 1 || rows > kQuantGemmMaxRows || out_t == Elem::kBF16) {
+  if (!qchunk::valid_matrix(m) || rows < 1 || rows > kQuantGemmMaxRows || out_t == Elem::kBF16) {
     return cudaErrorInvalidValue;
   }
   const bool out_f32 = out_t == Elem::kF32;
-  if (rows <= kQuantGemvMaxRows) return quant_gemv(l, m, x, rows, bias, out, out_f32, scratch);
+  if (rows <= kQuantGemmGroupMaxRows) {
+    const QuantGemmTarget target{&m, bias, out, out_t};
+    return quant_gemm_group(l, &target, 1, x, rows, scratch);
+  }
   switch (m.kind) {
     case QuantKind::kExl2:
       return dispatch_rows<QuantKind::kExl2>(l, m, x, rows, bias, out, out_f32, scratch);
@@ -402,7 +396,7 @@ cudaError_t quant_gemm(const Launch& l, const QuantMatrix& m, const void* x, int
 
 cudaError_t quant_dequantize(const Launch& l, const QuantMatrix& m, int64_t n_begin, int64_t count,
                              void* w) {
-  if (!valid(m) || n_begin % 32 != 0 || n_begin < 0 || count <= 0 ||
+  if (!qchunk::valid_matrix(m) || n_begin % 32 != 0 || n_begin < 0 || count <= 0 ||
       n_begin + count > m.out_features) {
     return cudaErrorInvalidValue;
   }

@@ -22,7 +22,7 @@
 
 #include "kernels/common.cuh"
 #include "kernels/quant_chunk_math.cuh"
-#include "kernels/quant_gemv.h"
+#include "kernels/quant_kernels.h"
 
 namespace hearth::kernels {
 namespace {
@@ -91,21 +91,52 @@ __device__ __forceinline__ void run_chunks(const uint32_t* wl, int j0, int j1,
   }
 }
 
+// One matrix of a launch: its blocks are [block_begin, block_begin + column_groups · slices).
+struct GemvPart {
+  QuantMatrix m;
+  const float* bias;
+  void* out;
+  float* partials;
+  int32_t* counters;
+  bool out_f32;
+  int p_chunks;
+  int slices;
+  int column_groups;
+  int block_begin;
+};
+struct GemvGroup {
+  GemvPart part[kQuantGemmMaxGroup];
+  int count;
+};
+
+// launch_group is a __grid_constant__: its fields are read from the constant bank where they are
+// used, with no copy into registers or local memory.
 template <QuantKind KIND>
 __global__ void __launch_bounds__(kMaxWarps * 32, 4)
-    quant_gemv_kernel(QuantMatrix m, const __half* x, int rows, const float* bias, void* out,
-                      bool out_f32, int p_chunks, float* partials, int32_t* counters) {
+    quant_gemv_kernel(const __grid_constant__ GemvGroup launch_group, const __half* x, int rows) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ bool last_block;
+  int which = 0;
+#pragma unroll
+  for (int i = 1; i < kQuantGemmMaxGroup; ++i) {
+    if (i < launch_group.count && static_cast<int>(blockIdx.x) >= launch_group.part[i].block_begin)
+      which = i;
+  }
+  const GemvPart& part = launch_group.part[which];
+  const QuantMatrix& m = part.m;
+  const int p_chunks = part.p_chunks;
+  const int slices = part.slices;
+  const int local = static_cast<int>(blockIdx.x) - part.block_begin;
+  const int column_group = local % part.column_groups;
+  const int slice = local / part.column_groups;
   const int warps = static_cast<int>(blockDim.x >> 5);
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
   const int t = lane & 3;
-  const int64_t nb = int64_t(blockIdx.x) * warps + warp;
+  const int64_t nb = int64_t(column_group) * warps + warp;
   const bool active = nb < m.blocks;
-  const int slices = static_cast<int>(gridDim.y);
-  const int c0 = blockIdx.y * p_chunks;
+  const int c0 = slice * p_chunks;
   const int n = min(static_cast<int>(m.chunks) - c0, p_chunks);  // chunks of the slice
   uint32_t* meta = reinterpret_cast<uint32_t*>(smem) + warp * p_chunks * kMetaWords;
   const int xs_stride = p_chunks * 32 + 8;  // halves; +8: conflict-free fragment loads
@@ -221,8 +252,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 4)
         const int o = static_cast<int>(nb) * 32 + nt * 16 + g + 8 * (i >> 1);
         const int tok = 2 * t + (i & 1);
         if (o < N && tok < rows) {
-          qchunk::store_out(out, out_f32, int64_t(tok) * N + o,
-                            acc[nt][0][i] + (bias ? bias[o] : 0.0f));
+          qchunk::store_out(part.out, part.out_f32, int64_t(tok) * N + o,
+                            acc[nt][0][i] + (part.bias ? part.bias[o] : 0.0f));
         }
       }
     }
@@ -236,7 +267,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 4)
         const int o = static_cast<int>(nb) * 32 + nt * 16 + g + 8 * (i >> 1);
         const int tok = 2 * t + (i & 1);
         if (o < N && tok < rows) {
-          partials[(int64_t(blockIdx.y) * rows + tok) * N + o] = acc[nt][0][i];
+          part.partials[(int64_t(slice) * rows + tok) * N + o] = acc[nt][0][i];
         }
       }
     }
@@ -244,54 +275,77 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 4)
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
-    const int done = atomicAdd(&counters[blockIdx.x], 1);
+    const int done = atomicAdd(&part.counters[column_group], 1);
     last_block = done == slices - 1;
   }
   __syncthreads();
   if (!last_block) return;
   __threadfence();
   const int width = warps * 32;
-  const int n0 = blockIdx.x * width;
+  const int n0 = column_group * width;
   for (int idx = threadIdx.x; idx < rows * width; idx += bd) {
     const int tok = idx / width;
     const int o = n0 + idx % width;
     if (o >= N) continue;
     float sum = 0.0f;
-    for (int s = 0; s < slices; ++s) sum += __ldcg(&partials[(int64_t(s) * rows + tok) * N + o]);
-    qchunk::store_out(out, out_f32, int64_t(tok) * N + o, sum + (bias ? bias[o] : 0.0f));
+    for (int s = 0; s < slices; ++s) {
+      sum += __ldcg(&part.partials[(int64_t(s) * rows + tok) * N + o]);
+    }
+    qchunk::store_out(part.out, part.out_f32, int64_t(tok) * N + o,
+                      sum + (part.bias ? part.bias[o] : 0.0f));
   }
-  if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch
-}
-
-template <QuantKind KIND>
-cudaError_t launch_gemv(const Launch& l, const QuantMatrix& m, const void* x, int rows,
-                        const float* bias, void* out, bool out_f32,
-                        const QuantGemmScratch& scratch) {
-  const int p = qchunk::slice_chunks(m);
-  const int slices = static_cast<int>(ceil_div(m.chunks, p));
-  const int warps = static_cast<int>(std::min<int64_t>(kMaxWarps, m.blocks));
-  const size_t smem =
-      size_t(warps) * p * kMetaWords * 4 + size_t(rows + 1) * (size_t(p) * 32 + 8) * sizeof(__half);
-  const dim3 grid(static_cast<unsigned>(ceil_div(m.blocks, warps)), static_cast<unsigned>(slices));
-  return launch_kernel(l, quant_gemv_kernel<KIND>, grid, dim3(warps * 32), smem, m,
-                       static_cast<const __half*>(x), rows, bias, out, out_f32, p, scratch.partials,
-                       scratch.counters);
+  if (threadIdx.x == 0) part.counters[column_group] = 0;  // ready for the next launch
 }
 
 }  // namespace
 
-cudaError_t quant_gemv(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
-                       const float* bias, void* out, bool out_f32,
-                       const QuantGemmScratch& scratch) {
-  if (rows < 1 || rows > kQuantGemvMaxRows) return cudaErrorInvalidValue;
+cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, int count,
+                             const void* x, int64_t rows, const QuantGemmScratch& scratch) {
+  if (count < 1 || count > kQuantGemmMaxGroup || rows < 1 || rows > kQuantGemmGroupMaxRows) {
+    return cudaErrorInvalidValue;
+  }
+  GemvGroup group{};
+  group.count = count;
+  const QuantKind kind = targets[0].m ? targets[0].m->kind : QuantKind::kExl2;
+  size_t smem = 0;
+  int blocks = 0;
+  float* partials = scratch.partials;
+  int32_t* counters = scratch.counters;
+  for (int i = 0; i < count; ++i) {
+    const QuantGemmTarget& tg = targets[i];
+    if (!tg.m || !qchunk::valid_matrix(*tg.m) || tg.m->kind != kind || !tg.out ||
+        tg.out_t == Elem::kBF16) {
+      return cudaErrorInvalidValue;
+    }
+    GemvPart& part = group.part[i];
+    part.m = *tg.m;
+    part.bias = tg.bias;
+    part.out = tg.out;
+    part.out_f32 = tg.out_t == Elem::kF32;
+    part.p_chunks = qchunk::slice_chunks(*tg.m);
+    part.slices = static_cast<int>(ceil_div(tg.m->chunks, part.p_chunks));
+    part.column_groups = static_cast<int>(ceil_div(tg.m->blocks, kMaxWarps));
+    part.block_begin = blocks;
+    part.partials = partials;
+    part.counters = counters;
+    partials += quant_gemm_partial_floats(*tg.m, rows);
+    counters += quant_gemm_counters(*tg.m);
+    blocks += part.column_groups * part.slices;
+    smem = std::max(smem, size_t(kMaxWarps) * part.p_chunks * kMetaWords * 4 +
+                              size_t(rows + 1) * (size_t(part.p_chunks) * 32 + 8) * sizeof(__half));
+  }
+  const auto* xh = static_cast<const __half*>(x);
   const int r = static_cast<int>(rows);
-  switch (m.kind) {
+  const dim3 grid(static_cast<unsigned>(blocks)), block(kMaxWarps * 32);
+  switch (kind) {
     case QuantKind::kExl2:
-      return launch_gemv<QuantKind::kExl2>(l, m, x, r, bias, out, out_f32, scratch);
+      return launch_kernel(l, quant_gemv_kernel<QuantKind::kExl2>, grid, block, smem, group, xh, r);
     case QuantKind::kGptqSym:
-      return launch_gemv<QuantKind::kGptqSym>(l, m, x, r, bias, out, out_f32, scratch);
+      return launch_kernel(l, quant_gemv_kernel<QuantKind::kGptqSym>, grid, block, smem, group, xh,
+                           r);
     default:
-      return launch_gemv<QuantKind::kGptqAsym>(l, m, x, r, bias, out, out_f32, scratch);
+      return launch_kernel(l, quant_gemv_kernel<QuantKind::kGptqAsym>, grid, block, smem, group, xh,
+                           r);
   }
 }
 

@@ -55,6 +55,20 @@ size_t quant_gemm_counters(const QuantMatrix& m);
 cudaError_t quant_gemm(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
                        const float* bias, void* out, Elem out_t, const QuantGemmScratch& scratch);
 
+// Up to kQuantGemmMaxGroup matrices of the same kind that multiply the same x (q/k/v, gate/up),
+// for 1..8 rows, in one launch. The scratch holds the matrices' partials and counters one after
+// the other, in order, each sized as quant_gemm_partial_floats / quant_gemm_counters say.
+constexpr int kQuantGemmMaxGroup = 3;
+struct QuantGemmTarget {
+  const QuantMatrix* m = nullptr;
+  const float* bias = nullptr;
+  void* out = nullptr;
+  Elem out_t = Elem::kF16;
+};
+constexpr int kQuantGemmGroupMaxRows = 8;
+cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, int count,
+                             const void* x, int64_t rows, const QuantGemmScratch& scratch);
+
 // Dequantizes outputs [n_begin, n_begin + count) to fp16 w[count, K] in the original input
 // order (act-order undone): the large-batch path feeds this to cuBLAS. n_begin must be a
 // multiple of 32.

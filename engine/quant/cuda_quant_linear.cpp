@@ -119,9 +119,34 @@ std::unique_ptr<BackendWeight> CudaBackend::upload_quantized_linear(const Linear
   return w;
 }
 
+void CudaBackend::flush_quant_linears() {
+  if (pending_quant_.empty()) return;
+  std::vector<kernels::QuantGemmTarget> targets;
+  size_t partials = 0, counters = 0;
+  const int64_t rows = pending_quant_x_.rows;
+  for (const PendingQuantLinear& p : pending_quant_) {
+    const auto& w = static_cast<const CudaQuantLinearWeight&>(*p.weight);
+    kernels::QuantGemmTarget t;
+    t.m = &w.matrix;
+    t.bias = w.bias ? w.bias.as<float>() : nullptr;
+    t.out = p.out.data;
+    t.out_t = to_elem(p.out.dtype);
+    targets.push_back(t);
+    partials += kernels::quant_gemm_partial_floats(w.matrix, rows);
+    counters += kernels::quant_gemm_counters(w.matrix);
+  }
+  const void* x = pending_quant_x_.data;
+  pending_quant_.clear();
+  ensure_gemv_scratch(partials, counters);
+  const kernels::QuantGemmScratch scratch{gemv_partials_.as<float>(), gemv_counters_.as<int32_t>()};
+  check_launch(kernels::quant_gemm_group(launch(), targets.data(), static_cast<int>(targets.size()),
+                                         x, rows, scratch),
+               "quant_gemm_group");
+}
+
 void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTensor& x,
                                    const DeviceTensor& out) {
-  flush_linears();  // dense linears queued before this one run first
+  flush_dense_linears();  // dense linears queued before this one run first
   const auto& w = static_cast<const CudaQuantLinearWeight&>(weight);
   const kernels::QuantMatrix& m = w.matrix;
   const int64_t rows = x.rows;
@@ -133,10 +158,34 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
   HEARTH_CHECK(out.data != nullptr && out.rows >= rows, "linear: output rows");
   HEARTH_CHECK(out.dtype == DType::kF16 || out.dtype == DType::kF32, "linear: output dtype");
   if (rows <= 0) return;
+  auto bytes_of = [](const DeviceTensor& t, int64_t r) {
+    return static_cast<size_t>(r * t.cols) * dtype_size(t.dtype);
+  };
+  auto overlap = [&](const DeviceTensor& a, const DeviceTensor& b) {
+    const auto* a0 = static_cast<const char*>(a.data);
+    const auto* b0 = static_cast<const char*>(b.data);
+    return a0 < b0 + bytes_of(b, rows) && b0 < a0 + bytes_of(a, rows);
+  };
+  HEARTH_CHECK(!overlap(x, out), "linear " + w.name + ": output overlaps the input");
+  // Decode-sized batches wait for the next linears of the same x, to share one launch.
+  if (rows <= kernels::kQuantGemmGroupMaxRows) {
+    if (!pending_quant_.empty()) {
+      const auto& first = static_cast<const CudaQuantLinearWeight&>(*pending_quant_.front().weight);
+      bool joins = pending_quant_x_.data == x.data && pending_quant_x_.rows == rows &&
+                   pending_quant_x_.cols == x.cols && first.matrix.kind == m.kind &&
+                   pending_quant_.size() < static_cast<size_t>(kernels::kQuantGemmMaxGroup);
+      for (const PendingQuantLinear& p : pending_quant_) joins = joins && !overlap(p.out, out);
+      if (!joins) flush_quant_linears();
+    }
+    pending_quant_x_ = x;
+    pending_quant_.push_back({&weight, out.first_rows(rows)});
+    return;
+  }
+  flush_quant_linears();
   const float* bias = w.bias ? w.bias.as<float>() : nullptr;
   const kernels::Elem out_t = to_elem(out.dtype);
-  // Up to 4 × 64 rows (decode batches), the fused kernel in slices of 64 rows: reading the
-  // quantized weights a few times costs less than writing and reading them dequantized.
+  // Up to 4 × 64 rows, the fused kernel in slices of 64 rows: reading the quantized weights a
+  // few times costs less than writing and reading them dequantized.
   if (rows <= 4 * kernels::kQuantGemmMaxRows) {
     const int64_t step = std::min<int64_t>(rows, kernels::kQuantGemmMaxRows);
     ensure_gemv_scratch(kernels::quant_gemm_partial_floats(m, step),

@@ -4,7 +4,7 @@
 // shapes (K not a multiple of 128 or 32, padded N, short last groups), 1..256 rows on the fused
 // kernel (64 per launch) and more on the dequantize + cuBLAS path; batch invariance; a whole
 // quantized model,
-// prefill and decode steps replayed from CUDA graphs.
+// prefill and decode steps replayed from CUDA graphs; linears of one input sharing a launch.
 //
 // The weights both backends multiply are identical fp16 values, so the linear tolerance of the
 // dense ops applies: NMSE <= 1e-5 and |err| <= 4e-3 · max|ref| (fp32 sums in a different order,
@@ -201,6 +201,46 @@ TEST_F(QuantGpu, RowsAreBatchInvariant) {
     const auto part =
         run_linear(*gpu, s, std::vector<float>(x.begin(), x.begin() + rows * 4096), rows);
     EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin())) << "rows " << rows;
+  }
+}
+
+// Linears that read the same x are queued and served by one launch (q/k/v, gate/up); each
+// output equals the one its linear gives alone, bit for bit, for every matrix of the group
+// (different shapes, widths, K slices and a bias).
+TEST_F(QuantGpu, LinearsOfOneInputShareALaunch) {
+  const int64_t K = 2048;
+  TensorMap t;
+  make_exl2_layer(t, "a", K, 2048, exl2_recipe_for_bpw(4.0), 11);
+  make_exl2_layer(t, "b", K, 256, exl2_recipe_for_bpw(2.5), 12, true);
+  make_exl2_layer(t, "c", K, 5000, exl2_recipe_for_bpw(6.0), 13);
+  MemoryTensorSource src(std::move(t));
+  std::vector<LinearSource> layers;
+  for (const char* name : {"a", "b", "c"}) {
+    layers.push_back(source_of(src, name, QuantizedLinearOptions{}));
+  }
+  for (int64_t rows : {1, 5}) {
+    const auto x = random_values(static_cast<size_t>(rows * K), 20 + rows, 1.0f);
+    TestBatch batch = one_sequence(rows);
+    DeviceTensor in = gpu->alloc_activation(rows, K);
+    const PreparedBatch p = gpu->prepare_batch(batch.desc());
+    Keep keep;
+    load(*gpu, x, rows, K, in, p.tokens, keep);
+    std::vector<std::unique_ptr<BackendWeight>> weights;
+    std::vector<DeviceTensor> outs;
+    for (const LinearSource& l : layers) {
+      weights.push_back(gpu->upload_linear(l));
+      outs.push_back(gpu->alloc_activation(rows, l.quantized->out_features()));
+      gpu->linear(*weights.back(), in.first_rows(p.tokens), outs.back().first_rows(p.tokens));
+    }
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const auto together = gpu->read(outs[i], rows);
+      const auto alone = run_linear(*gpu, layers[i], x, rows);
+      EXPECT_TRUE(std::equal(together.begin(), together.end(), alone.begin()))
+          << "matrix " << i << ", " << rows << " rows";
+      const auto d = compare(together, run_linear(*cpu, layers[i], x, rows));
+      EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref)
+          << "matrix " << i << ", " << rows << " rows: " << d.str();
+    }
   }
 }
 

@@ -177,11 +177,15 @@ class CudaBackend final : public Backend {
   void linear_cublas(const CudaLinearWeight& w, const DeviceTensor& x, const DeviceTensor& out);
   // Consecutive GEMV-sized linears that read the same x are launched together (q, k, v;
   // gate, up): linear() queues them, and every other op launches the queue first.
-  void flush_linears();
+  void flush_linears();        // every queued linear (dense and quantized)
+  void flush_dense_linears();  // the queued dense ones
 
   // EXL2 / GPTQ linear layers (defined in engine/quant/cuda_quant_linear.cpp).
   std::unique_ptr<BackendWeight> upload_quantized_linear(const LinearSource& source);
   void linear_quantized(const BackendWeight& w, const DeviceTensor& x, const DeviceTensor& out);
+  // Quantized linears of a few rows wait here while the next ones read the same x (q/k/v,
+  // gate/up): one launch serves them all (kernels::quant_gemm_group).
+  void flush_quant_linears();
   DeviceBuffer quant_dequant_;  // fp16 weights of the large-batch quantized path
 
   CudaBackendOptions options_;
@@ -236,6 +240,12 @@ class CudaBackend final : public Backend {
   };
   std::vector<PendingLinear> pending_;
   DeviceTensor pending_x_;
+  struct PendingQuantLinear {
+    const BackendWeight* weight;
+    DeviceTensor out;
+  };
+  std::vector<PendingQuantLinear> pending_quant_;
+  DeviceTensor pending_quant_x_;
 
   // CUDA graphs per key.
   struct Graph {

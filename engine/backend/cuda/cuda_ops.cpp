@@ -85,6 +85,7 @@ void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTens
     linear_quantized(weight, x, out);
     return;
   }
+  flush_quant_linears();  // quantized linears queued before this one run first
   const auto* w = dynamic_cast<const CudaLinearWeight*>(&weight);
   HEARTH_CHECK(w != nullptr, "linear: weight is not a CUDA linear weight");
   const int64_t rows = x.rows;
@@ -134,6 +135,11 @@ void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTens
 }
 
 void CudaBackend::flush_linears() {
+  flush_quant_linears();
+  flush_dense_linears();
+}
+
+void CudaBackend::flush_dense_linears() {
   if (pending_.empty()) return;
   std::vector<kernels::GemvOutput> outputs;
   size_t partials = 0, counters = 0;
