@@ -144,6 +144,22 @@ __device__ __forceinline__ void store_out(void* out, bool out_f32, int64_t at, f
   }
 }
 
+// Σ p[s · stride] for s = 0 .. count − 1, added in slice order (the order both kernels share);
+// the loads are issued eight at a time so that their latencies overlap.
+__device__ __forceinline__ float sum_slices(const float* p, int64_t stride, int count) {
+  float sum = 0.0f;
+  int s = 0;
+  for (; s + 8 <= count; s += 8) {
+    float v[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = __ldcg(p + int64_t(s + i) * stride);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) sum += v[i];
+  }
+  for (; s < count; ++s) sum += __ldcg(p + int64_t(s) * stride);
+  return sum;
+}
+
 // Chunks per K slice, from the shape only (so results do not depend on the batch size): enough
 // slices to fill the GPU several times over, as few as that allows. Both kernels split K into
 // these slices and sum the slices' fp32 partials in slice order.

@@ -246,8 +246,8 @@ __global__ void __launch_bounds__(kThreads)
     const int tok = idx / (kWarps * 32);
     const int n = n0 + idx % (kWarps * 32);
     if (n >= N) continue;
-    float sum = 0.0f;
-    for (int s = 0; s < splits; ++s) sum += __ldcg(&partials[(int64_t(s) * rows + tok) * N + n]);
+    const float sum =
+        qchunk::sum_slices(partials + int64_t(tok) * N + n, int64_t(rows) * N, splits);
     qchunk::store_out(out, out_f32, int64_t(tok) * N + n, sum + (bias ? bias[n] : 0.0f));
   }
   if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch

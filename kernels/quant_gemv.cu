@@ -159,25 +159,26 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 4)
       __ballot_sync(kFull, lane < n && (lane == 0 || group != prev_group));
   const uint32_t width_starts = __ballot_sync(kFull, lane < n && (lane == 0 || bits != prev_bits));
   const uint32_t* wcol = m.qweight + nb * m.lines * 32;
+  const int line0 = __shfl_sync(kFull, line, 0);
   if (active) {
-    const int line0 = __shfl_sync(kFull, line, 0);
     if (lane == 0) {
       const int line_end = m.chunk_line[c0 + n];
       prefetch_l2(wcol + int64_t(line0) * 32, static_cast<unsigned>(line_end - line0) * 128u);
     }
-    for (int i = lane; i < n * 8; i += 32) {  // the record of each group the slice starts
-      const int j = i >> 3, part = i & 7;
-      if (!((group_starts >> j) & 1u)) continue;
-      const uint32_t grp = qtile::chunk_group(m.chunk_info[c0 + j]);
-      const int64_t gi = nb * m.groups + grp;
-      uint32_t* rec = meta + j * kMetaWords;
+    // The record of each group the slice starts: lane j copies the one of chunk j.
+    if (lane < n && ((group_starts >> lane) & 1u)) {
+      const int64_t gi = nb * m.groups + group;
+      uint32_t* rec = meta + lane * kMetaWords;
       if constexpr (KIND == QuantKind::kExl2) {
-        if (part == 0) cp_async16(rec, m.scale_codes + gi * 8, true);
-        if (part == 1) rec[32] = m.scale_max[grp];
+        cp_async16(rec, m.scale_codes + gi * 8, true);
+        rec[32] = m.scale_max[group];
       } else {
-        if (part < 4) cp_async16(rec + part * 4, m.scales + gi * 32 + part * 8, true);
-        if (KIND == QuantKind::kGptqAsym && part >= 4) {
-          cp_async16(rec + 16 + (part - 4) * 4, m.zeros + gi * 32 + (part - 4) * 8, true);
+#pragma unroll
+        for (int part = 0; part < 4; ++part) {
+          cp_async16(rec + part * 4, m.scales + gi * 32 + part * 8, true);
+          if (KIND == QuantKind::kGptqAsym) {
+            cp_async16(rec + 16 + part * 4, m.zeros + gi * 32 + part * 8, true);
+          }
         }
       }
     }
@@ -287,10 +288,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 4)
     const int tok = idx / width;
     const int o = n0 + idx % width;
     if (o >= N) continue;
-    float sum = 0.0f;
-    for (int s = 0; s < slices; ++s) {
-      sum += __ldcg(&part.partials[(int64_t(s) * rows + tok) * N + o]);
-    }
+    const float sum =
+        qchunk::sum_slices(part.partials + int64_t(tok) * N + o, int64_t(rows) * N, slices);
     qchunk::store_out(part.out, part.out_f32, int64_t(tok) * N + o,
                       sum + (part.bias ? part.bias[o] : 0.0f));
   }
