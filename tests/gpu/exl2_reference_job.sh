@@ -79,15 +79,15 @@
 # stopped at its limit still returns what it did. Stages are skipped (said so in the summary)
 # when less time is left than they need before HEARTH_JOB_DEADLINE.
 #
-# Expected durations (H200; the new stages never ran yet, so theirs are estimates):
+# Expected durations (H200):
 #   setup ~2 min; convert ~20 s; build (background) ~1.5 min; quantize: measured so far with
 #   exllamav2's own set (115 rows, 19 measurement rows): 149 s for the measurement + 4.0 at
 #   length 1024, 269 s for 3 widths (measurement reused) at 2048, so at 100 x 2048 expect
 #   ~1-1.5 min for the measurement + ~1.3 min per width (~6.5 min for 4 widths: more than one
 #   call; finished widths and the measurement are kept, the next call goes on) and about half
 #   that at HEARTH_EXL2_CAL_LENGTH=1024 (~3.5 min); reference ~30 s;
-#   truth ~40-60 s per width (recon again ~15 s when dequant deleted it, the fp32 model on the
-#   10 prompts + 320 greedy full recomputes ~15 s, quant_exl2_smollm2_tests ~12 s);
+#   truth (measured, session 4): ~31 s per width (the fp32 model ~15-17 s of it), then the
+#   Hearth build if missing (~90 s) and quant_exl2_smollm2_tests (~27 s for two widths);
 #   ours: unknown, our quantizer never ran on a GPU at this size -- guess 3-6 min for the
 #   measurement + 4 widths + GPTQ at 100 x 2048 (the CPU took 18 min for 4.0 with 16 x 512
 #   tokens on 2 cores); a job stopped at the deadline resumes in the next call;
