@@ -41,8 +41,9 @@
 #              into the fp16 folder's model, lm_head untied -- on exllamav2's prompt ids
 #              (tests/reference/exl2_dequant_truth.py): truth/exl2_smollm2_<bpw>.json (the
 #              format of exllamav2's JSON) and "truth <bpw>: exllamav2 vs fp32 truth ..."; then
-#              quant_exl2_smollm2_tests on truth/ (the checkpoints linked there): "Hearth vs fp32
-#              truth" lines (CPU and CUDA). Needs convert, quantize, reference and the build
+#              quant_exl2_smollm2_tests on truth/ (the checkpoints linked there), which applies its
+#              tight truth gates to such JSONs: "Hearth vs fp32 truth" lines (CPU and CUDA); a
+#              failed gate fails the job. Needs convert, quantize, reference and the build
 #   build      build Hearth with CUDA (tests/gpu/run.sh's configure, then the targets below)
 #   hearth     run quant_tests (now with the exllamav2 fixtures), quant_parser_tests,
 #              quant_gpu_tests and quant_exl2_smollm2_tests (Hearth on the exllamav2
@@ -637,7 +638,9 @@ if has truth && enough 60 truth; then
     rm -f "$TR/hearth_vs_truth.jsonl"
     HEARTH_EXL2_SMOLLM2="$TR" HEARTH_EXL2_SMOLLM2_MODELS="$truth_names" HEARTH_EXL2_SMOLLM2_STATS="$TR/hearth_vs_truth.jsonl" \
       limited 300 "$T" --gtest_color=no > "$WORK/logs/truth_hearth.log" 2>&1
-    say "truth: quant_exl2_smollm2_tests against the fp32 truth rc $? ($((SECONDS - t0)) s; its gates are meant for exllamav2, a failure here is information):"
+    rc=$?
+    [ "$rc" = 0 ] || status=1
+    say "truth: quant_exl2_smollm2_tests against the fp32 truth rc $rc ($((SECONDS - t0)) s; truth gates: CPU mean <= 1e-3 and greedy identical, CUDA mean <= 0.05, KL <= 1e-4):"
     grep -E '^(cpu|cuda) [0-9.]+ bpw: [0-9]+ positions' "$WORK/logs/truth_hearth.log" | sed 's/^/  Hearth vs fp32 truth, /' | tee -a "$SUMMARY"
   elif [ -n "$truth_names" ]; then
     say "truth: Hearth against the truth SKIPPED (no quant_exl2_smollm2_tests in $BUILD, or out of time)"

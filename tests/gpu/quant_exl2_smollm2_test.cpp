@@ -19,6 +19,10 @@
 // same argmax wherever exllamav2's top-2 margin exceeds 0.3; mean KL(exl2 ‖ Hearth) <= 2e-3;
 // greedy 32-token continuations identical, or at the first divergence each side's token within
 // the other's top 5 (testing.md §5.3, check_logprobs_close).
+//
+// The same files may instead hold the fp32 truth (tests/reference/exl2_dequant_truth.py:
+// transformers in float32 on the checkpoint's own dequantized weights; the job's truth stage).
+// Against it the gates are tight, since only Hearth's arithmetic is left (see truth_gates()).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -71,6 +75,58 @@ std::vector<int32_t> top_k(const float* row, int64_t vocab, int k) {
                     [&](int32_t a, int32_t b) { return row[a] > row[b]; });
   ids.resize(static_cast<size_t>(k));
   return ids;
+}
+
+struct Gates {
+  double mean_abs, max_abs, max_lse, mean_kl;
+  bool greedy_exact;  // else: identical or diverging within each other's top 5
+  const char* reference;
+  const char* text;
+};
+
+// Tolerances, by what the reference JSON holds and which backend runs.
+// exllamav2's logits: the weights are bit-identical (exl2_checkpoint_tests), so the logits differ
+// by arithmetic alone — exllamav2 accumulates its quantized matmuls and attention in fp16, Hearth
+// in fp32. Measured on an H200 (2026-11-26) for its 3.0/4.0/6.0 and our 3.0/4.0/6.0/GPTQ-4
+// checkpoints: mean |dlogit| 0.05-0.16, max 2.2, |dlse| 1.4, KL 1.2e-4-2.4e-3, every argmax with
+// a margin above 0.3 equal; these bounds leave ~1.5x room. 2.5 bpw misses them (mean 2.3, KL 0.21
+// on exllamav2's checkpoint): the fp32 truth below shows the gap is exllamav2's (exllamav2 vs
+// truth mean 2.14, Hearth vs truth 0.024), and it is reported, not hidden by a wider gate.
+// The fp32 truth: measured at 2.5 and 4.0 bpw (H200, session 4), CPU mean |dlogit| < 1e-4, max
+// 2e-4, KL 3e-7, greedy identical; CUDA (fp16 activations) mean 0.024, max 0.20, |dlse| 0.18,
+// KL 3.7e-5, greedy identical. About 2x room for CUDA, more for the CPU's fp32 path.
+Gates gates_for(const nlohmann::json& ref, const std::string& backend_name) {
+  const bool truth = ref.value("dtype", std::string()) == "float32";
+  if (!truth) {
+    return {0.25,
+            3.0,
+            2.0,
+            4e-3,
+            false,
+            "exllamav2",
+            "mean |dlogit| <= 0.25, max <= 3.0, |dlse| <= 2.0, mean KL <= 4e-3, argmax where the "
+            "reference's top-2 margin > 0.3, greedy identical or diverging within each other's "
+            "top 5"};
+  }
+  if (backend_name == "cpu") {
+    return {1e-3,
+            0.02,
+            0.02,
+            1e-5,
+            true,
+            "fp32 truth",
+            "mean |dlogit| <= 1e-3, max <= 0.02, |dlse| <= 0.02, mean KL <= 1e-5, argmax where "
+            "the reference's top-2 margin > 0.3, greedy identical"};
+  }
+  return {0.05,
+          0.5,
+          0.4,
+          1e-4,
+          false,
+          "fp32 truth",
+          "mean |dlogit| <= 0.05, max <= 0.5, |dlse| <= 0.4, mean KL <= 1e-4, argmax where the "
+          "reference's top-2 margin > 0.3, greedy identical or diverging within each other's "
+          "top 5"};
 }
 
 void compare_model(Backend& backend, const fs::path& folder, const nlohmann::json& ref,
@@ -184,16 +240,11 @@ void compare_model(Backend& backend, const fs::path& folder, const nlohmann::jso
       mean_kl, static_cast<long long>(st.argmax_same), static_cast<long long>(st.argmax_checked),
       static_cast<long long>(st.top1_same), static_cast<long long>(st.positions), exact,
       diverged_ok, diverged_bad);
-  // Tolerance: the weights are bit-identical (exl2_checkpoint_tests), so the logits differ by
-  // arithmetic alone — exllamav2 accumulates its quantized matmuls and attention in fp16, Hearth
-  // in fp32. Measured on an H200 (2026-11-26) for its 3.0/4.0/6.0 and our 3.0/4.0/6.0/GPTQ-4
-  // checkpoints: mean |dlogit| 0.05-0.16, max 2.2, |dlse| 1.4, KL 1.2e-4-2.4e-3, every argmax
-  // with a margin above 0.3 equal; these bounds leave ~1.5x room. 2.5 bpw misses them (mean
-  // 2.3, KL 0.21 on exllamav2's checkpoint, Hearth CPU and CUDA agreeing to 5e-4): a real
-  // difference, reported and not hidden by a wider gate.
-  constexpr double kMeanAbs = 0.25, kMaxAbs = 3.0, kMaxLse = 2.0, kMeanKl = 4e-3;
-  const bool gates = mean_abs <= kMeanAbs && st.max_abs <= kMaxAbs && st.max_lse <= kMaxLse &&
-                     mean_kl <= kMeanKl && st.argmax_same == st.argmax_checked && diverged_bad == 0;
+  const Gates gt = gates_for(ref, backend_name);
+  const bool gates = mean_abs <= gt.mean_abs && st.max_abs <= gt.max_abs &&
+                     st.max_lse <= gt.max_lse && mean_kl <= gt.mean_kl &&
+                     st.argmax_same == st.argmax_checked && diverged_bad == 0 &&
+                     (!gt.greedy_exact || diverged_ok == 0);
   append_stats({{"model", name},
                 {"backend", backend_name},
                 {"format", gptq ? "gptq" : "exl2"},
@@ -211,16 +262,17 @@ void compare_model(Backend& backend, const fs::path& folder, const nlohmann::jso
                 {"greedy_exact", exact},
                 {"greedy_diverged_within_top5", diverged_ok},
                 {"greedy_diverged_beyond_top5", diverged_bad},
-                {"gates",
-                 "mean |dlogit| <= 0.25, max <= 3.0, |dlse| <= 2.0, mean KL <= 4e-3, argmax where "
-                 "exllamav2's top-2 margin > 0.3, greedy identical or diverging within each "
-                 "other's top 5"},
+                {"reference", gt.reference},
+                {"gates", gt.text},
                 {"gates_ok", gates}});
-  EXPECT_LE(mean_abs, kMeanAbs) << label;
-  EXPECT_LE(st.max_abs, kMaxAbs) << label;
-  EXPECT_LE(st.max_lse, kMaxLse) << label;
-  EXPECT_LE(mean_kl, kMeanKl) << label;
+  EXPECT_LE(mean_abs, gt.mean_abs) << label;
+  EXPECT_LE(st.max_abs, gt.max_abs) << label;
+  EXPECT_LE(st.max_lse, gt.max_lse) << label;
+  EXPECT_LE(mean_kl, gt.mean_kl) << label;
   EXPECT_EQ(st.argmax_same, st.argmax_checked) << label;
+  if (gt.greedy_exact) {
+    EXPECT_EQ(diverged_ok, 0) << label << ": greedy must be identical";
+  }
 }
 
 class Exl2SmolLM2 : public ::testing::TestWithParam<std::string> {};
