@@ -9,6 +9,8 @@
 // the group's fp16 scale_max in word 32.
 #pragma once
 
+#include <type_traits>
+
 #include "kernels/common.cuh"
 #include "kernels/quant_kernels.h"
 #include "kernels/quant_tile_codec.cuh"
@@ -60,6 +62,32 @@ __device__ __forceinline__ void group_scales(const uint32_t* meta, int g, int bi
     const __half2 z = __half2half2(__float2half_rn(1024.0f + static_cast<float>(1 << (bits - 1))));
 #pragma unroll
     for (int j = 0; j < 4; ++j) zz[j] = z;
+  }
+}
+
+// Calls f(std::integral_constant<int, B>{}) for a chunk width `bits` (2, 3, 4, 5, 6; else 8), so
+// that the per-width code is compiled once per width and chosen by one switch.
+template <class F>
+__device__ __forceinline__ void with_width(int bits, F&& f) {
+  switch (bits) {
+    case 2:
+      f(std::integral_constant<int, 2>{});
+      break;
+    case 3:
+      f(std::integral_constant<int, 3>{});
+      break;
+    case 4:
+      f(std::integral_constant<int, 4>{});
+      break;
+    case 5:
+      f(std::integral_constant<int, 5>{});
+      break;
+    case 6:
+      f(std::integral_constant<int, 6>{});
+      break;
+    default:
+      f(std::integral_constant<int, 8>{});
+      break;
   }
 }
 

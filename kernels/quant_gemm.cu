@@ -172,26 +172,9 @@ __global__ void __launch_bounds__(kThreads)
       }
       const uint32_t* wl = s_w + meta[34] * 32 + lane;
       const __half* xs = s_x + j * 32;
-      switch (bits) {
-        case 2:
-          staged_chunk<2, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
-          break;
-        case 3:
-          staged_chunk<3, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
-          break;
-        case 4:
-          staged_chunk<4, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
-          break;
-        case 5:
-          staged_chunk<5, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
-          break;
-        case 6:
-          staged_chunk<6, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
-          break;
-        default:
-          staged_chunk<8, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
-          break;
-      }
+      qchunk::with_width(bits, [&](auto width) {
+        staged_chunk<decltype(width)::value, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
+      });
     }
   }
 
@@ -287,26 +270,7 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t* wl = m.qweight + (nb * m.lines + m.chunk_line[c]) * 32 + lane;
   uint32_t w[8], pr[qtile::kPairs];
   for (int i = 0; i < bits; ++i) w[i] = wl[i * 32];
-  switch (bits) {
-    case 2:
-      qtile::decode_lane<2>(w, pr);
-      break;
-    case 3:
-      qtile::decode_lane<3>(w, pr);
-      break;
-    case 4:
-      qtile::decode_lane<4>(w, pr);
-      break;
-    case 5:
-      qtile::decode_lane<5>(w, pr);
-      break;
-    case 6:
-      qtile::decode_lane<6>(w, pr);
-      break;
-    default:
-      qtile::decode_lane<8>(w, pr);
-      break;
-  }
+  qchunk::with_width(bits, [&](auto width) { qtile::decode_lane<decltype(width)::value>(w, pr); });
   const int K = static_cast<int>(m.in_features);
 #pragma unroll
   for (int p = 0; p < qtile::kPairs; ++p) {

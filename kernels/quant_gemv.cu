@@ -220,26 +220,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 4)
     const int j1 = starts ? __ffs(starts) - 1 : n;
     const int b = __shfl_sync(kFull, bits, j0);
     const uint32_t* wl = wcol + int64_t(__shfl_sync(kFull, line, j0)) * 32 + lane;
-    switch (b) {
-      case 2:
-        run_chunks<2, KIND>(wl, j0, j1, group_starts, meta, xs, g, acc);
-        break;
-      case 3:
-        run_chunks<3, KIND>(wl, j0, j1, group_starts, meta, xs, g, acc);
-        break;
-      case 4:
-        run_chunks<4, KIND>(wl, j0, j1, group_starts, meta, xs, g, acc);
-        break;
-      case 5:
-        run_chunks<5, KIND>(wl, j0, j1, group_starts, meta, xs, g, acc);
-        break;
-      case 6:
-        run_chunks<6, KIND>(wl, j0, j1, group_starts, meta, xs, g, acc);
-        break;
-      default:
-        run_chunks<8, KIND>(wl, j0, j1, group_starts, meta, xs, g, acc);
-        break;
-    }
+    qchunk::with_width(b, [&](auto width) {
+      run_chunks<decltype(width)::value, KIND>(wl, j0, j1, group_starts, meta, xs, g, acc);
+    });
   }
 
   // C fragment element i of nt: output nb·32 + 16nt + g + 8(i/2), x row 2t + (i&1).

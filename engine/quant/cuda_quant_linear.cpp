@@ -158,15 +158,7 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
   HEARTH_CHECK(out.data != nullptr && out.rows >= rows, "linear: output rows");
   HEARTH_CHECK(out.dtype == DType::kF16 || out.dtype == DType::kF32, "linear: output dtype");
   if (rows <= 0) return;
-  auto bytes_of = [](const DeviceTensor& t, int64_t r) {
-    return static_cast<size_t>(r * t.cols) * dtype_size(t.dtype);
-  };
-  auto overlap = [&](const DeviceTensor& a, const DeviceTensor& b) {
-    const auto* a0 = static_cast<const char*>(a.data);
-    const auto* b0 = static_cast<const char*>(b.data);
-    return a0 < b0 + bytes_of(b, rows) && b0 < a0 + bytes_of(a, rows);
-  };
-  HEARTH_CHECK(!overlap(x, out), "linear " + w.name + ": output overlaps the input");
+  HEARTH_CHECK(!rows_overlap(x, out, rows), "linear " + w.name + ": output overlaps the input");
   // Decode-sized batches wait for the next linears of the same x, to share one launch.
   if (rows <= kernels::kQuantGemmGroupMaxRows) {
     if (!pending_quant_.empty()) {
@@ -174,7 +166,9 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
       bool joins = pending_quant_x_.data == x.data && pending_quant_x_.rows == rows &&
                    pending_quant_x_.cols == x.cols && first.matrix.kind == m.kind &&
                    pending_quant_.size() < static_cast<size_t>(kernels::kQuantGemmMaxGroup);
-      for (const PendingQuantLinear& p : pending_quant_) joins = joins && !overlap(p.out, out);
+      for (const PendingQuantLinear& p : pending_quant_) {
+        joins = joins && !rows_overlap(p.out, out, rows);
+      }
       if (!joins) flush_quant_linears();
     }
     pending_quant_x_ = x;

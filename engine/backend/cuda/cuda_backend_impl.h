@@ -102,6 +102,10 @@ struct PreparedLayout {
   std::optional<int64_t> graph_key;
 };
 
+// Whether the first `rows` rows of a and b share any byte (a linear's output must not overlap its
+// input, nor another output of the same grouped launch).
+bool rows_overlap(const DeviceTensor& a, const DeviceTensor& b, int64_t rows);
+
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(const CudaBackendOptions& options);

@@ -80,6 +80,15 @@ void CudaBackend::add_rms_norm(DeviceTensor residual, DeviceTensor delta, const 
                "add_rms_norm");
 }
 
+bool rows_overlap(const DeviceTensor& a, const DeviceTensor& b, int64_t rows) {
+  const auto* a0 = static_cast<const char*>(a.data);
+  const auto* b0 = static_cast<const char*>(b.data);
+  const auto bytes = [rows](const DeviceTensor& t) {
+    return static_cast<size_t>(rows * t.cols) * dtype_size(t.dtype);
+  };
+  return a0 < b0 + bytes(b) && b0 < a0 + bytes(a);
+}
+
 void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTensor out) {
   if (is_quantized_linear(weight)) {  // EXL2 / GPTQ (engine/quant/cuda_quant_linear.cpp)
     linear_quantized(weight, x, out);
@@ -100,15 +109,7 @@ void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTens
   if (rows <= 0) return;
   const int64_t n = w->out_features;
   const int64_t k = w->in_features;
-  auto bytes_of = [](const DeviceTensor& t, int64_t r) {
-    return static_cast<size_t>(r * t.cols) * dtype_size(t.dtype);
-  };
-  auto overlap = [&](const DeviceTensor& a, const DeviceTensor& b) {
-    const auto* a0 = static_cast<const char*>(a.data);
-    const auto* b0 = static_cast<const char*>(b.data);
-    return a0 < b0 + bytes_of(b, rows) && b0 < a0 + bytes_of(a, rows);
-  };
-  HEARTH_CHECK(!overlap(x, out), "linear " + w->name + ": output overlaps the input");
+  HEARTH_CHECK(!rows_overlap(x, out, rows), "linear " + w->name + ": output overlaps the input");
   // One row: the CUDA-core row GEMV. A few rows (up to gemv_max_rows, off by default): the
   // tensor-core GEMV. Otherwise cuBLAS.
   const bool aligned = (reinterpret_cast<uintptr_t>(x.data) & 15u) == 0;
@@ -127,7 +128,7 @@ void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTens
     bool joins = pending_x_.data == x.data && pending_x_.rows == rows &&
                  pending_x_.cols == x.cols && pending_x_.dtype == x.dtype &&
                  pending_.size() < static_cast<size_t>(kernels::kGemvMaxMatrices);
-    for (const PendingLinear& p : pending_) joins = joins && !overlap(p.out, out);
+    for (const PendingLinear& p : pending_) joins = joins && !rows_overlap(p.out, out, rows);
     if (!joins) flush_linears();
   }
   pending_x_ = x;
