@@ -161,8 +161,14 @@ class Backend {
   virtual void gather_logit_rows(DeviceTensor x, DeviceTensor out) = 0;
 
   // --- results (these wait for the device) ---
-  // The first `rows` rows of t, as float.
-  virtual std::vector<float> read(DeviceTensor t, int64_t rows) = 0;
+  // The first `rows` rows of t, as float, into `out` (rows · t.cols floats): callers that read
+  // the same shapes over and over keep one buffer instead of faulting in a new one each time.
+  virtual void read_into(DeviceTensor t, int64_t rows, std::span<float> out) = 0;
+  std::vector<float> read(DeviceTensor t, int64_t rows) {
+    std::vector<float> out(static_cast<size_t>(rows * t.cols));
+    read_into(t, rows, out);
+    return out;
+  }
   // One token per request, request i sampling from logits row i.
   virtual std::vector<int32_t> sample(DeviceTensor logits,
                                       std::span<const SampleRequest> requests) = 0;

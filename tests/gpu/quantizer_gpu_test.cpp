@@ -1,6 +1,7 @@
 // The quantizer's GPU linear algebra (cuBLAS syrk, cuSOLVER potrf + trsm) against the CPU
 // reference (hessian.cpp, cholesky.cpp), and a whole tiny EXL2/GPTQ job on the CUDA backend
 // against the same job on the CPU. Skips without a GPU.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,7 +15,9 @@
 #include "engine/quant/quantizer/gptq_solver.h"
 #include "engine/quant/quantizer/group_quantizer.h"
 #include "engine/quant/quantizer/hessian.h"
+#include "engine/quant/quantizer/linear_quantizer.h"
 #include "engine/quant/quantizer/quantize_job.h"
+#include "kernels/quantizer_kernels.h"
 #include "tests/unit/quantizer/quantizer_test_model.h"
 
 namespace hearth::quantizer {
@@ -34,23 +37,33 @@ std::vector<float> random_rows(int64_t rows, int64_t k, uint32_t seed) {
   return x;
 }
 
-TEST(QuantizerGpu, GramMatchesCpu) {
+TEST(QuantizerGpu, GramSumMatchesCpu) {
   REQUIRE_GPU();
   CudaQuantMath gpu(0);
   ThreadPool pool(0);
   for (int64_t k : {1, 31, 576, 1536}) {
-    const int64_t rows = 777;
-    const auto x = random_rows(rows, k, static_cast<uint32_t>(k));
-    HessianAccumulator cpu(k), dev(k);
-    cpu.add(x.data(), rows, pool);
-    dev.add_sum(gpu.gram(x.data(), rows, k), rows);
-    const auto a = cpu.finish(), b = dev.finish();
+    // Batches of different sizes, summed on the device and downloaded once.
+    const std::vector<int64_t> batches = {777, 1, 300};
+    HessianAccumulator cpu(k);
+    auto sum = gpu.gram_sum(k);
+    uint32_t seed = static_cast<uint32_t>(k);
+    for (int64_t rows : batches) {
+      const auto x = random_rows(rows, k, seed++);
+      cpu.add(x.data(), rows, pool);
+      sum->add(x.data(), rows);
+    }
+    EXPECT_EQ(sum->tokens(), cpu.tokens());
+    const auto a = cpu.finish(), b = sum->finish();
     double scale = 0, diff = 0;
     for (size_t i = 0; i < a.size(); ++i) {
       scale = std::max(scale, std::fabs(double(a[i])));
       diff = std::max(diff, std::fabs(double(a[i]) - b[i]));
     }
     EXPECT_LT(diff / scale, 1e-5) << "k = " << k;
+    // Symmetric, as finish() promises.
+    for (int64_t i = 0; i < k; i += 7) {
+      for (int64_t j = 0; j < i; j += 5) ASSERT_EQ(b[i * k + j], b[j * k + i]);
+    }
   }
 }
 
@@ -115,6 +128,116 @@ TEST(QuantizerGpu, GptqMatchesCpu) {
     // Rounding decisions near a tie may flip (and an EXL2 group may pick a neighbouring grid
     // multiplier); most codes agree.
     EXPECT_LT(differ, static_cast<int64_t>(c.codes.size() / 10)) << static_cast<int>(kind);
+  }
+}
+
+// The whole-linear entry (the transposes, the padding and the cached factor on the device)
+// against the plain device GPTQ on the same inputs transposed on the host: bit for bit.
+TEST(QuantizerGpu, LinearOnDeviceEqualsHostTransposes) {
+  REQUIRE_GPU();
+  CudaQuantMath gpu(0);
+  ThreadPool pool(0);
+  const int64_t K = 384, N = 200, n_pad = 224;  // N not a multiple of 32: padded columns
+  std::vector<PreparedHessian> hs;
+  for (uint32_t seed : {7u, 8u}) {
+    const auto x = random_rows(900, K, seed);
+    HessianAccumulator acc(K);
+    acc.add(x.data(), 900, pool);
+    hs.push_back(prepare_hessian(acc.finish(), K, {}, "x", pool));
+  }
+  std::mt19937 rng(11);
+  std::normal_distribution<float> d(0.0f, 0.05f);
+  std::vector<LinearWeights> ws(2);
+  for (auto& lw : ws) {
+    lw.name = "x";
+    lw.out_features = N;
+    lw.in_features = K;
+    lw.weight.resize(static_cast<size_t>(N * K));  // [N, K]
+    for (auto& v : lw.weight) v = d(rng);
+    lw.id = next_weights_id();
+  }
+  const std::vector<GptqGroupSpec> groups = {{0, 128, 5}, {128, 96, 4}, {224, 160, 3}};
+  // Alternating Hessians and weights exercise the copies kept on the device and their
+  // replacement.
+  for (int round = 0; round < 4; ++round) {
+    const PreparedHessian& h = hs[static_cast<size_t>(round % 2)];
+    const LinearWeights& lw = ws[static_cast<size_t>(round / 2)];
+    const std::vector<float>& w = lw.weight;
+    for (GroupQuantizerKind kind :
+         {GroupQuantizerKind::kExl2, GroupQuantizerKind::kGptqAsymmetric}) {
+      const GptqLinearResult a = gpu.gptq_linear(lw, n_pad, h, groups, kind, true);
+      std::vector<float> wp(static_cast<size_t>(K * n_pad), 0.0f);
+      for (int64_t s = 0; s < K; ++s) {
+        for (int64_t c = 0; c < N; ++c) wp[s * n_pad + c] = w[c * K + h.perm[s]];
+      }
+      const GptqResult b = gpu.gptq(wp, K, n_pad, h.hinv_upper, groups, kind);
+      ASSERT_EQ(a.codes, b.codes) << "round " << round;
+      EXPECT_EQ(a.proxy_error, b.proxy_error);
+      ASSERT_EQ(a.reconstruction.size(), static_cast<size_t>(N * K));
+      for (int64_t s = 0; s < K; ++s) {
+        for (int64_t c = 0; c < N; ++c) {
+          ASSERT_EQ(a.reconstruction[c * K + h.perm[s]], b.dequantized[s * n_pad + c])
+              << "output " << c << ", input " << h.perm[s];
+        }
+      }
+    }
+  }
+  // Without codes asked for, none come back.
+  EXPECT_TRUE(
+      gpu.gptq_linear(ws[0], n_pad, hs[0], groups, GroupQuantizerKind::kExl2, false).codes.empty());
+}
+
+// The EXL2 group parameters found on the device equal the host's computation bit for bit.
+TEST(QuantizerGpu, Exl2GroupParamsMatchHost) {
+  REQUIRE_GPU();
+  const int64_t n = 1000;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  std::vector<float> base(static_cast<size_t>(n));
+  for (auto& v : base) v = 1e-3f + u(rng) * u(rng) * 0.2f;
+  std::vector<float> err(static_cast<size_t>(exl2_grid_size()));
+  for (auto& v : err) v = 1.0f + u(rng);
+  err[61] = 0.5f;
+  err[70] = 0.5f;  // a tie: the first index wins, as on the host
+  float *d_base, *d_scale, *d_err, *d_out, *d_zero, *d_copy;
+  uint8_t* d_qs;
+  ASSERT_EQ(cudaMalloc(&d_base, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_scale, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_zero, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_copy, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_err, err.size() * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_out, 2 * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_qs, n), cudaSuccess);
+  cudaMemcpy(d_base, base.data(), n * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(d_err, err.data(), err.size() * 4, cudaMemcpyHostToDevice);
+  ASSERT_EQ(kernels::quantizer_exl2_candidates(nullptr, d_base, n, d_qs, d_scale, d_out),
+            cudaSuccess);
+  const Exl2ScaleCandidates host = exl2_scale_candidates(base);
+  std::vector<uint8_t> qs(static_cast<size_t>(n));
+  std::vector<float> scale(static_cast<size_t>(n)), zero(static_cast<size_t>(n));
+  float smax = 0;
+  cudaMemcpy(qs.data(), d_qs, n, cudaMemcpyDeviceToHost);
+  cudaMemcpy(scale.data(), d_scale, n * 4, cudaMemcpyDeviceToHost);
+  cudaMemcpy(&smax, d_out, 4, cudaMemcpyDeviceToHost);
+  EXPECT_EQ(smax, host.smax);
+  EXPECT_EQ(qs, host.qscale);
+  EXPECT_EQ(scale, host.scale);
+  for (int bits : {2, 3, 4, 5, 6, 8}) {
+    ASSERT_EQ(kernels::quantizer_exl2_params(nullptr, d_err, d_out, d_qs, n, bits, d_scale, d_zero,
+                                             d_copy, d_out + 1),
+              cudaSuccess);
+    const GroupParams want = exl2_params_from(host, 61, bits);
+    float qmax = 0;
+    cudaMemcpy(scale.data(), d_scale, n * 4, cudaMemcpyDeviceToHost);
+    cudaMemcpy(zero.data(), d_zero, n * 4, cudaMemcpyDeviceToHost);
+    cudaMemcpy(&qmax, d_out + 1, 4, cudaMemcpyDeviceToHost);
+    EXPECT_EQ(qmax, want.qscale_max) << bits;
+    EXPECT_EQ(scale, want.scale) << bits;
+    EXPECT_EQ(zero, want.zero) << bits;
+  }
+  for (void* p :
+       std::initializer_list<void*>{d_base, d_scale, d_zero, d_copy, d_err, d_out, d_qs}) {
+    cudaFree(p);
   }
 }
 

@@ -18,7 +18,9 @@ std::unique_ptr<Backend> create_cpu_backend(int threads) {
 namespace cpu {
 namespace {
 
-float* f32(DeviceTensor t) { return static_cast<float*>(t.data); }
+float* f32(DeviceTensor t) {
+  return static_cast<float*>(t.data);
+}
 
 void check_f32(const DeviceTensor& t, const char* what) {
   HEARTH_CHECK(t.dtype == DType::kF32 && t.data != nullptr, what);
@@ -87,15 +89,13 @@ float* CpuKvCache::value(int64_t layer, int64_t page, int64_t slot, int64_t head
 CpuBackend::CpuBackend(int threads) : pool_(threads) {}
 
 std::string CpuBackend::name() const {
-  return "cpu (" + std::to_string(pool_.size()) + " threads" + (using_avx2() ? ", avx2" : "") +
-         ")";
+  return "cpu (" + std::to_string(pool_.size()) + " threads" + (using_avx2() ? ", avx2" : "") + ")";
 }
 
 std::unique_ptr<BackendWeight> CpuBackend::upload(const HostTensor& tensor) {
-  if (tensor.dtype != DType::kF32 && tensor.dtype != DType::kF16 &&
-      tensor.dtype != DType::kBF16) {
-    fail(ErrorCode::kUnsupported,
-         "cpu backend: tensors must be F32, F16 or BF16, got " + std::string(dtype_name(tensor.dtype)));
+  if (tensor.dtype != DType::kF32 && tensor.dtype != DType::kF16 && tensor.dtype != DType::kBF16) {
+    fail(ErrorCode::kUnsupported, "cpu backend: tensors must be F32, F16 or BF16, got " +
+                                      std::string(dtype_name(tensor.dtype)));
   }
   auto w = std::make_unique<CpuTensorWeight>(tensor);
   weight_bytes_ += w->device_bytes();
@@ -111,12 +111,12 @@ std::unique_ptr<BackendWeight> CpuBackend::upload_linear(const LinearSource& sou
   } else {
     const HostTensor& t = source.weight;
     if (t.shape.size() != 2) {
-      fail(ErrorCode::kInvalidFile, source.name + ": a linear weight must be 2-D, got " +
-                                        t.shape_string());
+      fail(ErrorCode::kInvalidFile,
+           source.name + ": a linear weight must be 2-D, got " + t.shape_string());
     }
     if (t.dtype != DType::kF32 && t.dtype != DType::kF16 && t.dtype != DType::kBF16) {
-      fail(ErrorCode::kUnsupported, source.name + ": unsupported weight dtype " +
-                                        std::string(dtype_name(t.dtype)));
+      fail(ErrorCode::kUnsupported,
+           source.name + ": unsupported weight dtype " + std::string(dtype_name(t.dtype)));
     }
     w->weight = t;
     w->out_features = t.shape[0];
@@ -125,9 +125,8 @@ std::unique_ptr<BackendWeight> CpuBackend::upload_linear(const LinearSource& sou
   if (source.bias) {
     if (source.bias->numel() != w->out_features) {
       fail(ErrorCode::kInvalidFile, source.name + ": bias has " +
-                                        std::to_string(source.bias->numel()) +
-                                        " values for " + std::to_string(w->out_features) +
-                                        " outputs");
+                                        std::to_string(source.bias->numel()) + " values for " +
+                                        std::to_string(w->out_features) + " outputs");
     }
     w->bias = source.bias->to_floats();
   }
@@ -192,7 +191,9 @@ PreparedBatch CpuBackend::prepare_batch(const BatchDesc& batch) {
   return p;
 }
 
-void CpuBackend::run(const std::function<void()>& record, std::optional<int64_t>) { record(); }
+void CpuBackend::run(const std::function<void()>& record, std::optional<int64_t>) {
+  record();
+}
 
 void CpuBackend::embed(const BackendWeight& table, DeviceTensor out) {
   check_f32(out, "embed output");
@@ -296,9 +297,11 @@ void CpuBackend::gather_logit_rows(DeviceTensor x, DeviceTensor out) {
   }
 }
 
-std::vector<float> CpuBackend::read(DeviceTensor t, int64_t rows) {
+void CpuBackend::read_into(DeviceTensor t, int64_t rows, std::span<float> out) {
   check_f32(t, "read");
-  return std::vector<float>(f32(t), f32(t) + rows * t.cols);
+  HEARTH_CHECK(rows >= 0 && rows <= t.rows && static_cast<int64_t>(out.size()) == rows * t.cols,
+               "read: bad rows or buffer size");
+  if (!out.empty()) std::memcpy(out.data(), f32(t), out.size() * sizeof(float));
 }
 
 std::vector<int32_t> CpuBackend::sample(DeviceTensor logits,

@@ -52,12 +52,12 @@ class CpuKvCache final : public KvCacheStorage {
 
 // The prepared batch, flattened per token.
 struct CpuBatch {
-  std::vector<int32_t> tokens;         // [T]
-  std::vector<int32_t> positions;      // [T]
-  std::vector<int32_t> token_seq;      // [T] sequence index of each token
-  std::vector<int32_t> seq_start_pos;  // [S]
+  std::vector<int32_t> tokens;                    // [T]
+  std::vector<int32_t> positions;                 // [T]
+  std::vector<int32_t> token_seq;                 // [T] sequence index of each token
+  std::vector<int32_t> seq_start_pos;             // [S]
   std::vector<std::vector<int32_t>> page_tables;  // [S][pages]
-  std::vector<int64_t> logit_rows;     // [L] token row of each logit row
+  std::vector<int64_t> logit_rows;                // [L] token row of each logit row
 };
 
 class CpuBackend final : public Backend {
@@ -86,7 +86,7 @@ class CpuBackend final : public Backend {
   void silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) override;
   void gather_logit_rows(DeviceTensor x, DeviceTensor out) override;
 
-  std::vector<float> read(DeviceTensor t, int64_t rows) override;
+  void read_into(DeviceTensor t, int64_t rows, std::span<float> out) override;
   std::vector<int32_t> sample(DeviceTensor logits,
                               std::span<const SampleRequest> requests) override;
 

@@ -554,19 +554,32 @@ void CudaBackend::run(const std::function<void()>& record, std::optional<int64_t
 
 // ---- results ----
 
-std::vector<float> CudaBackend::read(DeviceTensor t, int64_t rows) {
+void CudaBackend::read_into(DeviceTensor t, int64_t rows, std::span<float> out) {
   DeviceGuard guard(options_.device);
   flush_linears();
   HEARTH_CHECK(t.data != nullptr && rows >= 0 && rows <= t.rows, "read: bad rows");
   const size_t count = static_cast<size_t>(rows * t.cols);
-  const size_t bytes = count * dtype_size(t.dtype);
+  HEARTH_CHECK(out.size() == count, "read: the buffer does not match the rows");
+  const size_t bytes = count * sizeof(float);
+  if (count == 0) return;
+  // fp16/bf16 become f32 on the GPU: converting millions of values on the host one by one
+  // costs far more than moving twice the bytes.
+  const void* src = t.data;
+  if (t.dtype != DType::kF32) {
+    if (read_device_.size() < bytes) {
+      read_device_ = DeviceBuffer(std::max(bytes, read_device_.size() * 2),
+                                  MemoryCategory::kWorkspace, counters_, "a read buffer");
+    }
+    check_launch(kernels::convert(launch_plain(), to_elem(t.dtype), t.data, kernels::Elem::kF32,
+                                  read_device_.get(), static_cast<int64_t>(count)),
+                 "converting a tensor for reading");
+    src = read_device_.get();
+  }
   if (read_host_.size() < bytes) read_host_ = PinnedBuffer(std::max(bytes, read_host_.size() * 2));
-  check_cuda(cudaMemcpyAsync(read_host_.get(), t.data, bytes, cudaMemcpyDeviceToHost, stream_),
+  check_cuda(cudaMemcpyAsync(read_host_.get(), src, bytes, cudaMemcpyDeviceToHost, stream_),
              "reading a tensor");
   check_cuda(cudaStreamSynchronize(stream_), "waiting for the GPU");
-  std::vector<float> out(count);
-  convert_to_float(t.dtype, read_host_.get(), out.data(), count);
-  return out;
+  std::memcpy(out.data(), read_host_.get(), bytes);
 }
 
 }  // namespace cuda

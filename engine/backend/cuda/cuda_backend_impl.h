@@ -134,7 +134,7 @@ class CudaBackend final : public Backend {
   void silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) override;
   void gather_logit_rows(DeviceTensor x, DeviceTensor out) override;
 
-  std::vector<float> read(DeviceTensor t, int64_t rows) override;
+  void read_into(DeviceTensor t, int64_t rows, std::span<float> out) override;
   std::vector<int32_t> sample(DeviceTensor logits,
                               std::span<const SampleRequest> requests) override;
 
@@ -229,6 +229,7 @@ class CudaBackend final : public Backend {
 
   // Reads and sampling.
   PinnedBuffer read_host_;
+  DeviceBuffer read_device_;    // f32 copy of an fp16/bf16 tensor being read (converted on the GPU)
   DeviceBuffer sample_logits_;  // f32 [rows, vocab]
   DeviceBuffer sample_sorted_;  // f32 [rows, vocab]
   DeviceBuffer sample_ids_in_;

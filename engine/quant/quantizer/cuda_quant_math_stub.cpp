@@ -14,7 +14,12 @@ CudaQuantMath::CudaQuantMath(int) {
   fail(ErrorCode::kUnsupported, "this build of Hearth has no CUDA support");
 }
 CudaQuantMath::~CudaQuantMath() = default;
-std::vector<float> CudaQuantMath::gram(const float*, int64_t, int64_t) {
+CudaQuantMath::GramSum::~GramSum() = default;
+std::unique_ptr<CudaQuantMath::GramSum> CudaQuantMath::gram_sum(int64_t) {
+  fail(ErrorCode::kUnsupported, "this build of Hearth has no CUDA support");
+}
+void CudaQuantMath::GramSum::add(const float*, int64_t) {}
+std::vector<float> CudaQuantMath::GramSum::finish() const {
   return {};
 }
 bool CudaQuantMath::inverse_upper_cholesky(const std::vector<float>&, int64_t,
@@ -24,6 +29,12 @@ bool CudaQuantMath::inverse_upper_cholesky(const std::vector<float>&, int64_t,
 
 GptqResult CudaQuantMath::gptq(std::vector<float>&, int64_t, int64_t, const std::vector<float>&,
                                const std::vector<GptqGroupSpec>&, GroupQuantizerKind, int64_t) {
+  return {};
+}
+
+GptqLinearResult CudaQuantMath::gptq_linear(const LinearWeights&, int64_t, const PreparedHessian&,
+                                            const std::vector<GptqGroupSpec>&, GroupQuantizerKind,
+                                            bool, int64_t) {
   return {};
 }
 

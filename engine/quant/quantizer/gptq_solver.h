@@ -50,9 +50,4 @@ GptqResult gptq_quantize(std::vector<float>& w, int64_t k, int64_t n,
 // such as the GPU's).
 enum class GroupQuantizerKind { kExl2, kGptqSymmetric, kGptqAsymmetric };
 
-// gptq_quantize's contract, elsewhere (CudaQuantMath::gptq); empty: the CPU solver.
-using GptqRunner = std::function<GptqResult(
-    std::vector<float>& w, int64_t k, int64_t n, const std::vector<float>& hinv_upper,
-    const std::vector<GptqGroupSpec>& groups, GroupQuantizerKind kind)>;
-
 }  // namespace hearth::quantizer

@@ -1,6 +1,7 @@
 #include "engine/quant/quantizer/hessian.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <numeric>
 
@@ -38,15 +39,7 @@ void HessianAccumulator::add(const float* x, int64_t rows, ThreadPool& pool) {
   tokens_ += rows;
 }
 
-void HessianAccumulator::add_sum(const std::vector<float>& xtx, int64_t rows) {
-  HEARTH_CHECK(static_cast<int64_t>(xtx.size()) == k_ * k_, "Hessian batch sum has wrong size");
-  for (int64_t i = 0; i < k_; ++i) {
-    for (int64_t j = 0; j <= i; ++j) sum_[i * k_ + j] += xtx[i * k_ + j];
-  }
-  tokens_ += rows;
-}
-
-std::vector<float> HessianAccumulator::finish() const {
+std::vector<float> HessianAccumulator::finish(ThreadPool* pool) const {
   const int64_t K = k_;
   std::vector<float> h(static_cast<size_t>(K * K), 0.0f);
   if (tokens_ == 0) {
@@ -54,12 +47,28 @@ std::vector<float> HessianAccumulator::finish() const {
     return h;
   }
   const double scale = 2.0 / static_cast<double>(tokens_);
-  for (int64_t i = 0; i < K; ++i) {
-    for (int64_t j = 0; j <= i; ++j) {
-      const auto v = static_cast<float>(sum_[i * K + j] * scale);
-      h[i * K + j] = v;
-      h[j * K + i] = v;
+  // Tiles of rows × columns so that the mirrored writes stay in cache (K is up to ~30k).
+  constexpr int64_t kTile = 64;
+  const int64_t tiles = (K + kTile - 1) / kTile;
+  auto rows = [&](int64_t t0, int64_t t1) {
+    for (int64_t ti = t0; ti < t1; ++ti) {
+      const int64_t i0 = ti * kTile, i1 = std::min(K, i0 + kTile);
+      for (int64_t j0 = 0; j0 < i1; j0 += kTile) {
+        for (int64_t i = i0; i < i1; ++i) {
+          const int64_t j1 = std::min(i + 1, j0 + kTile);
+          for (int64_t j = j0; j < j1; ++j) {
+            const auto v = static_cast<float>(sum_[i * K + j] * scale);
+            h[i * K + j] = v;
+            h[j * K + i] = v;
+          }
+        }
+      }
     }
+  };
+  if (pool) {
+    pool->parallel_for(tiles, 1, rows);
+  } else {
+    rows(0, tiles);
   }
   return h;
 }
@@ -77,14 +86,20 @@ PreparedHessian prepare_hessian(const std::vector<float>& h, int64_t k,
                                 const HessianOptions& options, const std::string& layer,
                                 ThreadPool& pool, std::vector<std::string>* warnings) {
   HEARTH_CHECK(static_cast<int64_t>(h.size()) == k * k, "Hessian size");
+  static std::atomic<uint64_t> next_id{1};
   PreparedHessian out;
   out.k = k;
-  for (float v : h) {
-    if (!std::isfinite(v)) {
-      fail(ErrorCode::kInternal, layer +
-                                     ": the calibration Hessian holds NaN or infinity (the "
-                                     "activations overflowed); it cannot be quantized");
+  out.id = next_id.fetch_add(1);
+  std::atomic<bool> finite{true};
+  pool.parallel_for(k, 64, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0 * k; i < i1 * k; ++i) {
+      if (!std::isfinite(h[static_cast<size_t>(i)])) finite = false;
     }
+  });
+  if (!finite) {
+    fail(ErrorCode::kInternal, layer +
+                                   ": the calibration Hessian holds NaN or infinity (the "
+                                   "activations overflowed); it cannot be quantized");
   }
   if (options.act_order) {
     out.perm = act_order_permutation(h, k);
@@ -93,12 +108,15 @@ PreparedHessian prepare_hessian(const std::vector<float>& h, int64_t k,
     std::iota(out.perm.begin(), out.perm.end(), 0);
   }
   std::vector<float> hp(static_cast<size_t>(k * k));
+  pool.parallel_for(k, 16, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const float* src = h.data() + static_cast<int64_t>(out.perm[i]) * k;
+      float* dst = hp.data() + i * k;
+      for (int64_t j = 0; j < k; ++j) dst[j] = src[out.perm[j]];
+    }
+  });
   double diag_sum = 0;
-  for (int64_t i = 0; i < k; ++i) {
-    const int64_t pi = out.perm[i];
-    for (int64_t j = 0; j < k; ++j) hp[i * k + j] = h[pi * k + out.perm[j]];
-    diag_sum += hp[i * k + i];
-  }
+  for (int64_t i = 0; i < k; ++i) diag_sum += hp[i * k + i];
   const double damp =
       std::max(options.damp_fraction * diag_sum / static_cast<double>(k), options.min_damp);
   for (int attempt = 1; attempt <= options.max_attempts; ++attempt) {

@@ -24,10 +24,9 @@ class HessianAccumulator {
   // formed in float and added to a double total, so the result does not depend on the thread
   // count; it does depend on how the tokens are cut into batches (callers keep that fixed).
   void add(const float* x, int64_t rows, ThreadPool& pool);
-  // Adds a batch sum computed elsewhere (the GPU): lower triangle of XᵀX over `rows` tokens.
-  void add_sum(const std::vector<float>& xtx, int64_t rows);
   // H = 2·XᵀX / tokens as float, full symmetric; the identity when no tokens were added.
-  std::vector<float> finish() const;
+  // `pool` only spreads the work.
+  std::vector<float> finish(ThreadPool* pool = nullptr) const;
 
  private:
   int64_t k_;
@@ -41,6 +40,7 @@ struct PreparedHessian {
   std::vector<float> hinv_upper;  // upper Cholesky factor of (permuted, damped H)⁻¹, [K, K]
   double damp = 0;                // damping added to the diagonal in the end
   int extra_damping = 0;          // times the damping was added again
+  uint64_t id = 0;  // unique per prepare_hessian call: a device copy of hinv_upper keys on it
 };
 
 struct HessianOptions {

@@ -52,13 +52,35 @@ LayerRunner::LayerRunner(Backend& backend, const ModelConfig& config, int64_t ma
 
 LayerRunner::~LayerRunner() = default;
 
+void LayerRunner::forget_rows() {
+  table_ = nullptr;
+  unkept_row_.reset();
+  kept_rows_.clear();
+  kept_bytes_ = 0;
+}
+
 void LayerRunner::begin(const float* x, int64_t tokens) {
   HEARTH_CHECK(tokens > 0 && tokens <= max_tokens_, "LayerRunner: row length");
-  HostTensor t;
-  t.dtype = DType::kF32;
-  t.shape = {tokens, config_.hidden_size};
-  t.data = x;  // the caller keeps the row alive while the module runs
-  table_ = backend_.upload(t);
+  const auto key = std::make_pair(x, tokens);
+  if (auto it = kept_rows_.find(key); it != kept_rows_.end()) {
+    table_ = it->second.get();
+  } else {
+    HostTensor t;
+    t.dtype = DType::kF32;
+    t.shape = {tokens, config_.hidden_size};
+    t.data = x;  // the caller keeps the row alive while the module runs
+    std::unique_ptr<BackendWeight> row = backend_.upload(t);
+    const int64_t bytes = tokens * config_.hidden_size *
+                          static_cast<int64_t>(dtype_size(backend_.activation_dtype()));
+    if (kept_bytes_ + bytes <= kMaxKeptBytes) {
+      kept_bytes_ += bytes;
+      table_ = row.get();
+      kept_rows_.emplace(key, std::move(row));
+    } else {
+      unkept_row_ = std::move(row);
+      table_ = unkept_row_.get();
+    }
+  }
   BatchDesc batch;
   SequenceSlice s;
   s.tokens = std::span<const int32_t>(ids_.data(), static_cast<size_t>(tokens));
@@ -71,7 +93,9 @@ void LayerRunner::begin(const float* x, int64_t tokens) {
 
 void LayerRunner::read(DeviceTensor t, int64_t tokens, std::vector<float>* out) {
   if (!out) return;
-  *out = backend_.read(t, tokens);
+  // resize() keeps the capacity of a buffer read into before: no new pages to fault in.
+  out->resize(static_cast<size_t>(tokens * t.cols));
+  backend_.read_into(t, tokens, *out);
 }
 
 void LayerRunner::norm(const float* xin, int64_t tokens, const BackendWeight& w,
@@ -85,7 +109,7 @@ void LayerRunner::norm(const float* xin, int64_t tokens, const BackendWeight& w,
         backend_.rms_norm(x, w, eps, h);
       },
       std::nullopt);
-  out = backend_.read(h, tokens);
+  read(h, tokens, &out);
 }
 
 void LayerRunner::attention(const float* xin, int64_t tokens, const AttentionWeights& w,
@@ -148,7 +172,7 @@ void LayerRunner::mlp(const float* xin, int64_t tokens, const MlpWeights& w,
 
 void LayerRunner::add_residual(const float* x, DeviceTensor delta, int64_t tokens,
                                std::vector<float>& out) {
-  out = backend_.read(delta, tokens);
+  read(delta, tokens, &out);
   for (size_t i = 0; i < out.size(); ++i) out[i] += x[i];
 }
 
@@ -168,7 +192,7 @@ void LayerRunner::head(const float* xin, int64_t tokens, const BackendWeight& no
         backend_.linear(head, h, lg);
       },
       std::nullopt);
-  logits = backend_.read(lg, tokens);
+  read(lg, tokens, &logits);
 }
 
 }  // namespace hearth::quantizer

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -57,6 +59,12 @@ class LayerRunner {
 
   Backend& backend() { return backend_; }
 
+  // Rows uploaded since the last forget_rows() stay on the device (up to kMaxKeptBytes) and are
+  // reused when the same host row is run again: the measurement runs every row once per
+  // candidate setting. Call it before the rows' contents change or their memory is freed.
+  void forget_rows();
+  static constexpr int64_t kMaxKeptBytes = int64_t{2} << 30;
+
  private:
   void begin(const float* x, int64_t tokens);
   void read(DeviceTensor t, int64_t tokens, std::vector<float>* out);
@@ -69,7 +77,11 @@ class LayerRunner {
   std::unique_ptr<KvCacheStorage> cache_;
   std::unique_ptr<BackendWeight> inv_freq_;
   float rope_attention_factor_ = 1.0f;
-  std::unique_ptr<BackendWeight> table_;  // the current row, as an "embedding table"
+  // Rows as "embedding tables", by host address and length; table_ is the current one.
+  std::map<std::pair<const float*, int64_t>, std::unique_ptr<BackendWeight>> kept_rows_;
+  int64_t kept_bytes_ = 0;
+  std::unique_ptr<BackendWeight> unkept_row_;
+  const BackendWeight* table_ = nullptr;
   std::vector<int32_t> ids_, pages_;
   DeviceTensor x_, h_, q_, k_, v_, attn_, attn_out_, gate_, up_, down_out_, logits_;
 };

@@ -1,5 +1,7 @@
 #include "engine/quant/quantizer/linear_quantizer.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -11,60 +13,122 @@
 namespace hearth::quantizer {
 namespace {
 
+// Transposes go in tiles of kTile × kTile so that both the reads and the writes stay in cache
+// lines (a plain loop misses on every write of an 8B-sized matrix), tiles spread over the pool.
+constexpr int64_t kTile = 64;
+
 // Wp[s][n] = W[n][perm[s]] for n < N, zero for the padded columns N ≤ n < n_pad.
 std::vector<float> permuted_transpose(const LinearWeights& w, const std::vector<int32_t>& perm,
-                                      int64_t n_pad) {
+                                      int64_t n_pad, ThreadPool& pool) {
   const int64_t K = w.in_features, N = w.out_features;
   std::vector<float> wp(static_cast<size_t>(K * n_pad), 0.0f);
-  for (int64_t n = 0; n < N; ++n) {
-    const float* src = w.weight.data() + n * K;
-    for (int64_t s = 0; s < K; ++s) wp[s * n_pad + n] = src[perm[s]];
-  }
+  pool.parallel_for((K + kTile - 1) / kTile, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t s0 = t0 * kTile; s0 < std::min(K, t1 * kTile); s0 += kTile) {
+      const int64_t s1 = std::min(K, s0 + kTile);
+      for (int64_t n0 = 0; n0 < N; n0 += kTile) {
+        const int64_t n1 = std::min(N, n0 + kTile);
+        for (int64_t s = s0; s < s1; ++s) {
+          const float* src = w.weight.data() + perm[s];
+          float* dst = wp.data() + s * n_pad;
+          for (int64_t n = n0; n < n1; ++n) dst[n] = src[n * K];
+        }
+      }
+    }
+  });
   return wp;
 }
 
+// out[c][perm[s]] = deq[s][c]: the reconstruction back in [N, K] and the original input order.
 std::vector<float> unpermute(const std::vector<float>& deq, const std::vector<int32_t>& perm,
-                             int64_t k, int64_t n, int64_t n_pad) {
+                             int64_t k, int64_t n, int64_t n_pad, ThreadPool& pool) {
   std::vector<float> out(static_cast<size_t>(n * k));
-  for (int64_t s = 0; s < k; ++s) {
-    const float* row = deq.data() + s * n_pad;
-    const int64_t orig = perm[s];
-    for (int64_t c = 0; c < n; ++c) out[c * k + orig] = row[c];
-  }
+  pool.parallel_for((n + kTile - 1) / kTile, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t c0 = t0 * kTile; c0 < std::min(n, t1 * kTile); c0 += kTile) {
+      const int64_t c1 = std::min(n, c0 + kTile);
+      for (int64_t s0 = 0; s0 < k; s0 += kTile) {
+        const int64_t s1 = std::min(k, s0 + kTile);
+        for (int64_t c = c0; c < c1; ++c) {
+          float* dst = out.data() + c * k;
+          for (int64_t s = s0; s < s1; ++s) dst[perm[s]] = deq[s * n_pad + c];
+        }
+      }
+    }
+  });
   return out;
 }
 
-void check_shapes(const LinearWeights& w, const PreparedHessian& h) {
+void check_shapes(const LinearWeights& w, const PreparedHessian& h, ThreadPool& pool) {
   HEARTH_CHECK(static_cast<int64_t>(w.weight.size()) == w.out_features * w.in_features,
                w.name + ": weight size");
   HEARTH_CHECK(h.k == w.in_features, w.name + ": Hessian does not match in_features");
-  for (float v : w.weight) {
-    if (!std::isfinite(v)) fail(ErrorCode::kInvalidFile, w.name + ": weight holds NaN or inf");
+  std::atomic<bool> finite{true};
+  pool.parallel_for(w.out_features, 64, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0 * w.in_features; i < r1 * w.in_features; ++i) {
+      if (!std::isfinite(w.weight[static_cast<size_t>(i)])) finite = false;
+    }
+  });
+  if (!finite) fail(ErrorCode::kInvalidFile, w.name + ": weight holds NaN or inf");
+}
+
+// GPTQ of one linear, on the runner when there is one, else on the CPU (with the transposes
+// to and from its permuted [K, n_pad] working layout here).
+GptqLinearResult run_gptq(const LinearWeights& w, const PreparedHessian& h, int64_t n_pad,
+                          const std::vector<GptqGroupSpec>& groups, GroupQuantizerKind kind,
+                          const FindParams& find, bool want_codes, ThreadPool& pool,
+                          const GptqRunner& runner, PhaseTimes* times) {
+  const int64_t K = w.in_features, N = w.out_features;
+  if (runner) {
+    auto t = time_phase(times, "gptq");
+    return runner(w, n_pad, h, groups, kind, want_codes);
   }
+  std::vector<float> wp;
+  {
+    auto t = time_phase(times, "transpose");
+    wp = permuted_transpose(w, h.perm, n_pad, pool);
+  }
+  GptqResult r;
+  {
+    auto t = time_phase(times, "gptq");
+    r = gptq_quantize(wp, K, n_pad, h.hinv_upper, groups, find, pool);
+  }
+  GptqLinearResult out;
+  {
+    auto t = time_phase(times, "transpose");
+    out.reconstruction = unpermute(r.dequantized, h.perm, K, N, n_pad, pool);
+  }
+  if (want_codes) out.codes = std::move(r.codes);
+  out.params = std::move(r.params);
+  out.proxy_error = r.proxy_error;
+  return out;
 }
 
 }  // namespace
 
+uint64_t next_weights_id() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1);
+}
+
 QuantizedLinear quantize_linear_exl2(const LinearWeights& w, const PreparedHessian& h,
                                      const Exl2QParams& qp, bool pack, ThreadPool& pool,
-                                     const GptqRunner& runner) {
-  check_shapes(w, h);
+                                     const GptqRunner& runner, PhaseTimes* times) {
+  check_shapes(w, h, pool);
   const int64_t K = w.in_features, N = w.out_features;
   const int64_t n_pad = (N + 31) / 32 * 32;
   std::vector<Exl2Group> layout = exl2_group_layout(qp, K);
   std::vector<GptqGroupSpec> groups;
   for (const auto& g : layout) groups.push_back({g.row_begin, g.rows, g.bits});
-  std::vector<float> wp = permuted_transpose(w, h.perm, n_pad);
   FindParams find = [&pool](const float* x, int64_t rows, int64_t n, int bits) {
     return exl2_find_params(x, rows, n, n, bits, &pool);
   };
-  GptqResult r = runner ? runner(wp, K, n_pad, h.hinv_upper, groups, GroupQuantizerKind::kExl2)
-                        : gptq_quantize(wp, K, n_pad, h.hinv_upper, groups, find, pool);
+  GptqLinearResult r =
+      run_gptq(w, h, n_pad, groups, GroupQuantizerKind::kExl2, find, pack, pool, runner, times);
   QuantizedLinear out;
-  out.reconstruction = unpermute(r.dequantized, h.perm, K, N, n_pad);
+  out.reconstruction = std::move(r.reconstruction);
   out.proxy_error = r.proxy_error;
   out.total_bits = exl2_total_bits(qp, K, N, w.bias ? N : 0);
   if (pack) {
+    auto t = time_phase(times, "pack");
     std::optional<std::vector<float>> bias;
     if (w.bias) {
       bias = *w.bias;
@@ -78,8 +142,8 @@ QuantizedLinear quantize_linear_exl2(const LinearWeights& w, const PreparedHessi
 
 QuantizedLinear quantize_linear_gptq(const LinearWeights& w, const PreparedHessian& h,
                                      const GptqSettings& s, bool pack, ThreadPool& pool,
-                                     const GptqRunner& runner) {
-  check_shapes(w, h);
+                                     const GptqRunner& runner, PhaseTimes* times) {
+  check_shapes(w, h, pool);
   const int64_t K = w.in_features, N = w.out_features;
   if (s.bits != 2 && s.bits != 3 && s.bits != 4 && s.bits != 8) {
     fail(ErrorCode::kInvalidArgument, "GPTQ bits must be 2, 3, 4 or 8");
@@ -87,21 +151,21 @@ QuantizedLinear quantize_linear_gptq(const LinearWeights& w, const PreparedHessi
   const int64_t gs = s.group_size <= 0 ? K : s.group_size;
   std::vector<GptqGroupSpec> groups;
   for (int64_t r = 0; r < K; r += gs) groups.push_back({r, std::min(gs, K - r), s.bits});
-  std::vector<float> wp = permuted_transpose(w, h.perm, N);
   const bool sym = s.symmetric;
   FindParams find = [sym](const float* x, int64_t rows, int64_t n, int bits) {
     return gptq_find_params(x, rows, n, n, bits, sym);
   };
-  GptqResult r = runner ? runner(wp, K, N, h.hinv_upper, groups,
-                                 sym ? GroupQuantizerKind::kGptqSymmetric
-                                     : GroupQuantizerKind::kGptqAsymmetric)
-                        : gptq_quantize(wp, K, N, h.hinv_upper, groups, find, pool);
+  GptqLinearResult r =
+      run_gptq(w, h, N, groups,
+               sym ? GroupQuantizerKind::kGptqSymmetric : GroupQuantizerKind::kGptqAsymmetric, find,
+               pack, pool, runner, times);
   QuantizedLinear out;
-  out.reconstruction = unpermute(r.dequantized, h.perm, K, N, N);
+  out.reconstruction = std::move(r.reconstruction);
   out.proxy_error = r.proxy_error;
   const auto G = static_cast<int64_t>(groups.size());
   out.total_bits = K * N * s.bits + G * N * (16 + s.bits) + K * 32 + (w.bias ? N * 16 : 0);
   if (pack) {
+    auto t = time_phase(times, "pack");
     out.tensors = pack_gptq(w.name, K, N, s.bits, r.codes, groups, r.params, h.perm, w.bias);
     verify_packed_layer(w.name, "gptq", out.tensors, N, K, out.reconstruction);
   }

@@ -6,13 +6,16 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/quant/quantizer/exl2_qparams.h"
+#include "engine/quant/quantizer/gptq_solver.h"
 #include "engine/quant/quantizer/hessian.h"
 #include "engine/quant/quantizer/packed_layer.h"
+#include "engine/quant/quantizer/phase_times.h"
 
 namespace hearth {
 class ThreadPool;
@@ -26,7 +29,25 @@ struct LinearWeights {
   int64_t in_features = 0;                 // K
   std::vector<float> weight;               // [N, K]
   std::optional<std::vector<float>> bias;  // [N]
+  // Names these weights for caches (a GPU keeps its copy while a module's settings are
+  // measured); 0: never cached. next_weights_id() gives fresh ones.
+  uint64_t id = 0;
 };
+uint64_t next_weights_id();
+
+// One linear layer's GPTQ elsewhere (the GPU, CudaQuantMath::gptq_linear), the work
+// quantize_linear_* does around gptq_quantize included: W [N, K] in its file layout goes in
+// (permuted by h.perm and transposed to [K, n_pad] there); out come the reconstruction in
+// [N, K] and input order, and the codes [K, n_pad] (permuted rows) when asked for.
+struct GptqLinearResult {
+  std::vector<float> reconstruction;  // [N, K], exact fp16 values
+  std::vector<uint8_t> codes;         // [K, n_pad]; empty unless want_codes
+  std::vector<GroupParams> params;    // one per group
+  double proxy_error = 0;             // as GptqResult's
+};
+using GptqRunner = std::function<GptqLinearResult(
+    const LinearWeights& w, int64_t n_pad, const PreparedHessian& h,
+    const std::vector<GptqGroupSpec>& groups, GroupQuantizerKind kind, bool want_codes)>;
 
 struct GptqSettings {
   int bits = 4;
@@ -41,14 +62,15 @@ struct QuantizedLinear {
   int64_t total_bits = 0;             // storage as the EXL2 optimizer counts it
 };
 
-// `runner`: where GPTQ runs (empty: the CPU solver).
+// `runner`: where GPTQ runs (empty: the CPU solver). `times`, when given, gets the phases
+// "transpose", "gptq" and "pack".
 QuantizedLinear quantize_linear_exl2(const LinearWeights& w, const PreparedHessian& h,
                                      const Exl2QParams& qp, bool pack, ThreadPool& pool,
-                                     const GptqRunner& runner = {});
+                                     const GptqRunner& runner = {}, PhaseTimes* times = nullptr);
 
 QuantizedLinear quantize_linear_gptq(const LinearWeights& w, const PreparedHessian& h,
                                      const GptqSettings& settings, bool pack, ThreadPool& pool,
-                                     const GptqRunner& runner = {});
+                                     const GptqRunner& runner = {}, PhaseTimes* times = nullptr);
 
 // Reads `tensors` back through Hearth's reader of `format` ("exl2"/"gptq") and checks that the
 // dequantized weights equal `reconstruction` exactly. Error(kInternal) naming the layer and the

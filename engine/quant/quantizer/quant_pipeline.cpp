@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "engine/api/model_loader.h"
@@ -23,6 +25,7 @@
 #include "engine/quant/quantizer/linear_quantizer.h"
 #include "engine/quant/quantizer/measurement_file.h"
 #include "engine/quant/quantizer/model_eval.h"
+#include "engine/quant/quantizer/phase_times.h"
 #include "engine/quant/quantizer/safetensors_writer.h"
 
 namespace hearth::quantizer {
@@ -82,18 +85,25 @@ HostTensor float_tensor(std::vector<float> v, std::vector<int64_t> shape) {
 }
 
 // Relative output error per row, averaged (spec §3.3.6).
+// Rows in parallel, summed in row order: the result does not depend on the thread count.
 double mean_relative_error(const std::vector<std::vector<float>>& ref,
-                           const std::vector<std::vector<float>>& test) {
-  double total = 0;
-  for (size_t r = 0; r < ref.size(); ++r) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < ref[r].size(); ++i) {
-      const double d = static_cast<double>(test[r][i]) - ref[r][i];
-      num += d * d;
-      den += static_cast<double>(ref[r][i]) * ref[r][i];
+                           const std::vector<std::vector<float>>& test, ThreadPool& pool) {
+  std::vector<double> per_row(ref.size(), 0.0);
+  pool.parallel_for(static_cast<int64_t>(ref.size()), 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const std::vector<float>& a = ref[static_cast<size_t>(r)];
+      const std::vector<float>& b = test[static_cast<size_t>(r)];
+      double num = 0, den = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        const double d = static_cast<double>(b[i]) - a[i];
+        num += d * d;
+        den += static_cast<double>(a[i]) * a[i];
+      }
+      per_row[static_cast<size_t>(r)] = den > 0 ? std::sqrt(num / den) : 0.0;
     }
-    total += den > 0 ? std::sqrt(num / den) : 0.0;
-  }
+  });
+  double total = 0;
+  for (double e : per_row) total += e;
   return ref.empty() ? 0.0 : total / static_cast<double>(ref.size());
 }
 
@@ -111,6 +121,8 @@ struct QuantPipeline::Impl {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<LayerRunner> runner;
   std::unique_ptr<CudaQuantMath> gpu_math;  // with --backend cuda: Hessians and factorizations
+  PhaseTimes times;                         // of the module in progress, for its log line
+  std::vector<float> spare_states;          // the final pass's next states, reused
   TokenRows quant_rows, measure_rows;
   std::string calibration_name;
   Clock::time_point started = Clock::now();
@@ -140,6 +152,16 @@ struct QuantPipeline::Impl {
       default:
         return 0;
     }
+  }
+
+  // The log line of a finished module: its time and where it went.
+  void log_times(const std::string& item, const char* what, double started_at) {
+    const double seconds = elapsed() - started_at;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s %s in %.1f s: ", item.c_str(), what, seconds);
+    char rest[48];
+    std::snprintf(rest, sizeof rest, ", other %.1f s", std::max(0.0, seconds - times.total()));
+    report(item, buf + times.summary() + rest);
   }
 
   void report(const std::string& item, const std::string& message = {}) {
@@ -246,6 +268,7 @@ struct QuantPipeline::Impl {
       fail(ErrorCode::kInvalidFile, info.file + ": " + wname + " has the wrong shape");
     }
     w.weight = to_floats(bundle.weights->get(wname));
+    w.id = next_weights_id();
     if (bundle.weights->has(prefix + ".bias"))
       w.bias = to_floats(bundle.weights->get(prefix + ".bias"));
     return w;
@@ -283,6 +306,7 @@ struct QuantPipeline::Impl {
     s.name = w.name;
     s.weight = float_tensor(replacement ? *replacement : w.weight, {w.out_features, w.in_features});
     if (w.bias) s.bias = float_tensor(*w.bias, {w.out_features});
+    auto t = time_phase(&times, "upload");
     return backend->upload_linear(s);
   }
 
@@ -327,20 +351,37 @@ struct QuantPipeline::Impl {
     }
   }
 
-  void add_to(HessianAccumulator& acc, const std::vector<float>& x, int64_t rows) {
+  // A Hessian being summed: on the GPU when there is one (it crosses to the host once, in
+  // prepare()), else on the CPU.
+  struct HessianSum {
+    std::optional<HessianAccumulator> host;
+    std::unique_ptr<CudaQuantMath::GramSum> device;
+  };
+  HessianSum hessian_sum(int64_t k) {
+    HessianSum h;
     if (gpu_math) {
-      acc.add_sum(gpu_math->gram(x.data(), rows, acc.k()), rows);
+      h.device = gpu_math->gram_sum(k);
     } else {
-      acc.add(x.data(), rows, *pool);
+      h.host.emplace(k);
+    }
+    return h;
+  }
+
+  void add_to(HessianSum& h, const std::vector<float>& x, int64_t rows) {
+    auto t = time_phase(&times, "hessian");
+    if (h.device) {
+      h.device->add(x.data(), rows);
+    } else {
+      h.host->add(x.data(), rows, *pool);
     }
   }
 
   GptqRunner gptq_runner() const {
     if (!gpu_math) return {};
     CudaQuantMath* m = gpu_math.get();
-    return [m](std::vector<float>& w, int64_t k, int64_t n, const std::vector<float>& u,
-               const std::vector<GptqGroupSpec>& groups,
-               GroupQuantizerKind kind) { return m->gptq(w, k, n, u, groups, kind); };
+    return [m](const LinearWeights& w, int64_t n_pad, const PreparedHessian& h,
+               const std::vector<GptqGroupSpec>& groups, GroupQuantizerKind kind,
+               bool want_codes) { return m->gptq_linear(w, n_pad, h, groups, kind, want_codes); };
   }
 
   HessianOptions hessian_options() const {
@@ -356,9 +397,14 @@ struct QuantPipeline::Impl {
     return h;
   }
 
-  PreparedHessian prepare(const HessianAccumulator& acc, const std::string& name) {
+  PreparedHessian prepare(HessianSum& h, const std::string& name) {
+    auto t = time_phase(&times, "factor");
+    const int64_t k = h.device ? h.device->k() : h.host->k();
+    std::vector<float> full = h.device ? h.device->finish() : h.host->finish(pool.get());
+    h.device.reset();
+    h.host.reset();
     std::vector<std::string> w;
-    PreparedHessian p = prepare_hessian(acc.finish(), acc.k(), hessian_options(), name, *pool, &w);
+    PreparedHessian p = prepare_hessian(full, k, hessian_options(), name, *pool, &w);
     for (auto& s : w) warn(s);
     return p;
   }
@@ -376,8 +422,10 @@ struct QuantPipeline::Impl {
     }
     pool = std::make_unique<ThreadPool>(opt.cpu_threads);
     backend = create_backend(opt.device, opt.cuda_device, opt.cpu_threads);
-    if (opt.device == DeviceKind::kCuda)
+    if (opt.device == DeviceKind::kCuda) {
       gpu_math = std::make_unique<CudaQuantMath>(opt.cuda_device);
+      gpu_math->set_phase_times(&times);
+    }
   }
 
   void make_calibration() {
@@ -472,25 +520,36 @@ struct QuantPipeline::Impl {
     const int64_t R = measure_rows.rows;
     const bool attn = m % 2 == 0;
     const int nproj = attn ? 4 : 3;
-    std::vector<LinearWeights> w = module_linears(p, attn);
+    std::vector<LinearWeights> w;
+    {
+      auto t = time_phase(&times, "load");
+      w = module_linears(p, attn);
+    }
     auto norm =
         upload_norm(p + (attn ? "input_layernorm.weight" : "post_attention_layernorm.weight"));
+    times.clear();
+    const double started_at = elapsed();
+    runner->forget_rows();
     std::vector<std::unique_ptr<BackendWeight>> fp;
     for (const auto& lw : w) fp.push_back(upload_linear(lw));
 
     // Reference pass: Hessians and targets.
-    HessianAccumulator h_in(H), h_mid(attn ? config.q_dim() : config.intermediate_size);
+    HessianSum h_in = hessian_sum(H);
+    HessianSum h_mid = hessian_sum(attn ? config.q_dim() : config.intermediate_size);
     std::vector<std::vector<float>> targets(static_cast<size_t>(R));
     std::vector<float> a, b;
     for (int64_t r = 0; r < R; ++r) {
       cancel.throw_if_cancelled();
       const float* x = states.data() + r * T * H;
-      if (attn) {
-        runner->attention(x, T, {norm.get(), fp[0].get(), fp[1].get(), fp[2].get(), fp[3].get()},
-                          {&a, &b, &targets[r]});
-      } else {
-        runner->mlp(x, T, {norm.get(), fp[0].get(), fp[1].get(), fp[2].get()},
-                    {&a, &b, &targets[r]});
+      {
+        auto t = time_phase(&times, "forward");
+        if (attn) {
+          runner->attention(x, T, {norm.get(), fp[0].get(), fp[1].get(), fp[2].get(), fp[3].get()},
+                            {&a, &b, &targets[r]});
+        } else {
+          runner->mlp(x, T, {norm.get(), fp[0].get(), fp[1].get(), fp[2].get()},
+                      {&a, &b, &targets[r]});
+        }
       }
       check_states(targets[r], module_key(m));
       add_to(h_in, a, T);
@@ -515,12 +574,11 @@ struct QuantPipeline::Impl {
         if (it == cache[j].end()) {
           cancel.throw_if_cancelled();
           const PreparedHessian& h = j == nproj - 1 ? hp_mid : hp_in;
-          it =
-              cache[j]
-                  .emplace(
-                      key,
-                      quantize_linear_exl2(w[j], h, qp, false, *pool, gptq_runner()).reconstruction)
-                  .first;
+          it = cache[j]
+                   .emplace(key,
+                            quantize_linear_exl2(w[j], h, qp, false, *pool, gptq_runner(), &times)
+                                .reconstruction)
+                   .first;
         }
         qw.push_back(upload_linear(w[j], &it->second));
         opt_row.total_bits += exl2_total_bits(qp, w[j].in_features, w[j].out_features,
@@ -529,6 +587,7 @@ struct QuantPipeline::Impl {
       }
       for (int64_t r = 0; r < R; ++r) {
         cancel.throw_if_cancelled();
+        auto t = time_phase(&times, "forward");
         const float* x = states.data() + r * T * H;
         if (attn) {
           runner->attention(x, T, {norm.get(), qw[0].get(), qw[1].get(), qw[2].get(), qw[3].get()},
@@ -538,8 +597,13 @@ struct QuantPipeline::Impl {
                       {nullptr, nullptr, &outputs[r]});
         }
       }
-      opt_row.accuracy = std::max(1e-6, 1.0 - mean_relative_error(targets, outputs));
+      {
+        auto t = time_phase(&times, "error");
+        opt_row.accuracy = std::max(1e-6, 1.0 - mean_relative_error(targets, outputs, *pool));
+      }
       options.push_back(opt_row);
+      auto t = time_phase(&times, "free");
+      qw.clear();
       // Evict settings no later row needs.
       for (int j = 0; j < nproj; ++j) {
         for (auto it = cache[j].begin(); it != cache[j].end();) {
@@ -559,7 +623,9 @@ struct QuantPipeline::Impl {
                                      "accuracy; the measurement failed");
     }
     measurement.modules[module_key(m)] = std::move(options);
+    log_times(module_key(m), "measured", started_at);
     // The next module sees the unquantized output (measurement never chains errors).
+    runner->forget_rows();
     for (int64_t r = 0; r < R; ++r) {
       std::copy(targets[r].begin(), targets[r].end(), states.begin() + r * T * H);
     }
@@ -640,19 +706,22 @@ struct QuantPipeline::Impl {
     QuantizedLinear q;
     LayerReport rep;
     if (qp) {
-      q = quantize_linear_exl2(w, h, *qp, true, *pool, gptq_runner());
+      q = quantize_linear_exl2(w, h, *qp, true, *pool, gptq_runner(), &times);
       rep.setting = qp->describe();
     } else {
       GptqSettings s;
       s.bits = opt.bits;
       s.group_size = opt.group_size;
       s.symmetric = opt.symmetric;
-      q = quantize_linear_gptq(w, h, s, true, *pool, gptq_runner());
+      q = quantize_linear_gptq(w, h, s, true, *pool, gptq_runner(), &times);
       rep.setting = std::to_string(opt.bits) + "b g" + std::to_string(opt.group_size) +
                     (opt.act_order ? " act-order" : "") + (opt.symmetric ? " sym" : " asym");
     }
-    NamedTensors tensors(q.tensors.begin(), q.tensors.end());
-    write_safetensors(layer_file(w.name), tensors);
+    {
+      auto t = time_phase(&times, "write");
+      NamedTensors tensors(q.tensors.begin(), q.tensors.end());
+      write_safetensors(layer_file(w.name), tensors);
+    }
     rep.name = w.name;
     rep.proxy_error = q.proxy_error;
     rep.damp = h.damp;
@@ -678,17 +747,27 @@ struct QuantPipeline::Impl {
       }
       return &it->second;
     };
+    times.clear();
+    const double started_at = elapsed();
+    runner->forget_rows();
     auto norm =
         upload_norm(p + (attn ? "input_layernorm.weight" : "post_attention_layernorm.weight"));
     std::vector<float> a;
     // 1. The shared input (q/k/v or gate/up) is the norm's output alone.
-    HessianAccumulator h_in(H);
+    HessianSum h_in = hessian_sum(H);
     for (int64_t r = 0; r < R; ++r) {
       cancel.throw_if_cancelled();
-      runner->norm(states.data() + r * T * H, T, *norm, a);
+      {
+        auto t = time_phase(&times, "forward");
+        runner->norm(states.data() + r * T * H, T, *norm, a);
+      }
       add_to(h_in, a, T);
     }
-    std::vector<LinearWeights> w = module_linears(p, attn);
+    std::vector<LinearWeights> w;
+    {
+      auto t = time_phase(&times, "load");
+      w = module_linears(p, attn);
+    }
     const int nproj = attn ? 4 : 3;
     const PreparedHessian hp_in = prepare(h_in, w[0].name);
     std::vector<std::unique_ptr<BackendWeight>> up(static_cast<size_t>(nproj));
@@ -699,16 +778,19 @@ struct QuantPipeline::Impl {
     }
     // 2. The last projection's input, through the already quantized ones (true sequential).
     up[nproj - 1] = upload_linear(w[nproj - 1]);
-    HessianAccumulator h_last(w[nproj - 1].in_features);
+    HessianSum h_last = hessian_sum(w[nproj - 1].in_features);
     for (int64_t r = 0; r < R; ++r) {
       cancel.throw_if_cancelled();
       const float* x = states.data() + r * T * H;
-      if (attn) {
-        runner->attention(x, T, {norm.get(), up[0].get(), up[1].get(), up[2].get(), up[3].get()},
-                          {nullptr, &a, nullptr});
-      } else {
-        runner->mlp(x, T, {norm.get(), up[0].get(), up[1].get(), up[2].get()},
-                    {nullptr, &a, nullptr});
+      {
+        auto t = time_phase(&times, "forward");
+        if (attn) {
+          runner->attention(x, T, {norm.get(), up[0].get(), up[1].get(), up[2].get(), up[3].get()},
+                            {nullptr, &a, nullptr});
+        } else {
+          runner->mlp(x, T, {norm.get(), up[0].get(), up[1].get(), up[2].get()},
+                      {nullptr, &a, nullptr});
+        }
       }
       add_to(h_last, a, T);
     }
@@ -719,30 +801,40 @@ struct QuantPipeline::Impl {
       up[nproj - 1] = upload_linear(w[nproj - 1], &rec);
     }
     // 3. The quantized module's output is the next module's input.
-    std::vector<float> next(states.size());
+    // The previous module's buffer: resized, not reallocated (gigabytes of fresh pages otherwise).
+    std::vector<float>& next = spare_states;
+    next.resize(states.size());
     std::vector<float> o;
     for (int64_t r = 0; r < R; ++r) {
       cancel.throw_if_cancelled();
       const float* x = states.data() + r * T * H;
-      if (attn) {
-        runner->attention(x, T, {norm.get(), up[0].get(), up[1].get(), up[2].get(), up[3].get()},
-                          {nullptr, nullptr, &o});
-      } else {
-        runner->mlp(x, T, {norm.get(), up[0].get(), up[1].get(), up[2].get()},
-                    {nullptr, nullptr, &o});
+      {
+        auto t = time_phase(&times, "forward");
+        if (attn) {
+          runner->attention(x, T, {norm.get(), up[0].get(), up[1].get(), up[2].get(), up[3].get()},
+                            {nullptr, nullptr, &o});
+        } else {
+          runner->mlp(x, T, {norm.get(), up[0].get(), up[1].get(), up[2].get()},
+                      {nullptr, nullptr, &o});
+        }
       }
       check_states(o, module_key(m));
       std::copy(o.begin(), o.end(), next.begin() + r * T * H);
     }
+    runner->forget_rows();
     states.swap(next);
+    log_times(module_key(m), "quantized", started_at);
   }
 
   bool quantize_head() const { return exl2() || opt.quantize_head; }
 
   void quantize_head_layer(const std::vector<float>& states) {
     const int64_t H = config.hidden_size, T = quant_rows.length, R = quant_rows.rows;
+    times.clear();
+    const double started_at = elapsed();
+    runner->forget_rows();
     auto norm = upload_norm("model.norm.weight");
-    HessianAccumulator h(H);
+    HessianSum h = hessian_sum(H);
     std::vector<float> a;
     for (int64_t r = 0; r < R; ++r) {
       cancel.throw_if_cancelled();
@@ -753,6 +845,8 @@ struct QuantPipeline::Impl {
     const PreparedHessian hp = prepare(h, "lm_head");
     const Exl2QParams qp = exl2_head_qparams(opt.head_bits);
     final_linear(w, hp, exl2() ? &qp : nullptr);
+    runner->forget_rows();
+    log_times("lm_head", "quantized", started_at);
   }
 
   static int64_t reports_for(int64_t modules) {
