@@ -127,6 +127,9 @@ class Backend {
   // Small tensors: norm weights, embedding tables, rope tables.
   virtual std::unique_ptr<BackendWeight> upload(const HostTensor& tensor) = 0;
   virtual std::unique_ptr<BackendWeight> upload_linear(const LinearSource& source) = 0;
+  // Whether weights uploaded from host tensors go on reading those tensors' bytes (the CPU
+  // backend computes from them; keep_alive or the caller keeps them) or hold their own copy.
+  virtual bool reads_host_weights() const { return true; }
   // An activation buffer that lives as long as the backend.
   virtual DeviceTensor alloc_activation(int64_t rows, int64_t cols) = 0;
   virtual std::unique_ptr<KvCacheStorage> create_kv_cache(const KvCacheSpec& spec) = 0;

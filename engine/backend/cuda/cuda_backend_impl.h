@@ -134,6 +134,7 @@ class CudaBackend final : public Backend {
   void silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) override;
   void gather_logit_rows(DeviceTensor x, DeviceTensor out) override;
 
+  bool reads_host_weights() const override { return false; }
   void read_into(DeviceTensor t, int64_t rows, std::span<float> out) override;
   std::vector<int32_t> sample(DeviceTensor logits,
                               std::span<const SampleRequest> requests) override;

@@ -5,6 +5,7 @@
 #include <cusolverDn.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "engine/backend/cuda/device_memory.h"
@@ -328,7 +329,7 @@ GptqLinearResult CudaQuantMath::gptq_linear(const LinearWeights& w, int64_t n_pa
                                             const PreparedHessian& h,
                                             const std::vector<GptqGroupSpec>& groups,
                                             GroupQuantizerKind kind, bool want_codes,
-                                            int64_t block) {
+                                            std::vector<float> storage, int64_t block) {
   Impl& m = *impl_;
   check(cudaSetDevice(m.device), "cudaSetDevice");
   const int64_t n = w.out_features, k = w.in_features;
@@ -375,7 +376,9 @@ GptqLinearResult CudaQuantMath::gptq_linear(const LinearWeights& w, int64_t n_pa
   check(cudaMemcpy(m.stage.get(), W, nk * sizeof(float), cudaMemcpyDeviceToHost),
         "copy reconstruction");
   const float* staged = m.stage.as<float>();
-  out.reconstruction.assign(staged, staged + nk);
+  out.reconstruction = std::move(storage);
+  out.reconstruction.resize(nk);  // a no-op for a reused buffer of this size
+  std::memcpy(out.reconstruction.data(), staged, nk * sizeof(float));
   if (want_codes) {
     out.codes.resize(nw);
     check(cudaMemcpy(out.codes.data(), m.gcodes, nw, cudaMemcpyDeviceToHost), "copy codes");

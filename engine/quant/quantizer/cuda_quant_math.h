@@ -66,9 +66,11 @@ class CudaQuantMath {
   // GptqRunner's contract (linear_quantizer.h): one linear from its [N, K] weight, with the
   // permutation, the transposes and the padding done on the device; the weight (by w.id) and
   // h's factor (by h.id) stay there between calls, as a module's candidate settings share them.
+  // `storage` becomes the reconstruction's buffer (its pages are reused).
   GptqLinearResult gptq_linear(const LinearWeights& w, int64_t n_pad, const PreparedHessian& h,
                                const std::vector<GptqGroupSpec>& groups, GroupQuantizerKind kind,
-                               bool want_codes, int64_t block = 128);
+                               bool want_codes, std::vector<float> storage = {},
+                               int64_t block = 128);
 
   // Where gptq_linear's host copies and group-parameter round trips go ("gptq: copies",
   // "gptq: groups"); null: not timed.

@@ -34,7 +34,7 @@ GptqResult CudaQuantMath::gptq(std::vector<float>&, int64_t, int64_t, const std:
 
 GptqLinearResult CudaQuantMath::gptq_linear(const LinearWeights&, int64_t, const PreparedHessian&,
                                             const std::vector<GptqGroupSpec>&, GroupQuantizerKind,
-                                            bool, int64_t) {
+                                            bool, std::vector<float>, int64_t) {
   return {};
 }
 

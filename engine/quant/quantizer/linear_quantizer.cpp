@@ -39,9 +39,9 @@ std::vector<float> permuted_transpose(const LinearWeights& w, const std::vector<
 }
 
 // out[c][perm[s]] = deq[s][c]: the reconstruction back in [N, K] and the original input order.
-std::vector<float> unpermute(const std::vector<float>& deq, const std::vector<int32_t>& perm,
-                             int64_t k, int64_t n, int64_t n_pad, ThreadPool& pool) {
-  std::vector<float> out(static_cast<size_t>(n * k));
+void unpermute(const std::vector<float>& deq, const std::vector<int32_t>& perm, int64_t k,
+               int64_t n, int64_t n_pad, ThreadPool& pool, std::vector<float>& out) {
+  out.resize(static_cast<size_t>(n * k));
   pool.parallel_for((n + kTile - 1) / kTile, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t c0 = t0 * kTile; c0 < std::min(n, t1 * kTile); c0 += kTile) {
       const int64_t c1 = std::min(n, c0 + kTile);
@@ -54,7 +54,6 @@ std::vector<float> unpermute(const std::vector<float>& deq, const std::vector<in
       }
     }
   });
-  return out;
 }
 
 void check_shapes(const LinearWeights& w, const PreparedHessian& h, ThreadPool& pool) {
@@ -75,11 +74,11 @@ void check_shapes(const LinearWeights& w, const PreparedHessian& h, ThreadPool& 
 GptqLinearResult run_gptq(const LinearWeights& w, const PreparedHessian& h, int64_t n_pad,
                           const std::vector<GptqGroupSpec>& groups, GroupQuantizerKind kind,
                           const FindParams& find, bool want_codes, ThreadPool& pool,
-                          const GptqRunner& runner, PhaseTimes* times) {
+                          const GptqRunner& runner, PhaseTimes* times, std::vector<float> storage) {
   const int64_t K = w.in_features, N = w.out_features;
   if (runner) {
     auto t = time_phase(times, "gptq");
-    return runner(w, n_pad, h, groups, kind, want_codes);
+    return runner(w, n_pad, h, groups, kind, want_codes, std::move(storage));
   }
   std::vector<float> wp;
   {
@@ -94,7 +93,8 @@ GptqLinearResult run_gptq(const LinearWeights& w, const PreparedHessian& h, int6
   GptqLinearResult out;
   {
     auto t = time_phase(times, "transpose");
-    out.reconstruction = unpermute(r.dequantized, h.perm, K, N, n_pad, pool);
+    out.reconstruction = std::move(storage);
+    unpermute(r.dequantized, h.perm, K, N, n_pad, pool, out.reconstruction);
   }
   if (want_codes) out.codes = std::move(r.codes);
   out.params = std::move(r.params);
@@ -111,7 +111,8 @@ uint64_t next_weights_id() {
 
 QuantizedLinear quantize_linear_exl2(const LinearWeights& w, const PreparedHessian& h,
                                      const Exl2QParams& qp, bool pack, ThreadPool& pool,
-                                     const GptqRunner& runner, PhaseTimes* times) {
+                                     const GptqRunner& runner, PhaseTimes* times,
+                                     std::vector<float> storage) {
   check_shapes(w, h, pool);
   const int64_t K = w.in_features, N = w.out_features;
   const int64_t n_pad = (N + 31) / 32 * 32;
@@ -121,8 +122,8 @@ QuantizedLinear quantize_linear_exl2(const LinearWeights& w, const PreparedHessi
   FindParams find = [&pool](const float* x, int64_t rows, int64_t n, int bits) {
     return exl2_find_params(x, rows, n, n, bits, &pool);
   };
-  GptqLinearResult r =
-      run_gptq(w, h, n_pad, groups, GroupQuantizerKind::kExl2, find, pack, pool, runner, times);
+  GptqLinearResult r = run_gptq(w, h, n_pad, groups, GroupQuantizerKind::kExl2, find, pack, pool,
+                                runner, times, std::move(storage));
   QuantizedLinear out;
   out.reconstruction = std::move(r.reconstruction);
   out.proxy_error = r.proxy_error;
@@ -158,7 +159,7 @@ QuantizedLinear quantize_linear_gptq(const LinearWeights& w, const PreparedHessi
   GptqLinearResult r =
       run_gptq(w, h, N, groups,
                sym ? GroupQuantizerKind::kGptqSymmetric : GroupQuantizerKind::kGptqAsymmetric, find,
-               pack, pool, runner, times);
+               pack, pool, runner, times, {});
   QuantizedLinear out;
   out.reconstruction = std::move(r.reconstruction);
   out.proxy_error = r.proxy_error;

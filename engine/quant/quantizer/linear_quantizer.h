@@ -45,9 +45,11 @@ struct GptqLinearResult {
   std::vector<GroupParams> params;    // one per group
   double proxy_error = 0;             // as GptqResult's
 };
+// `storage` may become the reconstruction's buffer.
 using GptqRunner = std::function<GptqLinearResult(
     const LinearWeights& w, int64_t n_pad, const PreparedHessian& h,
-    const std::vector<GptqGroupSpec>& groups, GroupQuantizerKind kind, bool want_codes)>;
+    const std::vector<GptqGroupSpec>& groups, GroupQuantizerKind kind, bool want_codes,
+    std::vector<float> storage)>;
 
 struct GptqSettings {
   int bits = 4;
@@ -63,10 +65,12 @@ struct QuantizedLinear {
 };
 
 // `runner`: where GPTQ runs (empty: the CPU solver). `times`, when given, gets the phases
-// "transpose", "gptq" and "pack".
+// "transpose", "gptq" and "pack". `storage`: a buffer the reconstruction may be written into
+// (its pages are reused).
 QuantizedLinear quantize_linear_exl2(const LinearWeights& w, const PreparedHessian& h,
                                      const Exl2QParams& qp, bool pack, ThreadPool& pool,
-                                     const GptqRunner& runner = {}, PhaseTimes* times = nullptr);
+                                     const GptqRunner& runner = {}, PhaseTimes* times = nullptr,
+                                     std::vector<float> storage = {});
 
 QuantizedLinear quantize_linear_gptq(const LinearWeights& w, const PreparedHessian& h,
                                      const GptqSettings& settings, bool pack, ThreadPool& pool,

@@ -85,6 +85,20 @@ HostTensor float_tensor(std::vector<float> v, std::vector<int64_t> shape) {
 }
 
 // Relative output error per row, averaged (spec §3.3.6).
+// A buffer of the weights' size from `spare` (moved out), else an empty one: reusing resident
+// pages is much cheaper than faulting in a few hundred MB for every candidate setting.
+std::vector<float> take_spare(std::vector<std::vector<float>>& spare, const LinearWeights& w) {
+  const auto want = static_cast<size_t>(w.out_features * w.in_features);
+  for (size_t i = 0; i < spare.size(); ++i) {
+    if (spare[i].size() == want) {
+      std::vector<float> v = std::move(spare[i]);
+      spare.erase(spare.begin() + static_cast<std::ptrdiff_t>(i));
+      return v;
+    }
+  }
+  return {};
+}
+
 // Rows in parallel, summed in row order: the result does not depend on the thread count.
 double mean_relative_error(const std::vector<std::vector<float>>& ref,
                            const std::vector<std::vector<float>>& test, ThreadPool& pool) {
@@ -304,7 +318,14 @@ struct QuantPipeline::Impl {
                                                const std::vector<float>* replacement = nullptr) {
     LinearSource s;
     s.name = w.name;
-    s.weight = float_tensor(replacement ? *replacement : w.weight, {w.out_features, w.in_features});
+    const std::vector<float>& values = replacement ? *replacement : w.weight;
+    if (backend->reads_host_weights()) {
+      s.weight = float_tensor(values, {w.out_features, w.in_features});  // a copy it can keep
+    } else {
+      s.weight.dtype = DType::kF32;  // a view: the backend copies while uploading
+      s.weight.shape = {w.out_features, w.in_features};
+      s.weight.data = values.data();
+    }
     if (w.bias) s.bias = float_tensor(*w.bias, {w.out_features});
     auto t = time_phase(&times, "upload");
     return backend->upload_linear(s);
@@ -380,8 +401,10 @@ struct QuantPipeline::Impl {
     if (!gpu_math) return {};
     CudaQuantMath* m = gpu_math.get();
     return [m](const LinearWeights& w, int64_t n_pad, const PreparedHessian& h,
-               const std::vector<GptqGroupSpec>& groups, GroupQuantizerKind kind,
-               bool want_codes) { return m->gptq_linear(w, n_pad, h, groups, kind, want_codes); };
+               const std::vector<GptqGroupSpec>& groups, GroupQuantizerKind kind, bool want_codes,
+               std::vector<float> storage) {
+      return m->gptq_linear(w, n_pad, h, groups, kind, want_codes, std::move(storage));
+    };
   }
 
   HessianOptions hessian_options() const {
@@ -562,6 +585,7 @@ struct QuantPipeline::Impl {
     // Reconstructions per (projection, distinct setting), computed when first needed and
     // dropped after the last row that uses them.
     std::vector<std::map<std::string, std::vector<float>>> cache(static_cast<size_t>(nproj));
+    std::vector<std::vector<float>> spare;  // evicted reconstructions, reused as buffers
     std::vector<MeasuredOption> options;
     std::vector<std::vector<float>> outputs(static_cast<size_t>(R));
     for (size_t row = 0; row < ladder.size(); ++row) {
@@ -575,9 +599,9 @@ struct QuantPipeline::Impl {
           cancel.throw_if_cancelled();
           const PreparedHessian& h = j == nproj - 1 ? hp_mid : hp_in;
           it = cache[j]
-                   .emplace(key,
-                            quantize_linear_exl2(w[j], h, qp, false, *pool, gptq_runner(), &times)
-                                .reconstruction)
+                   .emplace(key, quantize_linear_exl2(w[j], h, qp, false, *pool, gptq_runner(),
+                                                      &times, take_spare(spare, w[j]))
+                                     .reconstruction)
                    .first;
         }
         qw.push_back(upload_linear(w[j], &it->second));
@@ -611,7 +635,12 @@ struct QuantPipeline::Impl {
           for (size_t later = row + 1; later < ladder.size(); ++later) {
             needed = needed || ladder[later][j].describe() == it->first;
           }
-          it = needed ? std::next(it) : cache[j].erase(it);
+          if (needed) {
+            ++it;
+          } else {
+            spare.push_back(std::move(it->second));  // its pages serve a later setting
+            it = cache[j].erase(it);
+          }
         }
       }
     }
