@@ -13,6 +13,7 @@
 #include "engine/quant/quantizer/exl2_qparams.h"
 #include "engine/quant/quantizer/hessian.h"
 #include "engine/quant/quantizer/linear_quantizer.h"
+#include "engine/quant/quantizer/phase_times.h"
 
 namespace hearth::quantizer {
 namespace {
@@ -273,6 +274,63 @@ TEST(Gptq, ResultDoesNotDependOnThreads) {
   const QuantizedLinear a = quantize_linear_exl2(w, p1, exl2_attention_ladder()[4][0], false, one);
   const QuantizedLinear b = quantize_linear_exl2(w, p2, exl2_attention_ladder()[4][0], false, two);
   EXPECT_EQ(a.reconstruction, b.reconstruction);
+}
+
+// A reused buffer (the measurement recycles evicted reconstructions) changes nothing: every
+// element is written. Also the tiled, threaded transposes against one thread.
+TEST(Gptq, ReusedStorageGivesTheSameReconstruction) {
+  const int64_t K = 160;
+  const std::vector<float> h = random_spd(K, 9, 500);
+  LinearWeights w = random_linear(333, K, 12);  // N and K not multiples of the 64-wide tiles
+  ThreadPool one(1), two(2);
+  const PreparedHessian p = prepare_hessian(h, K, {}, "x", two);
+  const Exl2QParams& qp = exl2_attention_ladder()[9][0];
+  const QuantizedLinear a = quantize_linear_exl2(w, p, qp, false, one);
+  std::vector<float> junk(w.weight.size(), std::nanf(""));
+  const QuantizedLinear b = quantize_linear_exl2(w, p, qp, false, two, {}, nullptr, junk);
+  EXPECT_EQ(a.reconstruction, b.reconstruction);
+}
+
+TEST(Hessian, FinishIsSymmetricAndThreadIndependent) {
+  const int64_t K = 150, rows = 90;  // K not a multiple of the 64-wide tiles
+  std::mt19937 rng(3);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(rows * K));
+  for (auto& v : x) v = d(rng);
+  ThreadPool two(2);
+  HessianAccumulator acc(K);
+  acc.add(x.data(), rows, two);
+  const std::vector<float> a = acc.finish(), b = acc.finish(&two);
+  EXPECT_EQ(a, b);
+  for (int64_t i = 0; i < K; ++i) {
+    double want = 0;
+    for (int64_t t = 0; t < rows; ++t) want += double(x[t * K + i]) * x[t * K + 3];
+    EXPECT_NEAR(a[i * K + 3], 2.0 * want / rows, 1e-4) << i;
+    for (int64_t j = 0; j < K; ++j) ASSERT_EQ(a[i * K + j], a[j * K + i]);
+  }
+}
+
+TEST(PhaseTimes, SumsPhasesAndKeepsPartsOutOfTheTotal) {
+  PhaseTimes t;
+  t.add("gptq", 2.0);
+  t.add("forward", 1.0, 3);
+  t.add("gptq", 1.0);
+  t.add("gptq: copies", 0.5, 2);
+  EXPECT_DOUBLE_EQ(t.seconds("gptq"), 3.0);
+  EXPECT_EQ(t.count("gptq"), 2);
+  EXPECT_EQ(t.count("forward"), 3);
+  EXPECT_DOUBLE_EQ(t.total(), 4.0);  // "gptq: copies" is part of "gptq"
+  EXPECT_EQ(t.summary(), "gptq 3.0 s (2), forward 1.0 s (3), gptq: copies 0.5 s (2)");
+  {
+    auto scope = time_phase(&t, "scoped");
+    scope.stop();
+    scope.stop();  // once only
+  }
+  EXPECT_EQ(t.count("scoped"), 1);
+  { auto none = time_phase(nullptr, "ignored"); }
+  EXPECT_EQ(t.count("ignored"), 0);
+  t.clear();
+  EXPECT_EQ(t.summary(), "");
 }
 
 // The DP against brute force over every combination: never over budget, and at least as good
