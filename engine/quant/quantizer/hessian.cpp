@@ -9,6 +9,7 @@
 #include "engine/core/error.h"
 #include "engine/core/thread_pool.h"
 #include "engine/quant/quantizer/cholesky.h"
+#include "engine/quant/quantizer/finite_check.h"
 
 namespace hearth::quantizer {
 
@@ -90,13 +91,7 @@ PreparedHessian prepare_hessian(const std::vector<float>& h, int64_t k,
   PreparedHessian out;
   out.k = k;
   out.id = next_id.fetch_add(1);
-  std::atomic<bool> finite{true};
-  pool.parallel_for(k, 64, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0 * k; i < i1 * k; ++i) {
-      if (!std::isfinite(h[static_cast<size_t>(i)])) finite = false;
-    }
-  });
-  if (!finite) {
+  if (!all_finite(h, pool)) {
     fail(ErrorCode::kInternal, layer +
                                    ": the calibration Hessian holds NaN or infinity (the "
                                    "activations overflowed); it cannot be quantized");

@@ -8,32 +8,38 @@
 #include "engine/core/error.h"
 #include "engine/core/thread_pool.h"
 #include "engine/quant/quantized_linear_loader.h"
+#include "engine/quant/quantizer/finite_check.h"
 #include "engine/quant/quantizer/memory_tensor_source.h"
 
 namespace hearth::quantizer {
 namespace {
 
 // Transposes go in tiles of kTile × kTile so that both the reads and the writes stay in cache
-// lines (a plain loop misses on every write of an 8B-sized matrix), tiles spread over the pool.
+// lines (a plain loop misses on every write of an 8B-sized matrix), row tiles spread over the
+// pool. fn(r, c0, c1) handles row r's columns [c0, c1) of one tile.
 constexpr int64_t kTile = 64;
+
+template <class Fn>
+void for_each_tile(int64_t rows, int64_t cols, ThreadPool& pool, const Fn& fn) {
+  pool.parallel_for((rows + kTile - 1) / kTile, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t r0 = t0 * kTile; r0 < std::min(rows, t1 * kTile); r0 += kTile) {
+      for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+        const int64_t c1 = std::min(cols, c0 + kTile);
+        for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r) fn(r, c0, c1);
+      }
+    }
+  });
+}
 
 // Wp[s][n] = W[n][perm[s]] for n < N, zero for the padded columns N ≤ n < n_pad.
 std::vector<float> permuted_transpose(const LinearWeights& w, const std::vector<int32_t>& perm,
                                       int64_t n_pad, ThreadPool& pool) {
   const int64_t K = w.in_features, N = w.out_features;
   std::vector<float> wp(static_cast<size_t>(K * n_pad), 0.0f);
-  pool.parallel_for((K + kTile - 1) / kTile, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t s0 = t0 * kTile; s0 < std::min(K, t1 * kTile); s0 += kTile) {
-      const int64_t s1 = std::min(K, s0 + kTile);
-      for (int64_t n0 = 0; n0 < N; n0 += kTile) {
-        const int64_t n1 = std::min(N, n0 + kTile);
-        for (int64_t s = s0; s < s1; ++s) {
-          const float* src = w.weight.data() + perm[s];
-          float* dst = wp.data() + s * n_pad;
-          for (int64_t n = n0; n < n1; ++n) dst[n] = src[n * K];
-        }
-      }
-    }
+  for_each_tile(K, N, pool, [&](int64_t s, int64_t n0, int64_t n1) {
+    const float* src = w.weight.data() + perm[s];
+    float* dst = wp.data() + s * n_pad;
+    for (int64_t n = n0; n < n1; ++n) dst[n] = src[n * K];
   });
   return wp;
 }
@@ -42,17 +48,9 @@ std::vector<float> permuted_transpose(const LinearWeights& w, const std::vector<
 void unpermute(const std::vector<float>& deq, const std::vector<int32_t>& perm, int64_t k,
                int64_t n, int64_t n_pad, ThreadPool& pool, std::vector<float>& out) {
   out.resize(static_cast<size_t>(n * k));
-  pool.parallel_for((n + kTile - 1) / kTile, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t c0 = t0 * kTile; c0 < std::min(n, t1 * kTile); c0 += kTile) {
-      const int64_t c1 = std::min(n, c0 + kTile);
-      for (int64_t s0 = 0; s0 < k; s0 += kTile) {
-        const int64_t s1 = std::min(k, s0 + kTile);
-        for (int64_t c = c0; c < c1; ++c) {
-          float* dst = out.data() + c * k;
-          for (int64_t s = s0; s < s1; ++s) dst[perm[s]] = deq[s * n_pad + c];
-        }
-      }
-    }
+  for_each_tile(n, k, pool, [&](int64_t c, int64_t s0, int64_t s1) {
+    float* dst = out.data() + c * k;
+    for (int64_t s = s0; s < s1; ++s) dst[perm[s]] = deq[s * n_pad + c];
   });
 }
 
@@ -60,13 +58,9 @@ void check_shapes(const LinearWeights& w, const PreparedHessian& h, ThreadPool& 
   HEARTH_CHECK(static_cast<int64_t>(w.weight.size()) == w.out_features * w.in_features,
                w.name + ": weight size");
   HEARTH_CHECK(h.k == w.in_features, w.name + ": Hessian does not match in_features");
-  std::atomic<bool> finite{true};
-  pool.parallel_for(w.out_features, 64, [&](int64_t r0, int64_t r1) {
-    for (int64_t i = r0 * w.in_features; i < r1 * w.in_features; ++i) {
-      if (!std::isfinite(w.weight[static_cast<size_t>(i)])) finite = false;
-    }
-  });
-  if (!finite) fail(ErrorCode::kInvalidFile, w.name + ": weight holds NaN or inf");
+  if (!all_finite(w.weight, pool)) {
+    fail(ErrorCode::kInvalidFile, w.name + ": weight holds NaN or inf");
+  }
 }
 
 // GPTQ of one linear, on the runner when there is one, else on the CPU (with the transposes

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "engine/core/error.h"
@@ -307,6 +308,30 @@ TEST(Hessian, FinishIsSymmetricAndThreadIndependent) {
     for (int64_t t = 0; t < rows; ++t) want += double(x[t * K + i]) * x[t * K + 3];
     EXPECT_NEAR(a[i * K + 3], 2.0 * want / rows, 1e-4) << i;
     for (int64_t j = 0; j < K; ++j) ASSERT_EQ(a[i * K + j], a[j * K + i]);
+  }
+}
+
+// Non-finite input is a clear error, wherever it sits (the checks run in parallel chunks).
+TEST(Gptq, NonFiniteWeightsOrHessianAreRefused) {
+  const int64_t K = 96;
+  ThreadPool two(2);
+  std::vector<float> h = random_spd(K, 5, 300);
+  const PreparedHessian p = prepare_hessian(h, K, {}, "x", two);
+  LinearWeights w = random_linear(70, K, 6);
+  w.weight.back() = std::numeric_limits<float>::infinity();
+  try {
+    quantize_linear_exl2(w, p, exl2_attention_ladder()[6][0], false, two);
+    ADD_FAILURE() << "an infinite weight was quantized";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidFile);
+  }
+  h[static_cast<size_t>(K * K / 2)] = std::nanf("");
+  try {
+    prepare_hessian(h, K, {}, "layer.x", two);
+    ADD_FAILURE() << "a NaN Hessian was prepared";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInternal);
+    EXPECT_NE(std::string(e.what()).find("layer.x"), std::string::npos);
   }
 }
 
