@@ -10,7 +10,8 @@
 #
 # TOKENIZER: a folder with SmolLM2's tokenizer files (the calibration text is tokenized with
 # them; their ids lie inside the 8B vocabulary). FORMAT exl2 (BPW) or gptq (4-bit g128).
-# TESTS=0 skips quantizer_gpu_tests. Logs, summary.txt and the job's progress lines go to $OUT.
+# TESTS=0 skips quantizer_gpu_tests. BG=1: the quantization runs in the background, uninterrupted
+# across calls (each call waits up to WAIT seconds; the first starts it). Logs, summary.txt and the job's progress lines go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
@@ -67,6 +68,23 @@ if [ "$FORMAT" = gptq ]; then ARGS=(--format gptq --bits 4 --group-size 128); el
 QOUT="$WORK/out-$NAME"
 QWORK="$WORK/work-$NAME"
 RESUME=()
+if [ "${BG:-0}" = 1 ]; then
+  # Background mode: the job runs in its own session, so it outlives this call while the machine
+  # stays warm, uninterrupted; each call (the first starts it) waits up to WAIT seconds.
+  PIDF="$WORK/$NAME.pid"
+  if ! { [ -f "$PIDF" ] && kill -0 "$(cat "$PIDF")" 2>/dev/null; } && [ ! -f "$WORK/$NAME.rc" ]; then
+    rm -rf "$QOUT" "$QWORK" "$WORK/$NAME.jsonl"
+    setsid bash -c 'nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 -lms 200 > "$1.vram" 2>/dev/null & s=$!
+      b=$1; shift; "$@"; echo $? > "$b.rc"; kill $s' _ "$WORK/$NAME" "$CLI" quantize --backend cuda --json-progress --model "$MODEL" \
+      --out "$QOUT" --work-dir "$QWORK" "${ARGS[@]}" > "$WORK/$NAME.jsonl" 2> "$WORK/$NAME.err" < /dev/null &
+    echo $! > "$PIDF"
+    say "started $NAME in the background (pid $(cat "$PIDF"))"
+  fi
+  while [ ! -f "$WORK/$NAME.rc" ] && [ $((SECONDS - start)) -lt "${WAIT:-560}" ]; do sleep 5; done
+  cp "$WORK/$NAME.jsonl" "$WORK/$NAME.err" "$OUT/" 2>/dev/null
+  peak=$(grep -E '^ *[0-9]+ *$' "$WORK/$NAME.vram" | sort -n | tail -1 | tr -d ' ')
+  say "quantize $NAME: rc $(cat "$WORK/$NAME.rc" 2>/dev/null || echo running) at $((SECONDS - start)) s of this call; peak so far $peak MiB"
+else
 if [ -f "$QWORK/job.json" ]; then RESUME=(--resume); say "resuming $NAME"; else rm -rf "$QOUT"; fi
 base=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | tr -d ' ')
 nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 -lms 200 > "$OUT/$NAME.vram" 2>/dev/null &
@@ -78,6 +96,7 @@ rc=$?
 kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
 peak=$(grep -E '^ *[0-9]+ *$' "$OUT/$NAME.vram" | sort -n | tail -1 | tr -d ' ')
 say "quantize $NAME: rc $rc after $((SECONDS - t0)) s (limit $LIMIT); VRAM before $base MiB, peak $peak MiB"
+fi
 # The per-module log lines (time and where it went), then the result.
 grep -o '"message":"[^"]*"' "$OUT/$NAME.jsonl" | sed 's/"message":"//; s/"$//' | tee -a "$SUMMARY" | tail -200 > /dev/null
 grep '"event":"done"' "$OUT/$NAME.jsonl" | tail -1 | tee -a "$SUMMARY"
