@@ -50,7 +50,6 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float sm_acc[kGroups][GM][D];
   __shared__ float sm_split_max[kDecodeMaxSplits][GM];
   __shared__ float sm_split_sum[kDecodeMaxSplits][GM];
-  __shared__ bool last_block;
 
   const int split = blockIdx.x;
   const int kv_head = blockIdx.y;
@@ -214,13 +213,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (sp.used == 1) return;
 
-  __threadfence();
-  __syncthreads();
   int32_t* counter = counters + int64_t(seq) * kv.num_kv_heads + kv_head;
-  if (tid == 0) last_block = atomicAdd(counter, 1) == sp.used - 1;
-  __syncthreads();
-  if (!last_block) return;
-  __threadfence();
+  if (!last_to_arrive(counter, sp.used)) return;
   // The splits' maxima and sums go to shared memory with one load per thread, then each head's
   // weights are computed once; the values are read in batches of independent loads (a chain of
   // dependent L2 reads per element used to dominate this kernel).

@@ -128,6 +128,30 @@ __device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
 #endif
 }
 
+// ---- split-K completion ----
+// Counts the calling block in at *counter and tells every thread of the block whether it was
+// the last of `count` blocks to arrive. Global writes the arriving blocks made before the call
+// are visible to the last block after it: the barrier orders each block's writes before its
+// thread 0's release, and the last arrival's acquire (then the barrier) orders all of them
+// before the last block's reads (the pattern of a release/acquire semaphore). One acq_rel
+// atomic per block instead of a device-wide fence in every thread before and after the atomic:
+// those fences were a good part of a small kernel's critical path. Must be reached by every
+// thread of the block.
+__device__ __forceinline__ bool last_to_arrive(int32_t* counter, int count) {
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t before;
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;"
+                 : "=r"(before)
+                 : "l"(counter)
+                 : "memory");
+    last = before == count - 1;
+  }
+  __syncthreads();
+  return last;
+}
+
 // ---- tensor cores: mma.sync m16n8k16, fp32 accumulators ----
 template <class T>
 __device__ __forceinline__ void mma_16816(float c[4], const uint32_t a[4], uint32_t b0,

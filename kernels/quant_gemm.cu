@@ -75,7 +75,6 @@ __global__ void __launch_bounds__(kThreads)
     quant_gemm_kernel(QuantMatrix m, const __half* x, int rows, const float* bias, void* out,
                       bool out_f32, int p_chunks, float* partials, int32_t* counters) {
   extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ bool last_block;
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
@@ -215,15 +214,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const int done = atomicAdd(&counters[blockIdx.x], 1);
-    last_block = done == splits - 1;
-  }
-  __syncthreads();
-  if (!last_block) return;
-  __threadfence();
+  if (!last_to_arrive(&counters[blockIdx.x], splits)) return;
   const int n0 = blockIdx.x * kWarps * 32;
   for (int idx = threadIdx.x; idx < rows * kWarps * 32; idx += kThreads) {
     const int tok = idx / (kWarps * 32);

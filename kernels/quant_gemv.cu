@@ -115,7 +115,6 @@ template <QuantKind KIND>
 __global__ void __launch_bounds__(kMaxWarps * 32, 4)
     quant_gemv_kernel(const __grid_constant__ GemvGroup launch_group, const __half* x, int rows) {
   extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ bool last_block;
   int which = 0;
 #pragma unroll
   for (int i = 1; i < kQuantGemmMaxGroup; ++i) {
@@ -256,15 +255,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 4)
       }
     }
   }
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const int done = atomicAdd(&part.counters[column_group], 1);
-    last_block = done == slices - 1;
-  }
-  __syncthreads();
-  if (!last_block) return;
-  __threadfence();
+  if (!last_to_arrive(&part.counters[column_group], slices)) return;
   const int width = warps * 32;
   const int n0 = column_group * width;
   for (int idx = threadIdx.x; idx < rows * width; idx += bd) {
