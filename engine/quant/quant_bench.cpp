@@ -224,8 +224,8 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
 
   auto decode_run = [&](int64_t B) {
     const int warm = kDecodeWarmSteps;
-    const double t =
-        time_greedy_decode(lm, be, *cache, B, seq_pages, o.decode_context, o.decode_steps);
+    const double t = time_greedy_decode(lm, be, *cache, B, seq_pages, o.decode_context,
+                                        o.decode_steps, o.profile_decode_step);
     const double tok_s = static_cast<double>(B * o.decode_steps) / t;
     const double avg_ctx = static_cast<double>(o.decode_context) + warm + o.decode_steps / 2.0;
     const double kv_bytes =

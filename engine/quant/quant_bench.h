@@ -27,6 +27,9 @@ struct QuantBenchOptions {
   int64_t decode_context = 512;
   int decode_steps = 32;
   bool kernel_sweep = true;  // on the first model's shapes, for every quantization
+  // The first timed decode step of each batch size runs between cudaProfilerStart and
+  // cudaProfilerStop (for `ncu --profile-from-start off`: one step's kernels, nothing else).
+  bool profile_decode_step = false;
   uint64_t seed = 1;
   double memory_fraction = 0.9;  // models beyond this share of free memory run fewer layers
 };

@@ -2,7 +2,10 @@
 //
 //   quant_bench [--models llama3-8b,llama2-7b] [--quants exl2:4.0,gptq:4:128]
 //               [--prefill 512,2048] [--batches 1,8,32] [--context 512] [--steps 32]
-//               [--device 0] [--no-sweep] [--json] [--json-out FILE]
+//               [--device 0] [--no-sweep] [--profile-step] [--json] [--json-out FILE]
+//
+// --profile-step: the first timed decode step of each batch size runs between
+// cudaProfilerStart/Stop, for `ncu --profile-from-start off` (one step's kernels).
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -25,10 +28,12 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: quant_bench [--models a,b] [--quants exl2:4.0,gptq:4:128] [--prefill N,..] "
-               "[--batches N,..] [--context N] [--steps N] [--device N] [--no-sweep] [--json] "
-               "[--json-out FILE]\n");
+  std::fprintf(
+      stderr,
+      "usage: quant_bench [--models a,b] [--quants exl2:4.0,gptq:4:128] [--prefill N,..] "
+      "[--batches N,..] [--context N] [--steps N] [--device N] [--no-sweep] [--profile-step] "
+      "[--json] "
+      "[--json-out FILE]\n");
   return 2;
 }
 
@@ -66,6 +71,8 @@ int main(int argc, char** argv) {
         o.device = std::stoi(value());
       else if (a == "--no-sweep")
         o.kernel_sweep = false;
+      else if (a == "--profile-step")
+        o.profile_decode_step = true;
       else if (a == "--json")
         json = true;
       else if (a == "--json-out")

@@ -8,7 +8,9 @@
 #
 #   BASELINE=build-baseline QUANTS=exl2:4.0,gptq:4:128 tests/gpu/quant_kernel_job.sh
 #
-# Logs and summary.txt go to $OUT (default build-gpu/quant-job).
+# PROFILE=1 adds one decode step of the new build under Nsight Compute (quant_bench
+# --profile-step, real clocks, no cache flush): the time of every kernel of the step
+# (tests/gpu/ncu_step_summary.py). Logs and summary.txt go to $OUT (default build-gpu/quant-job).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
@@ -35,7 +37,7 @@ fi
 
 start=$SECONDS
 HEARTH_GPU_STAGES=build HEARTH_CUDA_ARCHS=90 OUT="$OUT/suite" tests/gpu/run.sh > "$OUT/suite.log" 2>&1
-if cmake --build build-gpu -j "$J" --target quant_gpu_tests hearth-cli >> "$OUT/build.log" 2>&1; then
+if cmake --build build-gpu -j "$J" --target quant_gpu_tests quant_bench hearth-cli >> "$OUT/build.log" 2>&1; then
   say "build: ok ($((SECONDS - start)) s)"
 else
   say "build: FAILED"; tail -40 "$OUT/build.log"; exit 1
@@ -72,3 +74,11 @@ if [ -n "${BASELINE:-}" ]; then
   else say "baseline build FAILED"; tail -20 "$OUT/baseline_build.log"; fi
 fi
 bench new build-gpu/app/cli/hearth-cli
+if [ "${PROFILE:-0}" = 1 ]; then
+  QUANT1="${QUANTS%%,*}"
+  timeout 300 ncu --profile-from-start off --clock-control none --cache-control none \
+    --metrics gpu__time_duration.sum --csv build-gpu/tests/gpu/quant_bench --models "${MODELS%%,*}" \
+    --quants "$QUANT1" --prefill 16 --batches 1 --steps 2 --no-sweep --profile-step \
+    > "$OUT/ncu_step.csv" 2>&1
+  python3 tests/gpu/ncu_step_summary.py "$OUT/ncu_step.csv" "${MODELS%%,*} $QUANT1 batch 1" | tee -a "$SUMMARY"
+fi
