@@ -161,6 +161,29 @@ __global__ void gather_rows_kernel(const T* x, int64_t cols, const int32_t* rows
   }
 }
 
+// ---- squared distance ----
+template <class T>
+__global__ void squared_distance_kernel(const T* a, const T* b, int64_t n, double* partials) {
+  __shared__ double warp_sums[32];
+  pdl_wait();
+  double sum = 0.0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const double d = static_cast<double>(to_f(a[i])) - static_cast<double>(to_f(b[i]));
+    sum += d * d;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  const int warp = threadIdx.x >> 5, warps = static_cast<int>(blockDim.x >> 5);
+  if ((threadIdx.x & 31) == 0) warp_sums[warp] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double total = 0.0;
+    for (int w = 0; w < warps; ++w) total += warp_sums[w];  // fixed order
+    partials[blockIdx.x] = total;
+  }
+}
+
 // ---- conversion, bias, random fill ----
 template <class S, class D>
 __global__ void convert_kernel(const S* src, D* dst, int64_t n) {
@@ -316,6 +339,19 @@ cudaError_t convert_from(const Launch& l, const S* src, Elem dst_type, void* dst
   return cudaErrorInvalidValue;
 }
 }  // namespace
+
+cudaError_t squared_distance(const Launch& l, Elem t, const void* a, const void* b, int64_t n,
+                             double* partials, int blocks) {
+  if (n <= 0 || blocks < 1 || blocks > kSquaredDistanceMaxBlocks) return cudaErrorInvalidValue;
+  if (t == Elem::kF32) {
+    return launch_kernel(l, squared_distance_kernel<float>, blocks, 256, 0,
+                         static_cast<const float*>(a), static_cast<const float*>(b), n, partials);
+  }
+  HEARTH_DISPATCH_16(t, T, {
+    return launch_kernel(l, squared_distance_kernel<T>, blocks, 256, 0, static_cast<const T*>(a),
+                         static_cast<const T*>(b), n, partials);
+  });
+}
 
 cudaError_t convert(const Launch& l, Elem src_type, const void* src, Elem dst_type, void* dst,
                     int64_t n) {

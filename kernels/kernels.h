@@ -93,6 +93,13 @@ cudaError_t silu_mul(const Launch& l, Elem t, const void* gate, const void* up, 
 cudaError_t gather_rows(const Launch& l, Elem t, const void* x, int64_t cols, const int32_t* rows,
                         int64_t num_rows, void* out);
 
+// partials[block] = Σ (a[i] − b[i])² over the block's share of n elements, in double, for
+// `blocks` blocks (at most kSquaredDistanceMaxBlocks): the caller adds the partials in block
+// order. Every element goes to a fixed thread and every sum has a fixed order: deterministic.
+constexpr int kSquaredDistanceMaxBlocks = 1024;
+cudaError_t squared_distance(const Launch& l, Elem t, const void* a, const void* b, int64_t n,
+                             double* partials, int blocks);
+
 // dst[i] = src[i] converted (round to nearest even), n elements.
 cudaError_t convert(const Launch& l, Elem src_type, const void* src, Elem dst_type, void* dst,
                     int64_t n);

@@ -167,6 +167,10 @@ class Backend {
   // The first `rows` rows of t, as float, into `out` (rows · t.cols floats): callers that read
   // the same shapes over and over keep one buffer instead of faulting in a new one each time.
   virtual void read_into(DeviceTensor t, int64_t rows, std::span<float> out) = 0;
+  // Σ (a − b)² over the first `rows` rows of two tensors of one shape and dtype, summed in double
+  // in a fixed order (the same value every time). The quantizer's measurement compares each
+  // candidate's module output with the reference this way, without reading either back.
+  virtual double squared_distance(DeviceTensor a, DeviceTensor b, int64_t rows) = 0;
   std::vector<float> read(DeviceTensor t, int64_t rows) {
     std::vector<float> out(static_cast<size_t>(rows * t.cols));
     read_into(t, rows, out);

@@ -286,6 +286,36 @@ TEST_F(GpuOps, SiluMulMatchesReferenceInPlaceToo) {
   }
 }
 
+// The quantizer's measurement sums a candidate's output error on the device: the sum of squares
+// of the fp16 tensors' difference equals the one the CPU computes from the same fp16 values
+// (within double rounding), and is the same value on every call (fixed summation order).
+TEST_F(GpuOps, SquaredDistanceMatchesTheCpuAndRepeats) {
+  for (int64_t cols : {4096, 1000, 3}) {
+    for (int64_t rows : {1, 7}) {
+      const auto av = random_values(static_cast<size_t>(rows * cols), 61 + rows, 4.0f);
+      const auto bv = random_values(static_cast<size_t>(rows * cols), 62 + rows, 4.0f);
+      TestBatch batch = one_sequence(rows);
+      DeviceTensor ta = gpu->alloc_activation(rows, cols);
+      DeviceTensor tb = gpu->alloc_activation(rows, cols);
+      const PreparedBatch p = gpu->prepare_batch(batch.desc());
+      Keep keep;
+      load(*gpu, av, rows, cols, ta, p.tokens, keep);
+      load(*gpu, bv, rows, cols, tb, p.tokens, keep);
+      const double got = gpu->squared_distance(ta, tb, rows);
+      EXPECT_EQ(got, gpu->squared_distance(ta, tb, rows)) << cols << " x " << rows;
+      // The reference from the values the GPU holds (fp16), summed in double on the host.
+      const auto a16 = gpu->read(ta, rows), b16 = gpu->read(tb, rows);
+      double want = 0;
+      for (size_t i = 0; i < a16.size(); ++i) {
+        const double d = static_cast<double>(a16[i]) - b16[i];
+        want += d * d;
+      }
+      EXPECT_NEAR(got, want, 1e-12 * want) << cols << " x " << rows;
+      EXPECT_EQ(gpu->squared_distance(ta, ta, rows), 0.0);
+    }
+  }
+}
+
 // ---- logit rows ----
 TEST_F(GpuOps, GatherLogitRowsPicksLastOrAllRows) {
   TestBatch batch;

@@ -304,6 +304,21 @@ void CpuBackend::read_into(DeviceTensor t, int64_t rows, std::span<float> out) {
   if (!out.empty()) std::memcpy(out.data(), f32(t), out.size() * sizeof(float));
 }
 
+double CpuBackend::squared_distance(DeviceTensor a, DeviceTensor b, int64_t rows) {
+  check_f32(a, "squared_distance");
+  check_f32(b, "squared_distance");
+  HEARTH_CHECK(a.cols == b.cols && rows >= 0 && rows <= a.rows && rows <= b.rows,
+               "squared_distance: shapes");
+  const float* x = f32(a);
+  const float* y = f32(b);
+  double sum = 0;
+  for (int64_t i = 0; i < rows * a.cols; ++i) {
+    const double d = static_cast<double>(x[i]) - y[i];
+    sum += d * d;
+  }
+  return sum;
+}
+
 std::vector<int32_t> CpuBackend::sample(DeviceTensor logits,
                                         std::span<const SampleRequest> requests) {
   std::vector<int32_t> ids(requests.size());

@@ -87,6 +87,7 @@ class CpuBackend final : public Backend {
   void gather_logit_rows(DeviceTensor x, DeviceTensor out) override;
 
   void read_into(DeviceTensor t, int64_t rows, std::span<float> out) override;
+  double squared_distance(DeviceTensor a, DeviceTensor b, int64_t rows) override;
   std::vector<int32_t> sample(DeviceTensor logits,
                               std::span<const SampleRequest> requests) override;
 

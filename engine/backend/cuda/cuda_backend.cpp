@@ -582,5 +582,35 @@ void CudaBackend::read_into(DeviceTensor t, int64_t rows, std::span<float> out) 
   std::memcpy(out.data(), read_host_.get(), bytes);
 }
 
+double CudaBackend::squared_distance(DeviceTensor a, DeviceTensor b, int64_t rows) {
+  DeviceGuard guard(options_.device);
+  flush_linears();
+  HEARTH_CHECK(a.data != nullptr && b.data != nullptr && a.cols == b.cols && a.dtype == b.dtype &&
+                   rows >= 0 && rows <= a.rows && rows <= b.rows,
+               "squared_distance: shapes");
+  const int64_t n = rows * a.cols;
+  if (n == 0) return 0.0;
+  // Enough blocks to fill the GPU a few times over; a fixed count for a given n.
+  const int blocks = static_cast<int>(std::min<int64_t>(
+      {kernels::kSquaredDistanceMaxBlocks, 4 * int64_t(info_.multiprocessors), (n + 255) / 256}));
+  const size_t bytes = size_t(blocks) * sizeof(double);
+  if (distance_partials_.size() < bytes) {
+    distance_partials_ = DeviceBuffer(size_t(kernels::kSquaredDistanceMaxBlocks) * sizeof(double),
+                                      MemoryCategory::kWorkspace, counters_, "distance partials");
+  }
+  check_launch(kernels::squared_distance(launch_plain(), to_elem(a.dtype), a.data, b.data, n,
+                                         distance_partials_.as<double>(), blocks),
+               "squared_distance");
+  if (read_host_.size() < bytes) read_host_ = PinnedBuffer(std::max(bytes, read_host_.size() * 2));
+  check_cuda(cudaMemcpyAsync(read_host_.get(), distance_partials_.get(), bytes,
+                             cudaMemcpyDeviceToHost, stream_),
+             "reading a distance");
+  check_cuda(cudaStreamSynchronize(stream_), "waiting for the GPU");
+  const auto* partial = static_cast<const double*>(read_host_.get());
+  double sum = 0.0;
+  for (int i = 0; i < blocks; ++i) sum += partial[i];  // block order: deterministic
+  return sum;
+}
+
 }  // namespace cuda
 }  // namespace hearth

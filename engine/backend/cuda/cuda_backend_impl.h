@@ -136,6 +136,7 @@ class CudaBackend final : public Backend {
 
   bool reads_host_weights() const override { return false; }
   void read_into(DeviceTensor t, int64_t rows, std::span<float> out) override;
+  double squared_distance(DeviceTensor a, DeviceTensor b, int64_t rows) override;
   std::vector<int32_t> sample(DeviceTensor logits,
                               std::span<const SampleRequest> requests) override;
 
@@ -230,9 +231,11 @@ class CudaBackend final : public Backend {
 
   // Reads and sampling.
   PinnedBuffer read_host_;
-  DeviceBuffer read_device_;    // f32 copy of an fp16/bf16 tensor being read (converted on the GPU)
-  DeviceBuffer sample_logits_;  // f32 [rows, vocab]
-  DeviceBuffer sample_sorted_;  // f32 [rows, vocab]
+  DeviceBuffer read_device_;
+  DeviceBuffer distance_partials_;  // squared_distance's per-block sums    // f32 copy of an
+                                    // fp16/bf16 tensor being read (converted on the GPU)
+  DeviceBuffer sample_logits_;      // f32 [rows, vocab]
+  DeviceBuffer sample_sorted_;      // f32 [rows, vocab]
   DeviceBuffer sample_ids_in_;
   DeviceBuffer sample_ids_out_;
   DeviceBuffer sample_offsets_;

@@ -91,6 +91,14 @@ void LayerRunner::begin(const float* x, int64_t tokens) {
   HEARTH_CHECK(p.tokens == tokens, "LayerRunner: the backend padded a prefill batch");
 }
 
+DeviceTensor LayerRunner::reference_slot(size_t i, int64_t tokens) {
+  HEARTH_CHECK(tokens > 0 && tokens <= max_tokens_, "LayerRunner: row length");
+  while (reference_slots_.size() <= i) {
+    reference_slots_.push_back(backend_.alloc_activation(max_tokens_, config_.hidden_size));
+  }
+  return reference_slots_[i].first_rows(tokens);
+}
+
 void LayerRunner::read(DeviceTensor t, int64_t tokens, std::vector<float>* out) {
   if (!out) return;
   // resize() keeps the capacity of a buffer read into before: no new pages to fault in.
@@ -119,7 +127,8 @@ void LayerRunner::attention(const float* xin, int64_t tokens, const AttentionWei
   const int64_t T = tokens;
   const DeviceTensor x = x_.first_rows(T), h = h_.first_rows(T), q = q_.first_rows(T),
                      k = k_.first_rows(T), v = v_.first_rows(T), attn = attn_.first_rows(T),
-                     attn_out = attn_out_.first_rows(T);
+                     attn_out = (cap.delta_to.data ? cap.delta_to : attn_out_).first_rows(T);
+  last_delta_ = attn_out;
   RopeParams rope;
   rope.inv_freq = inv_freq_.get();
   rope.attention_factor = rope_attention_factor_;
@@ -154,7 +163,9 @@ void LayerRunner::mlp(const float* xin, int64_t tokens, const MlpWeights& w,
   const float eps = static_cast<float>(config_.rms_norm_eps);
   const int64_t T = tokens;
   const DeviceTensor x = x_.first_rows(T), h = h_.first_rows(T), gate = gate_.first_rows(T),
-                     up = up_.first_rows(T), down = down_out_.first_rows(T);
+                     up = up_.first_rows(T),
+                     down = (cap.delta_to.data ? cap.delta_to : down_out_).first_rows(T);
+  last_delta_ = down;
   backend_.run(
       [&] {
         backend_.embed(*table_, x);

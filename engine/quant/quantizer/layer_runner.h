@@ -34,12 +34,14 @@ struct AttentionCapture {
   std::vector<float>* normed = nullptr;  // [T, H]: input of q, k, v
   std::vector<float>* attn = nullptr;    // [T, q_dim]: input of o_proj
   std::vector<float>* output = nullptr;  // [T, H]: x + o_proj(attn)
+  DeviceTensor delta_to;                 // where o_proj's output goes (default: the runner's)
 };
 
 struct MlpCapture {
   std::vector<float>* normed = nullptr;    // [T, H]: input of gate, up
   std::vector<float>* pre_down = nullptr;  // [T, I]: input of down_proj
   std::vector<float>* output = nullptr;    // [T, H]: x + down(...)
+  DeviceTensor delta_to;                   // where down_proj's output goes (default: the runner's)
 };
 
 class LayerRunner {
@@ -58,6 +60,13 @@ class LayerRunner {
             std::vector<float>& logits);
 
   Backend& backend() { return backend_; }
+
+  // The last attention()/mlp() call's module output before the residual (o_proj / down_proj),
+  // on the device: compared with a reference output there, no read-back.
+  DeviceTensor last_delta() const { return last_delta_; }
+  // Device tensor `i` of [tokens, hidden] kept for the caller (allocated on first use, reused
+  // for the runner's life): where a reference pass keeps each row's module output.
+  DeviceTensor reference_slot(size_t i, int64_t tokens);
 
   // Rows uploaded since the last forget_rows() stay on the device (up to kMaxKeptBytes) and are
   // reused when the same host row is run again: the measurement runs every row once per
@@ -84,6 +93,8 @@ class LayerRunner {
   const BackendWeight* table_ = nullptr;
   std::vector<int32_t> ids_, pages_;
   DeviceTensor x_, h_, q_, k_, v_, attn_, attn_out_, gate_, up_, down_out_, logits_;
+  DeviceTensor last_delta_;
+  std::vector<DeviceTensor> reference_slots_;
 };
 
 }  // namespace hearth::quantizer

@@ -84,7 +84,6 @@ HostTensor float_tensor(std::vector<float> v, std::vector<int64_t> shape) {
   return HostTensor::from_floats(std::move(v), std::move(shape));
 }
 
-// Relative output error per row, averaged (spec §3.3.6).
 // A buffer of the weights' size from `spare` (moved out), else an empty one: reusing resident
 // pages is much cheaper than faulting in a few hundred MB for every candidate setting.
 std::vector<float> take_spare(std::vector<std::vector<float>>& spare, const LinearWeights& w) {
@@ -97,28 +96,6 @@ std::vector<float> take_spare(std::vector<std::vector<float>>& spare, const Line
     }
   }
   return {};
-}
-
-// Rows in parallel, summed in row order: the result does not depend on the thread count.
-double mean_relative_error(const std::vector<std::vector<float>>& ref,
-                           const std::vector<std::vector<float>>& test, ThreadPool& pool) {
-  std::vector<double> per_row(ref.size(), 0.0);
-  pool.parallel_for(static_cast<int64_t>(ref.size()), 1, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const std::vector<float>& a = ref[static_cast<size_t>(r)];
-      const std::vector<float>& b = test[static_cast<size_t>(r)];
-      double num = 0, den = 0;
-      for (size_t i = 0; i < a.size(); ++i) {
-        const double d = static_cast<double>(b[i]) - a[i];
-        num += d * d;
-        den += static_cast<double>(a[i]) * a[i];
-      }
-      per_row[static_cast<size_t>(r)] = den > 0 ? std::sqrt(num / den) : 0.0;
-    }
-  });
-  double total = 0;
-  for (double e : per_row) total += e;
-  return ref.empty() ? 0.0 : total / static_cast<double>(ref.size());
 }
 
 }  // namespace
@@ -556,25 +533,29 @@ struct QuantPipeline::Impl {
     std::vector<std::unique_ptr<BackendWeight>> fp;
     for (const auto& lw : w) fp.push_back(upload_linear(lw));
 
-    // Reference pass: Hessians and targets.
+    // Reference pass: Hessians, targets (the next module's input) and, kept on the device, each
+    // row's module output, which every candidate's output is compared with there.
     HessianSum h_in = hessian_sum(H);
     HessianSum h_mid = hessian_sum(attn ? config.q_dim() : config.intermediate_size);
     std::vector<std::vector<float>> targets(static_cast<size_t>(R));
+    std::vector<double> target_norm(static_cast<size_t>(R), 0.0);  // Σ target², per row
     std::vector<float> a, b;
     for (int64_t r = 0; r < R; ++r) {
       cancel.throw_if_cancelled();
       const float* x = states.data() + r * T * H;
+      const DeviceTensor reference = runner->reference_slot(static_cast<size_t>(r), T);
       {
         auto t = time_phase(&times, "forward");
         if (attn) {
           runner->attention(x, T, {norm.get(), fp[0].get(), fp[1].get(), fp[2].get(), fp[3].get()},
-                            {&a, &b, &targets[r]});
+                            {&a, &b, &targets[r], reference});
         } else {
           runner->mlp(x, T, {norm.get(), fp[0].get(), fp[1].get(), fp[2].get()},
-                      {&a, &b, &targets[r]});
+                      {&a, &b, &targets[r], reference});
         }
       }
       check_states(targets[r], module_key(m));
+      for (float v : targets[r]) target_norm[r] += static_cast<double>(v) * v;
       add_to(h_in, a, T);
       add_to(h_mid, b, T);
     }
@@ -587,7 +568,6 @@ struct QuantPipeline::Impl {
     std::vector<std::map<std::string, std::vector<float>>> cache(static_cast<size_t>(nproj));
     std::vector<std::vector<float>> spare;  // evicted reconstructions, reused as buffers
     std::vector<MeasuredOption> options;
-    std::vector<std::vector<float>> outputs(static_cast<size_t>(R));
     for (size_t row = 0; row < ladder.size(); ++row) {
       MeasuredOption opt_row;
       std::vector<std::unique_ptr<BackendWeight>> qw;
@@ -609,22 +589,29 @@ struct QuantPipeline::Impl {
                                               w[j].bias ? w[j].out_features : 0);
         opt_row.settings.emplace_back(attn ? kAttnProj[j] : kMlpProj[j], qp);
       }
+      // Relative output error per row, averaged (spec §3.3.6): ‖out − target‖ / ‖target‖, where
+      // out − target is the difference of the module outputs (the residual cancels), summed on
+      // the device.
+      double error_sum = 0;
       for (int64_t r = 0; r < R; ++r) {
         cancel.throw_if_cancelled();
-        auto t = time_phase(&times, "forward");
         const float* x = states.data() + r * T * H;
-        if (attn) {
-          runner->attention(x, T, {norm.get(), qw[0].get(), qw[1].get(), qw[2].get(), qw[3].get()},
-                            {nullptr, nullptr, &outputs[r]});
-        } else {
-          runner->mlp(x, T, {norm.get(), qw[0].get(), qw[1].get(), qw[2].get()},
-                      {nullptr, nullptr, &outputs[r]});
+        {
+          auto t = time_phase(&times, "forward");
+          if (attn) {
+            runner->attention(x, T,
+                              {norm.get(), qw[0].get(), qw[1].get(), qw[2].get(), qw[3].get()}, {});
+          } else {
+            runner->mlp(x, T, {norm.get(), qw[0].get(), qw[1].get(), qw[2].get()}, {});
+          }
         }
-      }
-      {
         auto t = time_phase(&times, "error");
-        opt_row.accuracy = std::max(1e-6, 1.0 - mean_relative_error(targets, outputs, *pool));
+        const double diff = runner->backend().squared_distance(
+            runner->last_delta(), runner->reference_slot(static_cast<size_t>(r), T), T);
+        const double den = target_norm[static_cast<size_t>(r)];
+        error_sum += den > 0 ? std::sqrt(diff / den) : 0.0;
       }
+      opt_row.accuracy = std::max(1e-6, 1.0 - error_sum / static_cast<double>(R));
       options.push_back(opt_row);
       auto t = time_phase(&times, "free");
       qw.clear();
@@ -815,10 +802,10 @@ struct QuantPipeline::Impl {
         auto t = time_phase(&times, "forward");
         if (attn) {
           runner->attention(x, T, {norm.get(), up[0].get(), up[1].get(), up[2].get(), up[3].get()},
-                            {nullptr, &a, nullptr});
+                            {nullptr, &a, nullptr, {}});
         } else {
           runner->mlp(x, T, {norm.get(), up[0].get(), up[1].get(), up[2].get()},
-                      {nullptr, &a, nullptr});
+                      {nullptr, &a, nullptr, {}});
         }
       }
       add_to(h_last, a, T);
@@ -841,10 +828,10 @@ struct QuantPipeline::Impl {
         auto t = time_phase(&times, "forward");
         if (attn) {
           runner->attention(x, T, {norm.get(), up[0].get(), up[1].get(), up[2].get(), up[3].get()},
-                            {nullptr, nullptr, &o});
+                            {nullptr, nullptr, &o, {}});
         } else {
           runner->mlp(x, T, {norm.get(), up[0].get(), up[1].get(), up[2].get()},
-                      {nullptr, nullptr, &o});
+                      {nullptr, nullptr, &o, {}});
         }
       }
       check_states(o, module_key(m));

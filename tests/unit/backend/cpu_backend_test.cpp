@@ -238,6 +238,22 @@ TEST_F(CpuBackendTest, EmbedSiluAndLogitRows) {
   for (int i = 0; i < 12; ++i) EXPECT_NEAR(ov[i], a[i] / (1 + std::exp(-static_cast<double>(a[i]))) * u[i], 1e-6);
 }
 
+TEST_F(CpuBackendTest, SquaredDistanceSumsTheFirstRows) {
+  const auto a = random(3 * 5), b = random(3 * 5);
+  DeviceTensor at = make(3, 5, a), bt = make(3, 5, b);
+  for (int64_t rows : {0, 2, 3}) {
+    double want = 0;
+    for (int64_t i = 0; i < rows * 5; ++i) {
+      const double d = static_cast<double>(a[i]) - b[i];
+      want += d * d;
+    }
+    EXPECT_EQ(backend->squared_distance(at, bt, rows), want) << rows << " rows";
+  }
+  EXPECT_EQ(backend->squared_distance(at, at, 3), 0.0);
+  EXPECT_THROW(backend->squared_distance(at, backend->alloc_activation(3, 4), 3), Error);
+  EXPECT_THROW(backend->squared_distance(at, bt, 4), Error);
+}
+
 TEST_F(CpuBackendTest, RejectsUnsupportedWeights) {
   HostTensor t = HostTensor::allocate(DType::kI32, {4});
   EXPECT_THROW(backend->upload(t), Error);
