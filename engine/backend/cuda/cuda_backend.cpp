@@ -575,11 +575,15 @@ void CudaBackend::read_into(DeviceTensor t, int64_t rows, std::span<float> out) 
                  "converting a tensor for reading");
     src = read_device_.get();
   }
+  std::memcpy(out.data(), download(src, bytes), bytes);
+}
+
+const void* CudaBackend::download(const void* src, size_t bytes) {
   if (read_host_.size() < bytes) read_host_ = PinnedBuffer(std::max(bytes, read_host_.size() * 2));
   check_cuda(cudaMemcpyAsync(read_host_.get(), src, bytes, cudaMemcpyDeviceToHost, stream_),
-             "reading a tensor");
+             "reading from the GPU");
   check_cuda(cudaStreamSynchronize(stream_), "waiting for the GPU");
-  std::memcpy(out.data(), read_host_.get(), bytes);
+  return read_host_.get();
 }
 
 double CudaBackend::squared_distance(DeviceTensor a, DeviceTensor b, int64_t rows) {
@@ -601,12 +605,7 @@ double CudaBackend::squared_distance(DeviceTensor a, DeviceTensor b, int64_t row
   check_launch(kernels::squared_distance(launch_plain(), to_elem(a.dtype), a.data, b.data, n,
                                          distance_partials_.as<double>(), blocks),
                "squared_distance");
-  if (read_host_.size() < bytes) read_host_ = PinnedBuffer(std::max(bytes, read_host_.size() * 2));
-  check_cuda(cudaMemcpyAsync(read_host_.get(), distance_partials_.get(), bytes,
-                             cudaMemcpyDeviceToHost, stream_),
-             "reading a distance");
-  check_cuda(cudaStreamSynchronize(stream_), "waiting for the GPU");
-  const auto* partial = static_cast<const double*>(read_host_.get());
+  const auto* partial = static_cast<const double*>(download(distance_partials_.get(), bytes));
   double sum = 0.0;
   for (int i = 0; i < blocks; ++i) sum += partial[i];  // block order: deterministic
   return sum;

@@ -231,9 +231,11 @@ class CudaBackend final : public Backend {
 
   // Reads and sampling.
   PinnedBuffer read_host_;
-  DeviceBuffer read_device_;
-  DeviceBuffer distance_partials_;  // squared_distance's per-block sums    // f32 copy of an
-                                    // fp16/bf16 tensor being read (converted on the GPU)
+  // Copies `bytes` from the device to read_host_ (grown as needed) and waits: the pinned buffer's
+  // contents, valid until the next download.
+  const void* download(const void* src, size_t bytes);
+  DeviceBuffer read_device_;  // f32 copy of an fp16/bf16 tensor being read (converted on the GPU)
+  DeviceBuffer distance_partials_;  // squared_distance's per-block sums
   DeviceBuffer sample_logits_;      // f32 [rows, vocab]
   DeviceBuffer sample_sorted_;      // f32 [rows, vocab]
   DeviceBuffer sample_ids_in_;
