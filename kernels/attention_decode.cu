@@ -6,12 +6,19 @@
 // (a function of the sequence's own length only, so results do not depend on the batch).
 // A block handles one kv head and all query heads of its group (GQA), so keys and values are
 // read once per group. Positions are spread over "lanes groups" of D/8 threads, each thread
-// holding 8 dims of a key (one 16-byte load); 4 positions per lane group are loaded before use.
-// Per lane group an online softmax runs; the groups are merged in shared memory, and splits are
-// merged by the last block of a (sequence, kv head) to finish, in a fixed order.
+// holding 8 dims of a key (one 16-byte load); 4 positions per lane group make a step.
+// The decode step is a chain of dependent kernels, so the work after griddepcontrol.wait is
+// kept short: the first step's keys and values (earlier positions, written by earlier decode
+// steps) are loaded and the RoPE angles computed before the wait; each later step's loads are
+// issued one step ahead; a step's positions and heads are computed together without branches
+// (one online-softmax correction per step). Per lane group an online softmax runs; the groups
+// are merged in shared memory, and splits are merged by the last block of a (sequence, kv head)
+// to finish, in a fixed order, with all its reads of the partials in flight at once.
 // The block that owns the newest position also writes the new key and value into the cache
-// (and reads them from the inputs, not the cache, so no ordering is needed).
+// (and keeps them in registers for its own use, so no ordering is needed). With DecodeRope the
+// kernel rotates q and the new key itself (the rope pass of the step is skipped).
 #include "kernels/common.cuh"
+#include "kernels/rope_math.cuh"
 
 namespace hearth::kernels {
 namespace {
@@ -37,11 +44,30 @@ __device__ __forceinline__ DecodeSplit split_of(int kv_len, int split) {
   return s;
 }
 
+// RoPE of the 8 dims a lane holds (dims 8·gl ..): the partner dims, half a rotation away, are
+// in lane gl ^ (half / 8) of the same lane group. Every lane of the warp must call it.
+template <class T>
+__device__ __forceinline__ void rotate8(float x[8], int gl, int rotary_dim,
+                                        const rope_math::CosSin r[8]) {
+  const int half = rotary_dim / 2;
+  float other[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) other[j] = __shfl_xor_sync(0xffffffffu, x[j], half / 8);
+  if (gl * 8 >= rotary_dim) return;
+  const bool low = gl * 8 < half;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    // Rounded to T as the rope kernel stores it, so the result matches rope() + attention.
+    x[j] = to_f(from_f<T>(low ? rope_math::rotated_low(x[j], other[j], r[j])
+                              : rope_math::rotated_high(other[j], x[j], r[j])));
+  }
+}
+
 template <class T, int D, int GM>
 __global__ void __launch_bounds__(kThreads)
     attention_decode_kernel(const T* q, const T* k_new, const T* v_new, BatchView batch,
                             KvLayerView kv, int num_heads, int group, float scale_log2, T* out,
-                            float* partials, int32_t* counters) {
+                            float* partials, int32_t* counters, DecodeRope rope) {
   constexpr int kLanes = D / 8;               // threads per position
   constexpr int kGroups = kThreads / kLanes;  // positions in flight per load
   constexpr int kStep = kGroups * kLoads;     // positions per step
@@ -59,9 +85,10 @@ __global__ void __launch_bounds__(kThreads)
   const int gl = tid % kLanes;  // lane within the group
 
   pdl_launch_dependents();
-  // The batch layout (copied before the step's first kernel) and the keys and values of earlier
-  // positions (written by earlier steps) do not depend on the previous kernel: read the layout
-  // and ask L2 for this block's part of the cache before waiting for q, k and v.
+  // Everything that does not depend on the previous kernel happens before waiting for it: the
+  // batch layout (copied before the step's first kernel), the RoPE angles of the new row, and
+  // the keys and values of earlier positions (written by earlier steps): the first step's are
+  // loaded into registers, the rest of the split is prefetched into L2.
   const int kv_len = batch.seq_kv_len[seq];
   if (kv_len <= 0) return;
   const DecodeSplit sp = split_of(kv_len, split);
@@ -73,6 +100,7 @@ __global__ void __launch_bounds__(kThreads)
   const int32_t* page_table = batch.pages + batch.seq_pages[seq];
   T* cache = static_cast<T*>(kv.base);
   const int newest = kv_len - 1;
+  const bool owns_newest = split == sp.used - 1;  // the split whose range ends at newest
   const T* k_row = k_new + int64_t(row) * kv_cols + int64_t(kv_head) * D;
   const T* v_row = v_new + int64_t(row) * kv_cols + int64_t(kv_head) * D;
 
@@ -81,9 +109,26 @@ __global__ void __launch_bounds__(kThreads)
     const int slot = pos % kv.page_size;
     return page * kv.page_stride + (int64_t(kv_head) * kv.page_size + slot) * D;
   };
+  // With pages a multiple of a step (the usual case), a step lies in one page: one lookup.
+  const bool step_in_one_page = kv.page_size % kStep == 0;
+  // Keys and values of a step's positions except the newest (not in the cache yet).
+  auto load_step = [&](int base, uint4 kr[kLoads], uint4 vr[kLoads]) {
+    const int64_t step_offset = step_in_one_page ? cache_offset(base) : 0;
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int pos = min(base + i * kGroups + lg, sp.end - 1);  // clamped: no branch
+      if (pos == newest) continue;
+      const int64_t offset =
+          (step_in_one_page ? step_offset + int64_t(pos - base) * D : cache_offset(pos)) + gl * 8;
+      kr[i] = load16(cache + offset);
+      vr[i] = load16(cache + kv.v_offset + offset);
+    }
+  };
+  uint4 kr[kLoads], vr[kLoads];
+  load_step(sp.begin, kr, vr);
   if (tid == 0) {
     const int end = min(sp.end, newest);
-    for (int pos = sp.begin; pos < end;) {
+    for (int pos = sp.begin + kStep; pos < end;) {
       const int run = min(kv.page_size - pos % kv.page_size, end - pos);
       const T* start = cache + cache_offset(pos);
       prefetch_l2(start, static_cast<unsigned>(run * D * sizeof(T)));
@@ -91,13 +136,36 @@ __global__ void __launch_bounds__(kThreads)
       pos += run;
     }
   }
+  const bool rotate = rope.inv_freq != nullptr;
+  rope_math::CosSin angle[8];
+  if (rotate) {
+    const int pos = max(batch.positions[row], 0);
+    const int half = rope.rotary_dim / 2;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int d = gl * 8 + j;
+      angle[j] = d < rope.rotary_dim
+                     ? rope_math::cos_sin(pos, rope.inv_freq[d % half], rope.attention_factor)
+                     : rope_math::CosSin{1.0f, 0.0f};
+    }
+  }
   pdl_wait();
 
-  if (split == sp.used - 1 && tid < 2 * kLanes) {
-    const bool is_v = tid >= kLanes;
-    const int ch = tid % kLanes;
-    const int64_t offset = cache_offset(newest) + (is_v ? kv.v_offset : 0) + ch * 8;
-    *reinterpret_cast<uint4*>(cache + offset) = load16((is_v ? v_row : k_row) + ch * 8);
+  // The new position's key (rotated) and value: registers of every lane group, and the cache.
+  uint4 k_newest = make_uint4(0, 0, 0, 0), v_newest = make_uint4(0, 0, 0, 0);
+  if (owns_newest) {
+    k_newest = load16(k_row + gl * 8);
+    v_newest = load16(v_row + gl * 8);
+    if (rotate) {
+      float kf[8];
+      unpack8<T>(k_newest, kf);
+      rotate8<T>(kf, gl, rope.rotary_dim, angle);
+      k_newest = pack8<T>(kf);
+    }
+    if (lg < 2) {
+      const int64_t offset = cache_offset(newest) + (lg == 1 ? kv.v_offset : 0) + gl * 8;
+      *reinterpret_cast<uint4*>(cache + offset) = lg == 1 ? v_newest : k_newest;
+    }
   }
 
   float qv[GM][8];
@@ -106,12 +174,13 @@ __global__ void __launch_bounds__(kThreads)
     if (h < group) {
       const int head = kv_head * group + h;
       unpack8<T>(load16(q + int64_t(row) * q_cols + int64_t(head) * D + gl * 8), qv[h]);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) qv[h][i] *= scale_log2;
     } else {
 #pragma unroll
       for (int i = 0; i < 8; ++i) qv[h][i] = 0.0f;
     }
+    if (rotate) rotate8<T>(qv[h], gl, rope.rotary_dim, angle);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) qv[h][i] *= scale_log2;
   }
   float m[GM], l[GM], acc[GM][8];
 #pragma unroll
@@ -122,53 +191,77 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < 8; ++i) acc[h][i] = 0.0f;
   }
 
-  // With pages a multiple of a step (the usual case), a step lies in one page: one lookup.
-  const bool step_in_one_page = kv.page_size % kStep == 0;
+  // One step ahead: the next step's loads are in flight while this one is computed.
   for (int base = sp.begin; base < sp.end; base += kStep) {
-    int64_t step_offset = 0;
-    if (step_in_one_page) step_offset = cache_offset(base);
-    const T* k_src[kLoads];
-    const T* v_src[kLoads];
+    uint4 kn[kLoads], vn[kLoads];
+    if (base + kStep < sp.end) load_step(base + kStep, kn, vn);
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
-      const int pos = min(base + i * kGroups + lg, sp.end - 1);  // clamped: no branch
-      const int64_t offset =
-          (step_in_one_page ? step_offset + int64_t(pos - base) * D : cache_offset(pos)) + gl * 8;
-      k_src[i] = pos == newest ? k_row + gl * 8 : cache + offset;
-      v_src[i] = pos == newest ? v_row + gl * 8 : cache + kv.v_offset + offset;
+      if (owns_newest && min(base + i * kGroups + lg, sp.end - 1) == newest) {
+        kr[i] = k_newest;
+        vr[i] = v_newest;
+      }
     }
-    uint4 kr[kLoads], vr[kLoads];
+    // The step's kLoads positions at once, without branches, so that the dot products, the
+    // shuffle reductions and the exponentials of all positions and heads overlap (one online-
+    // softmax correction per step, not per position). Heads beyond `group` compute on zero
+    // queries and are never stored.
+    float sc[GM][kLoads];
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
-      kr[i] = load16(k_src[i]);
-      vr[i] = load16(v_src[i]);
-    }
-#pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      // Every lane takes part in the shuffles; only valid positions update the state.
-      const bool valid = base + i * kGroups + lg < sp.end;
-      float kf[8], vf[8];
+      float kf[8];
       unpack8<T>(kr[i], kf);
+#pragma unroll
+      for (int h = 0; h < GM; ++h) {
+        float dot = 0.0f;
+#pragma unroll
+        for (int d = 0; d < 8; ++d) dot = fmaf(qv[h][d], kf[d], dot);
+        sc[h][i] = dot;
+      }
+    }
+#pragma unroll
+    for (int off = kLanes / 2; off > 0; off >>= 1) {
+#pragma unroll
+      for (int h = 0; h < GM; ++h) {
+#pragma unroll
+        for (int i = 0; i < kLoads; ++i) sc[h][i] += __shfl_xor_sync(0xffffffffu, sc[h][i], off);
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < GM; ++h) {
+      float mx = m[h];
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) {
+        if (base + i * kGroups + lg >= sp.end) sc[h][i] = -INFINITY;  // clamped duplicates
+        mx = fmaxf(mx, sc[h][i]);
+      }
+      const float ref = mx == -INFINITY ? 0.0f : mx;  // nothing seen yet: weights stay 0
+      const float corr = exp2f(m[h] - ref);
+      m[h] = mx;
+      float step_sum = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) {
+        sc[h][i] = exp2f(sc[h][i] - ref);  // now the position's weight
+        step_sum += sc[h][i];
+      }
+      l[h] = l[h] * corr + step_sum;
+#pragma unroll
+      for (int d = 0; d < 8; ++d) acc[h][d] *= corr;
+    }
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      float vf[8];
       unpack8<T>(vr[i], vf);
 #pragma unroll
       for (int h = 0; h < GM; ++h) {
-        if (h >= group) continue;
-        float s = 0.0f;
 #pragma unroll
-        for (int d = 0; d < 8; ++d) s = fmaf(qv[h][d], kf[d], s);
-#pragma unroll
-        for (int off = kLanes / 2; off > 0; off >>= 1) {
-          s += __shfl_xor_sync(0xffffffffu, s, off);
-        }
-        if (!valid) continue;
-        const float mx = fmaxf(m[h], s);
-        const float corr = exp2f(m[h] - mx);
-        const float p = exp2f(s - mx);
-        m[h] = mx;
-        l[h] = l[h] * corr + p;
-#pragma unroll
-        for (int d = 0; d < 8; ++d) acc[h][d] = fmaf(acc[h][d], corr, p * vf[d]);
+        for (int d = 0; d < 8; ++d) acc[h][d] = fmaf(sc[h][i], vf[d], acc[h][d]);
       }
+    }
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      kr[i] = kn[i];
+      vr[i] = vn[i];
     }
   }
 
@@ -215,15 +308,28 @@ __global__ void __launch_bounds__(kThreads)
 
   int32_t* counter = counters + int64_t(seq) * kv.num_kv_heads + kv_head;
   if (!last_to_arrive(counter, sp.used)) return;
-  // The splits' maxima and sums go to shared memory with one load per thread, then each head's
-  // weights are computed once; the values are read in batches of independent loads (a chain of
-  // dependent L2 reads per element used to dominate this kernel).
+  // One round of reads: each thread's values of the first kEarly splits (registers) and the
+  // splits' maxima and sums (shared memory) are all requested before any is used; each head's
+  // split weights are then computed once. Splits beyond kEarly (long sequences) are read in
+  // batches of independent loads afterwards.
+  constexpr int kElems = (GM * D + kThreads - 1) / kThreads;  // outputs per thread
+  constexpr int kEarly = 64 / kElems < kDecodeMaxSplits ? 64 / kElems : kDecodeMaxSplits;
+  const float* head_slots = partials + (int64_t(seq) * num_heads + int64_t(kv_head) * group) *
+                                           kDecodeMaxSplits * slot_floats;
+  float early[kElems][kEarly];
+#pragma unroll
+  for (int k = 0; k < kElems; ++k) {
+    const int e = tid + k * kThreads;
+    const float* slots = head_slots + int64_t(e / D) * kDecodeMaxSplits * slot_floats + e % D;
+#pragma unroll
+    for (int u = 0; u < kEarly; ++u) {
+      early[k][u] = e < work && u < sp.used ? __ldcg(slots + u * slot_floats) : 0.0f;
+    }
+  }
   for (int i = tid; i < sp.used * group; i += kThreads) {
     const int s = i / group;
     const int h = i % group;
-    const float* slot =
-        partials +
-        ((int64_t(seq) * num_heads + kv_head * group + h) * kDecodeMaxSplits + s) * slot_floats;
+    const float* slot = head_slots + (int64_t(h) * kDecodeMaxSplits + s) * slot_floats;
     sm_split_max[s][h] = __ldcg(slot + D);
     sm_split_sum[s][h] = __ldcg(slot + D + 1);
   }
@@ -241,14 +347,19 @@ __global__ void __launch_bounds__(kThreads)
     sm_split_sum[0][h] = sum;
   }
   __syncthreads();
-  for (int e = tid; e < work; e += kThreads) {
+#pragma unroll
+  for (int k = 0; k < kElems; ++k) {
+    const int e = tid + k * kThreads;
+    if (e >= work) break;
     const int h = e / D;
     const int d = e % D;
-    const int head = kv_head * group + h;
-    const float* slots =
-        partials + (int64_t(seq) * num_heads + head) * kDecodeMaxSplits * slot_floats + d;
     float a = 0.0f;
-    for (int s0 = 0; s0 < sp.used; s0 += 8) {
+#pragma unroll
+    for (int u = 0; u < kEarly; ++u) {
+      if (u < sp.used) a += early[k][u] * sm_split_max[u][h];
+    }
+    const float* slots = head_slots + int64_t(h) * kDecodeMaxSplits * slot_floats + d;
+    for (int s0 = kEarly; s0 < sp.used; s0 += 8) {
       float v[8];
 #pragma unroll
       for (int u = 0; u < 8; ++u)
@@ -258,6 +369,7 @@ __global__ void __launch_bounds__(kThreads)
         if (s0 + u < sp.used) a += v[u] * sm_split_max[s0 + u][h];
       }
     }
+    const int head = kv_head * group + h;
     out[int64_t(row) * q_cols + int64_t(head) * D + d] = from_f<T>(a / sm_split_sum[0][h]);
   }
   if (tid == 0) *counter = 0;
@@ -266,28 +378,29 @@ __global__ void __launch_bounds__(kThreads)
 template <class T, int D, int GM>
 cudaError_t launch_decode(const Launch& l, const void* q, const void* k, const void* v,
                           const BatchView& batch, const KvLayerView& kv, int num_heads, float scale,
-                          void* out, const DecodeScratch& scratch) {
+                          void* out, const DecodeScratch& scratch, const DecodeRope& rope) {
   const dim3 grid(kDecodeMaxSplits, static_cast<unsigned>(kv.num_kv_heads),
                   static_cast<unsigned>(batch.num_seqs));
   const int group = num_heads / kv.num_kv_heads;
   return launch_kernel(l, attention_decode_kernel<T, D, GM>, grid, dim3(kThreads), 0,
                        static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
                        batch, kv, num_heads, group, scale * 1.4426950408889634f,
-                       static_cast<T*>(out), scratch.partials, scratch.counters);
+                       static_cast<T*>(out), scratch.partials, scratch.counters, rope);
 }
 
 template <class T, int D>
 cudaError_t dispatch_group(const Launch& l, const void* q, const void* k, const void* v,
                            const BatchView& batch, const KvLayerView& kv, int num_heads,
-                           float scale, void* out, const DecodeScratch& scratch) {
+                           float scale, void* out, const DecodeScratch& scratch,
+                           const DecodeRope& rope) {
   const int group = num_heads / kv.num_kv_heads;
   if (group <= 1)
-    return launch_decode<T, D, 1>(l, q, k, v, batch, kv, num_heads, scale, out, scratch);
+    return launch_decode<T, D, 1>(l, q, k, v, batch, kv, num_heads, scale, out, scratch, rope);
   if (group <= 2)
-    return launch_decode<T, D, 2>(l, q, k, v, batch, kv, num_heads, scale, out, scratch);
+    return launch_decode<T, D, 2>(l, q, k, v, batch, kv, num_heads, scale, out, scratch, rope);
   if (group <= 4)
-    return launch_decode<T, D, 4>(l, q, k, v, batch, kv, num_heads, scale, out, scratch);
-  return launch_decode<T, D, 8>(l, q, k, v, batch, kv, num_heads, scale, out, scratch);
+    return launch_decode<T, D, 4>(l, q, k, v, batch, kv, num_heads, scale, out, scratch, rope);
+  return launch_decode<T, D, 8>(l, q, k, v, batch, kv, num_heads, scale, out, scratch, rope);
 }
 
 }  // namespace
@@ -297,18 +410,28 @@ size_t decode_partial_floats(int num_seqs, int num_heads, int head_dim) {
          static_cast<size_t>(head_dim + 2);
 }
 
+bool attention_decode_rope_supported(int head_dim, int rotary_dim) {
+  if (rotary_dim < 16 || rotary_dim > head_dim || rotary_dim % 16 != 0) return false;
+  const int lanes_apart = rotary_dim / 16;  // half / 8: must be a power of two
+  return (lanes_apart & (lanes_apart - 1)) == 0;
+}
+
 cudaError_t attention_decode(const Launch& l, Elem t, const void* q, const void* k, const void* v,
                              const BatchView& batch, const KvLayerView& kv, int num_heads,
-                             float scale, void* out, const DecodeScratch& scratch) {
+                             float scale, void* out, const DecodeScratch& scratch,
+                             const DecodeRope& rope) {
   if (batch.num_seqs <= 0) return cudaSuccess;
   if (!attention_fast_supported(kv.head_dim, num_heads, kv.num_kv_heads)) {
     return cudaErrorInvalidValue;
   }
+  if (rope.inv_freq && !attention_decode_rope_supported(kv.head_dim, rope.rotary_dim)) {
+    return cudaErrorInvalidValue;
+  }
   HEARTH_DISPATCH_16(t, T, {
     if (kv.head_dim == 64) {
-      return dispatch_group<T, 64>(l, q, k, v, batch, kv, num_heads, scale, out, scratch);
+      return dispatch_group<T, 64>(l, q, k, v, batch, kv, num_heads, scale, out, scratch, rope);
     }
-    return dispatch_group<T, 128>(l, q, k, v, batch, kv, num_heads, scale, out, scratch);
+    return dispatch_group<T, 128>(l, q, k, v, batch, kv, num_heads, scale, out, scratch, rope);
   });
 }
 

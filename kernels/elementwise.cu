@@ -2,6 +2,7 @@
 // SwiGLU, logit-row gather, dtype conversion, bias add and random fill. All arithmetic in fp32;
 // results rounded once to the storage type.
 #include "kernels/common.cuh"
+#include "kernels/rope_math.cuh"
 
 namespace hearth::kernels {
 namespace {
@@ -112,16 +113,11 @@ __global__ void rope_kernel(T* q, int64_t q_cols, T* k, int64_t k_cols, const in
   const int i = j - head * half;
   T* v = head < q_heads ? q + row * q_cols + int64_t(head) * head_dim
                         : k + row * k_cols + int64_t(head - q_heads) * head_dim;
-  const float angle = __fmul_rn(static_cast<float>(pos), inv_freq[i]);
-  float s, c;
-  sincosf(angle, &s, &c);
-  c = __fmul_rn(c, attention_factor);
-  s = __fmul_rn(s, attention_factor);
+  const rope_math::CosSin r = rope_math::cos_sin(pos, inv_freq[i], attention_factor);
   const float x1 = to_f(v[i]);
   const float x2 = to_f(v[i + half]);
-  // The same operations as the CPU reference, without fused multiply-adds.
-  v[i] = from_f<T>(__fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s)));
-  v[i + half] = from_f<T>(__fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s)));
+  v[i] = from_f<T>(rope_math::rotated_low(x1, x2, r));
+  v[i + half] = from_f<T>(rope_math::rotated_high(x1, x2, r));
 }
 
 // ---- SwiGLU ----

@@ -190,9 +190,22 @@ size_t decode_partial_floats(int num_seqs, int num_heads, int head_dim);
 // kernel also stores that row's k and v in the cache (no kv_store needed). The grid is fixed
 // by (num_seqs, heads), so one launch serves any lengths (CUDA-graph friendly); each sequence's
 // split count depends only on its own length.
+//
+// With `rope` (inv_freq set), q and the new key arrive unrotated and the kernel applies RoPE as
+// it reads them, bit-identical to rope() then attention_decode() (kernels/rope_math.cuh), so the
+// step needs no rope pass: the rotated key goes into the cache, q's buffer is left unrotated.
+struct DecodeRope {
+  const float* inv_freq = nullptr;  // [rotary_dim / 2]; nullptr: q and k are already rotated
+  float attention_factor = 1.0f;
+  int rotary_dim = 0;
+};
+// The rotation pairs dims i and i + rotary_dim/2 through lanes of 8 dims: rotary_dim must be
+// 16 · 2^k and at most head_dim.
+bool attention_decode_rope_supported(int head_dim, int rotary_dim);
 cudaError_t attention_decode(const Launch& l, Elem t, const void* q, const void* k, const void* v,
                              const BatchView& batch, const KvLayerView& kv, int num_heads,
-                             float scale, void* out, const DecodeScratch& scratch);
+                             float scale, void* out, const DecodeScratch& scratch,
+                             const DecodeRope& rope = {});
 
 // Any head_dim <= 256: one warp per (row, head), reading the cache (after kv_store).
 cudaError_t attention_generic(const Launch& l, Elem t, const void* q, const BatchView& batch,

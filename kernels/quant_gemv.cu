@@ -7,9 +7,10 @@
 // quant_gemm.cu). A block holds 8 warps on 8 neighbouring columns and the same slice, so the x
 // rows of the slice are gathered into shared memory once (act-order applied through row_src),
 // and the per-warp set-up is small:
-//  - before waiting on the previous kernel: the slice's chunk facts (one per lane), an L2
-//    prefetch of the warp's weights (contiguous in the layout) and cp.async copies of the
-//    scales of each group the slice starts;
+//  - before waiting on the previous kernel: the slice's chunk facts (one per lane) and cp.async
+//    copies of the scales of each group the slice starts. No L2 prefetch of the weights: issued
+//    by every resident block of the next kernels while the step's chain of dependent kernels
+//    runs, those bulk reads delayed that chain more than they saved (docs/PERFORMANCE.md);
 //  - the loop runs over runs of equal-width chunks (found with one ballot, so the width switch is
 //    taken once per run, not per chunk) and loads the words of several chunks into registers
 //    before decoding them (about 16 words in flight per lane);
@@ -160,10 +161,6 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 4)
   const uint32_t* wcol = m.qweight + nb * m.lines * 32;
   const int line0 = __shfl_sync(kFull, line, 0);
   if (active) {
-    if (lane == 0) {
-      const int line_end = m.chunk_line[c0 + n];
-      prefetch_l2(wcol + int64_t(line0) * 32, static_cast<unsigned>(line_end - line0) * 128u);
-    }
     // The record of each group the slice starts: lane j copies the one of chunk j.
     if (lane < n && ((group_starts >> lane) & 1u)) {
       const int64_t gi = nb * m.groups + group;

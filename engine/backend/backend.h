@@ -153,6 +153,9 @@ class Backend {
   // out[R, N] = x[R, K] · Wᵀ (+ bias), R = x.rows
   virtual void linear(const BackendWeight& w, DeviceTensor x, DeviceTensor out) = 0;
   // In place on q[T, heads × head_dim] and k[T, kv_heads × head_dim] at the batch positions.
+  // A backend may leave the rotation to an attention() on the same q and k that follows at once
+  // (the CUDA backend does in decode steps): the attention and the cache then see rotated values
+  // while q's and k's own buffers keep the unrotated ones. Any op in between gets them rotated.
   virtual void rope(DeviceTensor q, DeviceTensor k, const RopeParams& params) = 0;
   // Stores k, v [T, kv_heads × head_dim] into the cache at the batch positions, then
   // out[T, heads × head_dim] = causal softmax(q·kᵀ·scale)·v over each sequence's cache.

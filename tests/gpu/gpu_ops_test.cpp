@@ -348,7 +348,25 @@ struct AttnCase {
 
 class GpuAttention : public GpuOps, public ::testing::WithParamInterface<AttnCase> {};
 
-void run_attention_case(const AttnCase& c, Backend& gpu, Backend& cpu, double atol) {
+// RoPE applied to q and k before each attention call (the CUDA backend's decode steps fold it
+// into the attention kernel).
+struct AttnRope {
+  int64_t rotary_dim;
+  float factor;
+  double theta;
+  std::vector<float> inv_freq() const {
+    std::vector<float> inv(static_cast<size_t>(rotary_dim / 2));
+    for (size_t i = 0; i < inv.size(); ++i) {
+      inv[i] = static_cast<float>(
+          1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(rotary_dim)));
+    }
+    return inv;
+  }
+};
+
+// The attention outputs of every step of the case (prefill, chunk, decode steps).
+std::vector<std::vector<float>> attention_outputs(const AttnCase& c, Backend& b,
+                                                  const AttnRope* rope = nullptr) {
   const size_t S = c.prompt.size();
   std::vector<int32_t> total(S);
   int64_t pages_needed = 0;
@@ -400,12 +418,19 @@ void run_attention_case(const AttnCase& c, Backend& gpu, Backend& cpu, double at
   for (const auto& b : steps) max_rows = std::max(max_rows, b.rows());
   const int64_t qc = c.heads * c.head_dim, kc = c.kv_heads * c.head_dim;
 
-  auto run = [&](Backend& b) {
+  {
     auto cache = b.create_kv_cache(spec);
     DeviceTensor q = b.alloc_activation(max_rows, qc);
     DeviceTensor k = b.alloc_activation(max_rows, kc);
     DeviceTensor v = b.alloc_activation(max_rows, kc);
     DeviceTensor out = b.alloc_activation(max_rows, qc);
+    std::unique_ptr<BackendWeight> table;
+    RopeParams rp;
+    if (rope) {
+      const auto inv = rope->inv_freq();
+      table = b.upload(HostTensor::from_floats(inv, {static_cast<int64_t>(inv.size())}));
+      rp = RopeParams{table.get(), rope->factor, c.head_dim, rope->rotary_dim};
+    }
     std::vector<std::vector<float>> outputs;
     for (size_t i = 0; i < steps.size(); ++i) {
       TestBatch batch = steps[i];
@@ -418,14 +443,19 @@ void run_attention_case(const AttnCase& c, Backend& gpu, Backend& cpu, double at
            keep);
       load(b, random_values(static_cast<size_t>(rows * kc), 300 + i, 1.0f), rows, kc, v, p.tokens,
            keep);
+      if (rope) b.rope(q.first_rows(p.tokens), k.first_rows(p.tokens), rp);
       b.attention(q.first_rows(p.tokens), k.first_rows(p.tokens), v.first_rows(p.tokens), *cache,
                   ap, out.first_rows(p.tokens));
       outputs.push_back(b.read(out, rows));
     }
     return outputs;
-  };
-  const auto got = run(gpu);
-  const auto ref = run(cpu);
+  }
+}
+
+void run_attention_case(const AttnCase& c, Backend& gpu, Backend& cpu, double atol,
+                        const AttnRope* rope = nullptr) {
+  const auto got = attention_outputs(c, gpu, rope);
+  const auto ref = attention_outputs(c, cpu, rope);
   ASSERT_EQ(got.size(), ref.size());
   double worst = 0;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -465,6 +495,36 @@ TEST_F(GpuOps, AttentionWithEightWarpBlocksMatchesReference) {
                      *cpu, 1.5e-3);
   run_attention_case(AttnCase{"w8_d64_gqa3", 9, 3, 64, 16, {130, 17}, {1, 140}, 2}, *wide, *cpu,
                      1.5e-3);
+}
+
+// Decode steps fold RoPE into the attention kernel: against the CPU (rope, then attention), and
+// bit for bit against the CUDA backend's own rope pass (fusion off). Full and partial rotation,
+// head_dim 64 and 128, long positions; the later decode steps read the keys the fused steps
+// cached, so a wrongly rotated cached key shows there.
+TEST_F(GpuOps, DecodeAttentionAppliesRopeLikeTheRopePass) {
+  CudaBackendOptions o;
+  o.fuse_decode_rope = false;
+  auto unfused = create_cuda_backend(o);
+  struct Case {
+    AttnCase attn;
+    AttnRope rope;
+  };
+  for (const Case& c :
+       {Case{AttnCase{"rope_d128_gqa4", 8, 2, 128, 64, {300, 1, 129}, {5, 200, 1}, 4},
+             AttnRope{128, 1.0f, 5e5}},
+        Case{AttnCase{"rope_d128_partial", 4, 4, 128, 256, {1000, 7}, {24, 1}, 3},
+             AttnRope{64, 1.25f, 1e4}},
+        Case{AttnCase{"rope_d64_gqa3", 9, 3, 64, 16, {130, 17}, {1, 140}, 3},
+             AttnRope{64, 1.0f, 1e4}},
+        Case{AttnCase{"rope_d64_rot16", 2, 1, 64, 16, {1}, {1}, 4}, AttnRope{16, 1.0f, 1e4}}}) {
+    run_attention_case(c.attn, *gpu, *cpu, 1.5e-3, &c.rope);
+    const auto fused = attention_outputs(c.attn, *gpu, &c.rope);
+    const auto separate = attention_outputs(c.attn, *unfused, &c.rope);
+    ASSERT_EQ(fused.size(), separate.size());
+    for (size_t i = 0; i < fused.size(); ++i) {
+      EXPECT_EQ(fused[i], separate[i]) << c.attn.name << " step " << i;
+    }
+  }
 }
 
 void grouped_linears_case(Backend& gpu_backend, Backend& cpu_backend, int64_t rows);

@@ -10,7 +10,10 @@
 #
 # PROFILE=1 adds one decode step of the new build under Nsight Compute (quant_bench
 # --profile-step, real clocks, no cache flush): the time of every kernel of the step
-# (tests/gpu/ncu_step_summary.py). Logs and summary.txt go to $OUT (default build-gpu/quant-job).
+# (tests/gpu/ncu_step_summary.py). TIMELINE=1 traces the same step at real concurrency, graph
+# nodes one by one (Nsight Systems, else the CUPTI tracer tests/gpu/step_trace_injection.cpp):
+# what each kernel adds to the step's length (tests/gpu/timeline_summary.py).
+# Logs and summary.txt go to $OUT (default build-gpu/quant-job).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
@@ -81,4 +84,31 @@ if [ "${PROFILE:-0}" = 1 ]; then
     --quants "$QUANT1" --prefill 16 --batches 1 --steps 2 --no-sweep --profile-step \
     > "$OUT/ncu_step.csv" 2>&1
   python3 tests/gpu/ncu_step_summary.py "$OUT/ncu_step.csv" "${MODELS%%,*} $QUANT1 batch 1" | tee -a "$SUMMARY"
+fi
+if [ "${TIMELINE:-0}" = 1 ]; then
+  QUANT1="${QUANTS%%,*}"
+  NSYS_BIN=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys \
+    2>/dev/null | head -1)
+  TRACER=$ROOT/build-gpu/tests/gpu/libhearth_step_trace.so
+  [ -n "$NSYS_BIN" ] || cmake --build build-gpu --target hearth_step_trace >> "$OUT/build.log" 2>&1
+  for B in ${TIMELINE_BATCHES:-1}; do
+    step=(build-gpu/tests/gpu/quant_bench --models "${MODELS%%,*}" --quants "$QUANT1" --prefill 16
+          --batches "$B" --steps 2 --no-sweep --profile-step)
+    csv="$OUT/timeline_b$B.csv"
+    if [ -n "$NSYS_BIN" ]; then
+      rm -f /tmp/hearth-step.nsys-rep /tmp/hearth-step.sqlite
+      timeout 300 "$NSYS_BIN" profile --capture-range=cudaProfilerApi --capture-range-end=stop \
+        --cuda-graph-trace=node --trace=cuda -o /tmp/hearth-step --force-overwrite true \
+        "${step[@]}" > "$OUT/timeline_b$B.log" 2>&1
+      "$NSYS_BIN" stats --report cuda_gpu_trace --format csv --output - /tmp/hearth-step.nsys-rep \
+        > "$csv" 2>> "$OUT/timeline_b$B.log"
+    elif [ -f "$TRACER" ]; then
+      CUDA_INJECTION64_PATH=$TRACER HEARTH_STEP_TRACE=$csv timeout 300 "${step[@]}" \
+        > "$OUT/timeline_b$B.log" 2>&1
+    else
+      say "timeline: neither nsys nor the CUPTI tracer"; break
+    fi
+    python3 tests/gpu/timeline_summary.py "$csv" "${MODELS%%,*} $QUANT1 batch $B" 2>&1 |
+      tee -a "$SUMMARY"
+  done
 fi

@@ -22,6 +22,9 @@ struct CudaBackendOptions {
   int64_t gemv_max_rows = 1;
   int attention_warps = 8;   // prefill attention: 4 (64 queries per block) or 8 (128)
   int row_gemv_variant = 0;  // batch-1 GEMV: 0 high occupancy, 1 deeper loads + L2 prefetch
+  // In a decode step, RoPE is applied by the attention kernel as it reads q and the new key,
+  // instead of by a pass of its own (same bits; off only to compare).
+  bool fuse_decode_rope = true;
   size_t cublas_workspace_bytes = size_t(32) << 20;
 };
 

@@ -183,8 +183,20 @@ class CudaBackend final : public Backend {
   void linear_cublas(const CudaLinearWeight& w, const DeviceTensor& x, const DeviceTensor& out);
   // Consecutive GEMV-sized linears that read the same x are launched together (q, k, v;
   // gate, up): linear() queues them, and every other op launches the queue first.
-  void flush_linears();        // every queued linear (dense and quantized)
+  void flush_linears();        // every queued op: the rope, then linears (dense and quantized)
   void flush_dense_linears();  // the queued dense ones
+
+  // A decode step's rope waits for the attention after it, which applies it (flush_rope launches it
+  // otherwise).
+  struct PendingRope {
+    DeviceTensor q, k;
+    const float* inv_freq;
+    float attention_factor;
+    int head_dim, rotary_dim;
+  };
+  std::optional<PendingRope> pending_rope_;
+  void launch_rope(const PendingRope& r);
+  void flush_rope();
 
   // EXL2 / GPTQ linear layers (defined in engine/quant/cuda_quant_linear.cpp).
   std::unique_ptr<BackendWeight> upload_quantized_linear(const LinearSource& source);

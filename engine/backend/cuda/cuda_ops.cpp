@@ -3,6 +3,8 @@
 #include <cublas_v2.h>
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
@@ -90,6 +92,7 @@ bool rows_overlap(const DeviceTensor& a, const DeviceTensor& b, int64_t rows) {
 }
 
 void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTensor out) {
+  flush_rope();
   if (is_quantized_linear(weight)) {  // EXL2 / GPTQ (engine/quant/cuda_quant_linear.cpp)
     linear_quantized(weight, x, out);
     return;
@@ -136,6 +139,7 @@ void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTens
 }
 
 void CudaBackend::flush_linears() {
+  flush_rope();
   flush_quant_linears();
   flush_dense_linears();
 }
@@ -206,15 +210,39 @@ void CudaBackend::rope(DeviceTensor q, DeviceTensor k, const RopeParams& params)
   HEARTH_CHECK(q.rows == k.rows && q.rows <= prepared_.padded_tokens, "rope: rows");
   check_rows(q, q.rows, "rope");
   check_rows(k, k.rows, "rope");
-  check_launch(
-      kernels::rope(launch(), to_elem(q.dtype), q.data, q.cols, k.data, k.cols, q.rows,
-                    batch_view().positions, inv.buffer.as<float>(), params.attention_factor,
-                    static_cast<int>(params.head_dim), static_cast<int>(params.rotary_dim)),
-      "rope");
+  const PendingRope r{q,
+                      k,
+                      inv.buffer.as<float>(),
+                      params.attention_factor,
+                      static_cast<int>(params.head_dim),
+                      static_cast<int>(params.rotary_dim)};
+  // In a decode step the attention that follows can rotate q and k as it reads them: one pass
+  // less per layer. Any other op launches the rotation first (flush_rope).
+  if (options_.fuse_decode_rope && prepared_.decode &&
+      kernels::attention_decode_rope_supported(r.head_dim, r.rotary_dim)) {
+    pending_rope_ = r;
+    return;
+  }
+  launch_rope(r);
+}
+
+void CudaBackend::launch_rope(const PendingRope& r) {
+  check_launch(kernels::rope(launch(), to_elem(r.q.dtype), r.q.data, r.q.cols, r.k.data, r.k.cols,
+                             r.q.rows, batch_view().positions, r.inv_freq, r.attention_factor,
+                             r.head_dim, r.rotary_dim),
+               "rope");
+}
+
+void CudaBackend::flush_rope() {
+  if (!pending_rope_) return;
+  const PendingRope r = *pending_rope_;
+  pending_rope_.reset();
+  launch_rope(r);
 }
 
 void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCacheStorage& storage,
                             const AttentionParams& p, DeviceTensor out) {
+  std::optional<PendingRope> rope = std::exchange(pending_rope_, std::nullopt);
   flush_linears();
   auto* cache = dynamic_cast<CudaKvCache*>(&storage);
   HEARTH_CHECK(cache != nullptr, "attention: cache is not a CUDA cache");
@@ -247,16 +275,24 @@ void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCa
   const bool fast = kernels::attention_fast_supported(static_cast<int>(p.head_dim), heads,
                                                       static_cast<int>(p.num_kv_heads));
   if (prepared_.decode && fast) {
+    kernels::DecodeRope fused;
+    if (rope && rope->q.data == q.data && rope->k.data == k.data && rope->q.rows == q.rows &&
+        rope->head_dim == p.head_dim) {
+      fused = {rope->inv_freq, rope->attention_factor, rope->rotary_dim};
+      rope.reset();
+    }
+    if (rope) launch_rope(*rope);  // queued for other tensors: run it as recorded
     ensure_decode_scratch(
         kernels::decode_partial_floats(batch.num_seqs, heads, static_cast<int>(p.head_dim)),
         static_cast<size_t>(batch.num_seqs) * static_cast<size_t>(p.num_kv_heads));
     const kernels::DecodeScratch scratch{decode_partials_.as<float>(),
                                          decode_counters_.as<int32_t>()};
     check_launch(kernels::attention_decode(launch(), elem, q.data, k.data, v.data, batch, view,
-                                           heads, p.scale, out.data, scratch),
+                                           heads, p.scale, out.data, scratch, fused),
                  "attention_decode");
     return;
   }
+  if (rope) launch_rope(*rope);
   check_launch(kernels::kv_store(launch(), elem, k.data, v.data, batch, view), "kv_store");
   if (fast) {
     check_launch(kernels::attention_prefill(launch(), elem, q.data, batch, view, heads, p.scale,
