@@ -159,7 +159,6 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 4)
       __ballot_sync(kFull, lane < n && (lane == 0 || group != prev_group));
   const uint32_t width_starts = __ballot_sync(kFull, lane < n && (lane == 0 || bits != prev_bits));
   const uint32_t* wcol = m.qweight + nb * m.lines * 32;
-  const int line0 = __shfl_sync(kFull, line, 0);
   if (active) {
     // The record of each group the slice starts: lane j copies the one of chunk j.
     if (lane < n && ((group_starts >> lane) & 1u)) {
