@@ -172,19 +172,22 @@ __device__ __forceinline__ void store_out(void* out, bool out_f32, int64_t at, f
   }
 }
 
-// Σ p[s · stride] for s = 0 .. count − 1, added in slice order (the order both kernels share);
-// the loads are issued eight at a time so that their latencies overlap.
+// Σ p[s · stride] for s = 0 .. count − 1, added in slice order (the order both kernels share).
+// The loads are issued sixteen at a time (the rest predicated), so that a column's sum over the
+// usual 16 slices costs one round trip to L2, not two: it is on the step's critical path.
 __device__ __forceinline__ float sum_slices(const float* p, int64_t stride, int count) {
+  constexpr int kBatch = 16;
   float sum = 0.0f;
-  int s = 0;
-  for (; s + 8 <= count; s += 8) {
-    float v[8];
+  for (int s = 0; s < count; s += kBatch) {
+    float v[kBatch];
+    const float* at = p + int64_t(s) * stride;  // one running address: few registers
 #pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = __ldcg(p + int64_t(s + i) * stride);
+    for (int i = 0; i < kBatch; ++i, at += stride) v[i] = s + i < count ? __ldcg(at) : 0.0f;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) sum += v[i];
+    for (int i = 0; i < kBatch; ++i) {
+      if (s + i < count) sum += v[i];
+    }
   }
-  for (; s < count; ++s) sum += __ldcg(p + int64_t(s) * stride);
   return sum;
 }
 
