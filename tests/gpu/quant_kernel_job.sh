@@ -4,9 +4,11 @@
 # batch invariance), the same under compute-sanitizer memcheck and racecheck (a subset), and the
 # synthetic Llama-3-8B EXL2 / GPTQ benchmark. With BASELINE (a folder holding other versions of
 # some source files at their repository paths), the same benchmark is built and run from the tree
-# with those files swapped in, first, so both numbers come from one machine.
+# with those files swapped in, first, so both numbers come from one machine; VARIANTS adds more
+# such trees (experiments), benchmarked after the new build.
 #
 #   BASELINE=build-baseline QUANTS=exl2:4.0,gptq:4:128 tests/gpu/quant_kernel_job.sh
+#   VARIANTS="p16=build-var-p16 tile32=build-var-tile32" tests/gpu/quant_kernel_job.sh
 #
 # PROFILE=1 adds one decode step of the new build under Nsight Compute (quant_bench
 # --profile-step, real clocks, no cache flush): the time of every kernel of the step
@@ -27,16 +29,27 @@ say() { echo "$*" | tee -a "$SUMMARY"; }
 J=$(nproc)
 say "GPU: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1)"
 
-# Baseline: a copy of the tree with the older files, built in the background (hearth-cli only).
-if [ -n "${BASELINE:-}" ]; then
-  rm -rf /tmp/hearth-base && mkdir -p /tmp/hearth-base
-  tar -C "$ROOT" --exclude='./build*' --exclude='./.git' -cf - . | tar -C /tmp/hearth-base -xf -
-  cp -r "$BASELINE"/. /tmp/hearth-base/
-  (cmake -S /tmp/hearth-base -B /tmp/hearth-base/build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-     -DHEARTH_APP=OFF -DHEARTH_TESTS=OFF -DHEARTH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 &&
-   cmake --build /tmp/hearth-base/build -j "$J" --target hearth-cli) > "$OUT/baseline_build.log" 2>&1 &
-  base_pid=$!
-fi
+# Other trees: a copy of this one with some files swapped in (a folder holding them at their
+# repository paths), built in the background (hearth-cli only, Release): BASELINE (older files),
+# VARIANTS="name=folder ..." (experiments). All are benchmarked in this call, after the new build.
+swapped_tree() {  # name, folder: builds /tmp/hearth-<name>
+  local dir=/tmp/hearth-$1
+  rm -rf "$dir" && mkdir -p "$dir"
+  tar -C "$ROOT" --exclude='./build*' --exclude='./.git' -cf - . | tar -C "$dir" -xf -
+  cp -r "$2"/. "$dir"/
+  cmake -S "$dir" -B "$dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHEARTH_APP=OFF \
+    -DHEARTH_TESTS=OFF -DHEARTH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 &&
+    cmake --build "$dir/build" -j "$J" --target hearth-cli
+}
+trees=()
+[ -n "${BASELINE:-}" ] && trees+=("baseline=$BASELINE")
+for v in ${VARIANTS:-}; do trees+=("$v"); done
+declare -A tree_pid
+for t in "${trees[@]}"; do
+  name=${t%%=*}
+  swapped_tree "$name" "${t#*=}" > "$OUT/${name}_build.log" 2>&1 &
+  tree_pid[$name]=$!
+done
 
 start=$SECONDS
 HEARTH_GPU_STAGES=build HEARTH_CUDA_ARCHS=90 OUT="$OUT/suite" tests/gpu/run.sh > "$OUT/suite.log" 2>&1
@@ -72,11 +85,15 @@ bench() {  # label, binary
   fi
   cat "$OUT/bench_$1.txt" | tee -a "$SUMMARY"
 }
-if [ -n "${BASELINE:-}" ]; then
-  if wait "$base_pid"; then bench baseline /tmp/hearth-base/build/app/cli/hearth-cli
-  else say "baseline build FAILED"; tail -20 "$OUT/baseline_build.log"; fi
-fi
+bench_tree() {  # name
+  if wait "${tree_pid[$1]}"; then bench "$1" "/tmp/hearth-$1/build/app/cli/hearth-cli"
+  else say "$1 build FAILED"; tail -20 "$OUT/$1_build.log"; fi
+}
+[ -n "${BASELINE:-}" ] && bench_tree baseline
 bench new build-gpu/app/cli/hearth-cli
+for t in "${trees[@]}"; do
+  [ "${t%%=*}" = baseline ] || bench_tree "${t%%=*}"
+done
 if [ "${PROFILE:-0}" = 1 ]; then
   QUANT1="${QUANTS%%,*}"
   timeout 300 ncu --profile-from-start off --clock-control none --cache-control none \
