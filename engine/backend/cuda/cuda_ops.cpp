@@ -274,14 +274,15 @@ void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCa
   const int heads = static_cast<int>(p.num_heads);
   const bool fast = kernels::attention_fast_supported(static_cast<int>(p.head_dim), heads,
                                                       static_cast<int>(p.num_kv_heads));
-  if (prepared_.decode && fast) {
-    kernels::DecodeRope fused;
-    if (rope && rope->q.data == q.data && rope->k.data == k.data && rope->q.rows == q.rows &&
-        rope->head_dim == p.head_dim) {
-      fused = {rope->inv_freq, rope->attention_factor, rope->rotary_dim};
-      rope.reset();
-    }
-    if (rope) launch_rope(*rope);  // queued for other tensors: run it as recorded
+  const bool decode = prepared_.decode && fast;
+  kernels::DecodeRope fused;
+  if (decode && rope && rope->q.data == q.data && rope->k.data == k.data &&
+      rope->q.rows == q.rows && rope->head_dim == p.head_dim) {
+    fused = {rope->inv_freq, rope->attention_factor, rope->rotary_dim};
+    rope.reset();
+  }
+  if (rope) launch_rope(*rope);  // not for this attention's kernel: run it as recorded
+  if (decode) {
     ensure_decode_scratch(
         kernels::decode_partial_floats(batch.num_seqs, heads, static_cast<int>(p.head_dim)),
         static_cast<size_t>(batch.num_seqs) * static_cast<size_t>(p.num_kv_heads));
@@ -292,7 +293,6 @@ void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCa
                  "attention_decode");
     return;
   }
-  if (rope) launch_rope(*rope);
   check_launch(kernels::kv_store(launch(), elem, k.data, v.data, batch, view), "kv_store");
   if (fast) {
     check_launch(kernels::attention_prefill(launch(), elem, q.data, batch, view, heads, p.scale,
