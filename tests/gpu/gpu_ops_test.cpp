@@ -218,6 +218,16 @@ TEST_F(GpuOps, TensorCoreGemvRowsAreBatchInvariant) {
 }
 
 // ---- RoPE ----
+// The plain (unscaled) frequency table: theta^(-2i / rotary_dim).
+std::vector<float> rope_inv_freq(int64_t rotary_dim, double theta) {
+  std::vector<float> inv(static_cast<size_t>(rotary_dim / 2));
+  for (size_t i = 0; i < inv.size(); ++i) {
+    inv[i] = static_cast<float>(
+        1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(rotary_dim)));
+  }
+  return inv;
+}
+
 TEST_F(GpuOps, RopeMatchesReferenceIncludingLargePositionsAndPartialRotation) {
   struct Case {
     int64_t heads, kv_heads, head_dim, rotary_dim;
@@ -226,11 +236,7 @@ TEST_F(GpuOps, RopeMatchesReferenceIncludingLargePositionsAndPartialRotation) {
   };
   for (const Case& c : {Case{8, 2, 64, 64, 1.0f, 1e4}, Case{4, 4, 128, 64, 1.25f, 5e5},
                         Case{9, 3, 64, 32, 1.0f, 1e5}}) {
-    std::vector<float> inv(static_cast<size_t>(c.rotary_dim / 2));
-    for (size_t i = 0; i < inv.size(); ++i) {
-      inv[i] = static_cast<float>(
-          1.0 / std::pow(c.theta, static_cast<double>(2 * i) / static_cast<double>(c.rotary_dim)));
-    }
+    const std::vector<float> inv = rope_inv_freq(c.rotary_dim, c.theta);
     TestBatch batch;
     batch.seqs.push_back({0, 20, std::vector<int32_t>(4, 0), false});
     batch.seqs.push_back({70000, 13, std::vector<int32_t>(5000, 0), false});
@@ -354,14 +360,7 @@ struct AttnRope {
   int64_t rotary_dim;
   float factor;
   double theta;
-  std::vector<float> inv_freq() const {
-    std::vector<float> inv(static_cast<size_t>(rotary_dim / 2));
-    for (size_t i = 0; i < inv.size(); ++i) {
-      inv[i] = static_cast<float>(
-          1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(rotary_dim)));
-    }
-    return inv;
-  }
+  std::vector<float> inv_freq() const { return rope_inv_freq(rotary_dim, theta); }
 };
 
 // The attention outputs of every step of the case (prefill, chunk, decode steps).

@@ -94,23 +94,26 @@ bench new build-gpu/app/cli/hearth-cli
 for t in "${trees[@]}"; do
   [ "${t%%=*}" = baseline ] || bench_tree "${t%%=*}"
 done
+# One decode step of the first model and quantization at batch $1, between
+# cudaProfilerStart/Stop (the profilers below capture just that step).
+QUANT1="${QUANTS%%,*}"
+decode_step() {
+  step=(build-gpu/tests/gpu/quant_bench --models "${MODELS%%,*}" --quants "$QUANT1" --prefill 16
+        --batches "$1" --steps 2 --no-sweep --profile-step)
+}
 if [ "${PROFILE:-0}" = 1 ]; then
-  QUANT1="${QUANTS%%,*}"
+  decode_step 1
   timeout 300 ncu --profile-from-start off --clock-control none --cache-control none \
-    --metrics gpu__time_duration.sum --csv build-gpu/tests/gpu/quant_bench --models "${MODELS%%,*}" \
-    --quants "$QUANT1" --prefill 16 --batches 1 --steps 2 --no-sweep --profile-step \
-    > "$OUT/ncu_step.csv" 2>&1
+    --metrics gpu__time_duration.sum --csv "${step[@]}" > "$OUT/ncu_step.csv" 2>&1
   python3 tests/gpu/ncu_step_summary.py "$OUT/ncu_step.csv" "${MODELS%%,*} $QUANT1 batch 1" | tee -a "$SUMMARY"
 fi
 if [ "${TIMELINE:-0}" = 1 ]; then
-  QUANT1="${QUANTS%%,*}"
   NSYS_BIN=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys \
     2>/dev/null | head -1)
   TRACER=$ROOT/build-gpu/tests/gpu/libhearth_step_trace.so
   [ -n "$NSYS_BIN" ] || cmake --build build-gpu --target hearth_step_trace >> "$OUT/build.log" 2>&1
   for B in ${TIMELINE_BATCHES:-1}; do
-    step=(build-gpu/tests/gpu/quant_bench --models "${MODELS%%,*}" --quants "$QUANT1" --prefill 16
-          --batches "$B" --steps 2 --no-sweep --profile-step)
+    decode_step "$B"
     csv="$OUT/timeline_b$B.csv"
     if [ -n "$NSYS_BIN" ]; then
       rm -f /tmp/hearth-step.nsys-rep /tmp/hearth-step.sqlite
