@@ -196,7 +196,7 @@ __device__ __forceinline__ float sum_slices(const float* p, int64_t stride, int 
 // these slices and sum the slices' fp32 partials in slice order.
 inline int slice_chunks(const QuantMatrix& m) {
   const int64_t tile_columns = (m.blocks + 3) / 4;
-  if (tile_columns * ((m.chunks + 15) / 16) >= 1024) return 16;
+  if (tile_columns * ((m.chunks + 15) / 16) >= 768) return 16;
   if (tile_columns * ((m.chunks + 7) / 8) >= 384) return 8;
   return 4;
 }

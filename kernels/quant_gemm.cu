@@ -11,8 +11,9 @@
 //
 // Block: 4 warps = 128 consecutive outputs, and P consecutive chunks (P·32 stored rows, P = 4, 8
 // or 16 chosen from the matrix shape alone). Before waiting on the previous kernel (programmatic
-// dependent launch), every warp issues cp.async copies of its whole weight slice and of the
-// scales it will need, so the weights stream in while the previous kernel drains. Then the block
+// dependent launch), every warp issues cp.async copies of (the first 8 chunks of) its weight
+// slice and of the scales it will need, so the weights stream in while the previous kernel
+// drains; slices of 16 chunks stage their second half after the first is multiplied. Then the block
 // stages x for its rows in shared memory, gathering each row through row_src — the act-order
 // permutation is applied here, with no separate pass — and zero-filling padding rows. Blocks
 // along K write fp32 partials; the last block of a tile column to finish sums them in a fixed
@@ -29,6 +30,7 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kMaxChunksPerBlock = 16;
+constexpr int kStageChunks = 8;  // chunks of weights in shared memory at a time
 using qchunk::kMetaWords;  // per (warp, chunk): the group record, then info (33) and line (34)
 
 int tile_columns(const QuantMatrix& m) {
@@ -39,13 +41,12 @@ int row_tiles(int64_t rows) {
   return rows <= 16 ? 2 : rows <= 32 ? 4 : 8;
 }
 
-int effective_chunks(const QuantMatrix& m, int64_t rows) {
-  const int p = qchunk::slice_chunks(m);
-  return row_tiles(rows) == 8 ? std::min(p, 8) : p;  // keeps shared memory in bounds
+int effective_chunks(const QuantMatrix& m, int64_t) {
+  return qchunk::slice_chunks(m);  // the slices of every batch size: rows are batch-invariant
 }
 
 size_t smem_bytes(const QuantMatrix& m, int mt, int p) {
-  const size_t w = size_t(kWarps) * m.max_bits * p * 32 * 4;
+  const size_t w = size_t(kWarps) * m.max_bits * std::min(p, kStageChunks) * 32 * 4;
   const size_t meta = size_t(kWarps) * p * kMetaWords * 4;
   const size_t x = size_t(mt) * 8 * (p * 32 + 8) * 2;
   return w + meta + x;
@@ -79,7 +80,8 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
   const int t = lane & 3;
-  const int words_per_warp = m.max_bits * p_chunks * 32;
+  const int stage = min(p_chunks, kStageChunks);  // slices of 16 chunks are staged in halves
+  const int words_per_warp = m.max_bits * stage * 32;
   uint32_t* s_w = reinterpret_cast<uint32_t*>(smem) + warp * words_per_warp;
   uint32_t* s_meta =
       reinterpret_cast<uint32_t*>(smem) + kWarps * words_per_warp + warp * p_chunks * kMetaWords;
@@ -95,14 +97,20 @@ __global__ void __launch_bounds__(kThreads)
   const int K = static_cast<int>(m.in_features);
   const int N = static_cast<int>(m.out_features);
 
+  // Copies the weights of chunks [j0, j1) of the block into the warp's s_w.
+  auto stage_weights = [&](int j0, int j1) {
+    const int l0 = m.chunk_line[c0 + j0];
+    const int nlines = m.chunk_line[c0 + j1] - l0;
+    const uint32_t* src = m.qweight + (nb * m.lines + l0) * 32;
+    for (int i = lane; i < nlines * 8; i += 32) cp_async16(s_w + i * 4, src + i * 4, true);
+  };
+
   pdl_launch_dependents();
   // Weight-side data (never written by other kernels): fetched before waiting on the previous
-  // kernel, all copies in flight at once.
+  // kernel, all copies in flight at once (the first stage of the weights).
   const int line0 = m.chunk_line[c0];
   if (active) {
-    const int nlines = m.chunk_line[c1] - line0;
-    const uint32_t* src = m.qweight + (nb * m.lines + line0) * 32;
-    for (int i = lane; i < nlines * 8; i += 32) cp_async16(s_w + i * 4, src + i * 4, true);
+    stage_weights(0, min(nchunks, stage));
     for (int i = lane; i < nchunks * 8; i += 32) {
       const int j = i >> 3, part = i & 7;
       const uint32_t info = m.chunk_info[c0 + j];
@@ -159,8 +167,17 @@ __global__ void __launch_bounds__(kThreads)
   if (active) {
     __half2 sc[4], zz[4], neg_z64[4];
     int cur_group = -1;
+    uint32_t stage_line = 0;  // first line of the staged chunks, relative to line0
     for (int j = 0; j < nchunks; ++j) {
       const uint32_t* meta = s_meta + j * kMetaWords;
+      if (j > 0 && j % stage == 0) {  // the next stage into the same buffer (same order of MMAs)
+        __syncwarp();
+        stage_weights(j, min(nchunks, j + stage));
+        cp_async_commit();
+        cp_async_wait<0>();
+        __syncwarp();
+        stage_line = meta[34];
+      }
       const uint32_t info = meta[33];
       const int bits = qtile::chunk_bits(info);
       const int group = static_cast<int>(qtile::chunk_group(info));
@@ -169,7 +186,7 @@ __global__ void __launch_bounds__(kThreads)
         qchunk::high_nibble_offsets(zz, neg_z64);
         cur_group = group;
       }
-      const uint32_t* wl = s_w + meta[34] * 32 + lane;
+      const uint32_t* wl = s_w + (meta[34] - stage_line) * 32 + lane;
       const __half* xs = s_x + j * 32;
       qchunk::with_width(bits, [&](auto width) {
         staged_chunk<decltype(width)::value, MT>(wl, xs, xs_stride, g, t, sc, zz, neg_z64, acc);
@@ -227,7 +244,9 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch
 }
 
-// One warp per (32-output tile, chunk): decode and scatter to w[n - n_begin][row_src[s]].
+// One warp per (32-output tile, chunk): decode into w[n - n_begin][s], s the stored row, so each
+// output's 32 rows of the chunk are one contiguous 64-byte run (the act-order permutation is
+// applied to x instead, by quant_gather_x_kernel).
 template <QuantKind KIND>
 __global__ void __launch_bounds__(kThreads)
     quant_dequant_kernel(QuantMatrix m, int64_t n_begin, int64_t count, __half* dst) {
@@ -262,19 +281,27 @@ __global__ void __launch_bounds__(kThreads)
   uint32_t w[8], pr[qtile::kPairs];
   for (int i = 0; i < bits; ++i) w[i] = wl[i * 32];
   qchunk::with_width(bits, [&](auto width) { qtile::decode_lane<decltype(width)::value>(w, pr); });
-  const int K = static_cast<int>(m.in_features);
+  const int64_t stored_rows = m.chunks * 32;
 #pragma unroll
   for (int p = 0; p < qtile::kPairs; ++p) {
     const int slot = qtile::pair_output_slot(p);
     const int64_t n = nb * 32 + qtile::pair_output(p, lane);
     if (n >= m.out_features || n - n_begin >= count) continue;
     const __half2 v = __hmul2(__hsub2(qchunk::as_half2(pr[p]), zz[slot]), sc[slot]);
-    const int64_t s = c * 32 + qtile::pair_row(p, lane, 0);
-    const int src0 = m.row_src[s];
-    const int src1 = m.row_src[s + 1];
-    __half* row = dst + (n - n_begin) * K;
-    if (src0 >= 0) row[src0] = __low2half(v);
-    if (src1 >= 0) row[src1] = __high2half(v);
+    const int64_t s = c * 32 + qtile::pair_row(p, lane, 0);  // even: rows s, s + 1 in one word
+    *reinterpret_cast<__half2*>(dst + (n - n_begin) * stored_rows + s) = v;
+  }
+}
+
+// x_stored[r][s] = x[r][row_src[s]], zero for padding rows: x in the weights' stored row order.
+__global__ void quant_gather_x_kernel(const int32_t* row_src, int64_t stored_rows, const __half* x,
+                                      int64_t in_features, int64_t rows, __half* x_stored) {
+  const int64_t total = rows * stored_rows;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / stored_rows;
+    const int src = row_src[i - r * stored_rows];
+    x_stored[i] = src >= 0 ? x[r * in_features + src] : __float2half_rn(0.0f);
   }
 }
 
@@ -371,6 +398,20 @@ cudaError_t quant_dequantize(const Launch& l, const QuantMatrix& m, int64_t n_be
       return launch_kernel(plain, quant_dequant_kernel<QuantKind::kGptqAsym>, grid, dim3(kThreads),
                            0, m, n_begin, count, out);
   }
+}
+
+cudaError_t quant_gather_x(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
+                           void* x_stored) {
+  if (!qchunk::valid_matrix(m) || rows <= 0) return cudaErrorInvalidValue;
+  constexpr int kGatherThreads = 256;
+  const int64_t total = rows * m.chunks * 32;
+  const auto blocks =
+      static_cast<unsigned>(std::min<int64_t>(ceil_div(total, kGatherThreads), 4096));
+  Launch plain = l;  // cuBLAS, not a kernel of ours, may precede it
+  plain.pdl = false;
+  return launch_kernel(plain, quant_gather_x_kernel, dim3(blocks), dim3(kGatherThreads), 0,
+                       m.row_src, m.chunks * 32, static_cast<const __half*>(x), m.in_features, rows,
+                       static_cast<__half*>(x_stored));
 }
 
 }  // namespace hearth::kernels

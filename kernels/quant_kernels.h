@@ -69,10 +69,15 @@ constexpr int kQuantGemmGroupMaxRows = 8;
 cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, int count,
                              const void* x, int64_t rows, const QuantGemmScratch& scratch);
 
-// Dequantizes outputs [n_begin, n_begin + count) to fp16 w[count, K] in the original input
-// order (act-order undone): the large-batch path feeds this to cuBLAS. n_begin must be a
-// multiple of 32.
+// The large-batch path (cuBLAS on dequantized weights), in the weights' stored row order so the
+// dequantized rows are written contiguously: out = x_stored · w_storedᵀ with K' = chunks · 32.
+// quant_dequantize writes outputs [n_begin, n_begin + count) to fp16 w[count][K'] (row s of the
+// tile layout in column s; padding rows decode to finite values that meet zeros in x_stored);
+// n_begin must be a multiple of 32. quant_gather_x writes x_stored[r][s] = x[r][row_src[s]] (0
+// for padding rows), r < rows: the act-order permutation applied to x once per product.
 cudaError_t quant_dequantize(const Launch& l, const QuantMatrix& m, int64_t n_begin, int64_t count,
                              void* w);
+cudaError_t quant_gather_x(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
+                           void* x_stored);
 
 }  // namespace hearth::kernels

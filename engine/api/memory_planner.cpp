@@ -6,6 +6,7 @@
 #include "engine/core/error.h"
 #if HEARTH_WITH_CUDA
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/quant/cuda_quant_linear.h"
 #endif
 
 namespace hearth {
@@ -28,9 +29,9 @@ ResolvedLoad resolve_load(const LoadOptions& options, const ModelInfo& info) {
   if (options.max_batch < 1 || options.max_batch > 256) {
     fail(ErrorCode::kInvalidArgument, "max_batch must be in 1..256");
   }
-  r.max_seq_len = options.max_seq_len > 0
-                      ? options.max_seq_len
-                      : std::min<int64_t>(c.max_position_embeddings, LoadOptions::kDefaultMaxSeqLen);
+  r.max_seq_len = options.max_seq_len > 0 ? options.max_seq_len
+                                          : std::min<int64_t>(c.max_position_embeddings,
+                                                              LoadOptions::kDefaultMaxSeqLen);
   if (r.max_seq_len > (1 << 22)) fail(ErrorCode::kInvalidArgument, "max_seq_len is too large");
   r.max_batch = options.max_batch;
   r.cache_tokens = options.cache_tokens > 0 ? options.cache_tokens : r.max_seq_len;
@@ -79,10 +80,14 @@ MemoryPlan estimate_memory(const LoadOptions& options, const ModelInfo& info,
   plan.workspace = size_t{16} << 20;
 #if HEARTH_WITH_CUDA
   if (cuda) {
-    plan.workspace = cuda_workspace_bytes(r.max_batch_tokens, r.max_logit_rows, c.vocab_size,
-                                          c.num_heads, c.head_dim,
-                                          std::max(c.vocab_size, c.intermediate_size)) +
-                     (size_t{64} << 20);  // CUDA context structures, graphs
+    plan.workspace =
+        cuda_workspace_bytes(r.max_batch_tokens, r.max_logit_rows, c.vocab_size, c.num_heads,
+                             c.head_dim, std::max(c.vocab_size, c.intermediate_size)) +
+        (size_t{64} << 20);  // CUDA context structures, graphs
+    if (info.format == ModelFormat::kExl2 || info.format == ModelFormat::kGptq) {
+      plan.workspace += cuda::quant_large_batch_workspace_bytes(
+          r.max_batch_tokens, std::max({c.hidden_size, c.q_dim(), c.intermediate_size}));
+    }
   }
 #endif
   return plan;
@@ -90,8 +95,8 @@ MemoryPlan estimate_memory(const LoadOptions& options, const ModelInfo& info,
 
 void judge_plan(MemoryPlan& plan, const LoadOptions& options, const ResolvedLoad& r) {
   // Keep a margin: the rest of the system (and the display, on a GPU) needs memory too.
-  const size_t margin = options.device == DeviceKind::kCuda ? (size_t{256} << 20)
-                                                            : (size_t{512} << 20);
+  const size_t margin =
+      options.device == DeviceKind::kCuda ? (size_t{256} << 20) : (size_t{512} << 20);
   plan.fits = plan.needed() + margin <= plan.device_free;
   if (plan.fits) return;
   std::string advice = "needs " + format_bytes(plan.needed()) + " (weights " +
@@ -106,13 +111,11 @@ void judge_plan(MemoryPlan& plan, const LoadOptions& options, const ResolvedLoad
   } else {
     const size_t fixed = margin + plan.weights + plan.activations + plan.workspace;
     const size_t room = plan.device_free > fixed ? plan.device_free - fixed : 0;
-    const size_t per_token = r.num_pages > 0
-                                 ? plan.kv_cache / static_cast<size_t>(r.num_pages * r.page_size)
-                                 : 1;
+    const size_t per_token =
+        r.num_pages > 0 ? plan.kv_cache / static_cast<size_t>(r.num_pages * r.page_size) : 1;
     const size_t tokens = per_token ? room / per_token : 0;
     advice += " Lower max_seq_len / cache size to about " + std::to_string(tokens / 256 * 256) +
-              " tokens" +
-              (options.device == DeviceKind::kCuda ? ", or load on the CPU." : ".");
+              " tokens" + (options.device == DeviceKind::kCuda ? ", or load on the CPU." : ".");
   }
   plan.advice = advice;
 }

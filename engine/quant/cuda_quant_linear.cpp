@@ -21,6 +21,7 @@ class CudaQuantLinearWeight final : public BackendWeight {
   DeviceBuffer storage;  // every array of the tile layout, each 256-byte aligned
   DeviceBuffer bias;     // f32 [N], or empty
   kernels::QuantMatrix matrix;
+  bool rows_in_order = false;  // stored row s is input feature s: x needs no gather
 };
 
 // fp16 weights dequantized per cuBLAS call on the large-batch path.
@@ -46,6 +47,13 @@ int max_bits(uint32_t mask) {
 }
 
 }  // namespace
+
+size_t quant_large_batch_workspace_bytes(int64_t rows, int64_t max_in_features) {
+  // Stored rows: each group padded to a multiple of 32 rows, at most twice K for groups of 16 or
+  // more rows (the layouts that occur); an estimate for the load plan, the buffers grow as needed.
+  const int64_t stored = 2 * ((max_in_features + 31) / 32 * 32);
+  return kDequantBytes + static_cast<size_t>(std::max<int64_t>(rows, 0) * stored) * 2;
+}
 
 bool is_quantized_linear(const BackendWeight& w) {
   return dynamic_cast<const CudaQuantLinearWeight*>(&w) != nullptr;
@@ -104,6 +112,7 @@ std::unique_ptr<BackendWeight> CudaBackend::upload_quantized_linear(const Linear
   m.groups = L.groups;
   m.lines = L.lines;
   m.max_bits = max_bits(L.bits_mask);
+  w->rows_in_order = L.rows_in_order;
 
   if (source.bias) {
     const HostTensor& b = *source.bias;
@@ -198,11 +207,29 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
     }
     return;
   }
-  // Large batches: fp16 weights slice by slice (output rows, multiples of 32), then cuBLAS.
-  const int64_t K = m.in_features, N = m.out_features;
-  int64_t slice = std::max<int64_t>(32, static_cast<int64_t>(kDequantBytes / (K * 2)) / 32 * 32);
+  // Large batches: fp16 weights slice by slice (output rows, multiples of 32), then cuBLAS, in the
+  // weights' stored row order (x gathered into that order once, unless it already is).
+  const int64_t N = m.out_features, stored_rows = m.chunks * 32;
+  const void* x_gemm = x.data;
+  int64_t k_gemm = m.in_features, ld_x = m.in_features;
+  if (!w.rows_in_order) {
+    const size_t x_bytes = static_cast<size_t>(rows * stored_rows) * 2;
+    if (quant_x_.size() < x_bytes) {
+      grow_guard();
+      quant_x_.reset();
+      quant_x_ = DeviceBuffer(x_bytes, MemoryCategory::kWorkspace, counters_,
+                              "activations of large batches in stored row order");
+      invalidate_graphs();
+    }
+    check_launch(kernels::quant_gather_x(launch_plain(), m, x.data, rows, quant_x_.get()),
+                 "quant_gather_x");
+    x_gemm = quant_x_.get();
+    k_gemm = ld_x = stored_rows;
+  }
+  int64_t slice =
+      std::max<int64_t>(32, static_cast<int64_t>(kDequantBytes / (stored_rows * 2)) / 32 * 32);
   slice = std::min(slice, (N + 31) / 32 * 32);
-  const size_t need = static_cast<size_t>(slice * K) * 2;
+  const size_t need = static_cast<size_t>(slice * stored_rows) * 2;
   if (quant_dequant_.size() < need) {
     grow_guard();
     quant_dequant_.reset();
@@ -217,14 +244,14 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
     const int64_t count = std::min(slice, N - n0);
     check_launch(kernels::quant_dequantize(launch_plain(), m, n0, count, quant_dequant_.get()),
                  "quant_dequantize");
-    // Column-major view: out^T[count, R] (ld N) = W_slice[count, K] (stored K-major) · x^T.
-    check_cublas(
-        cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(count),
-                     static_cast<int>(rows), static_cast<int>(K), &alpha, quant_dequant_.get(),
-                     CUDA_R_16F, static_cast<int>(K), x.data, CUDA_R_16F, static_cast<int>(K),
-                     &beta, static_cast<std::byte*>(out.data) + n0 * out_elem, out_type,
-                     static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-        ("matrix product of " + w.name).c_str());
+    // Column-major view: out^T[count, R] (ld N) = W_slice[count, K'] (stored K'-major) · x^T.
+    check_cublas(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(count),
+                              static_cast<int>(rows), static_cast<int>(k_gemm), &alpha,
+                              quant_dequant_.get(), CUDA_R_16F, static_cast<int>(stored_rows),
+                              x_gemm, CUDA_R_16F, static_cast<int>(ld_x), &beta,
+                              static_cast<std::byte*>(out.data) + n0 * out_elem, out_type,
+                              static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 ("matrix product of " + w.name).c_str());
   }
   if (bias) {
     check_launch(kernels::add_bias(launch(), out_t, out.data, bias, rows, N), "add_bias");

@@ -4,7 +4,8 @@
 // Upload: the layer's tile layout (quant_tile_layout.h) is built on the host once and copied to
 // the device as it is. Forward: up to 256 rows of x run the fused dequantize-and-multiply kernel
 // (kernels/quant_gemm.cu, 64 rows per launch; graph-safe: fixed scratch, no host sync); larger
-// batches (prefill) dequantize slices of at most 64 MiB of fp16 weights and use cuBLAS.
+// batches (prefill) dequantize slices of at most 64 MiB of fp16 weights in their stored row order,
+// gather x into that order, and use cuBLAS.
 // fp16 activations only: a bf16 backend keeps quantized layers dequantized (dense).
 #pragma once
 
@@ -14,5 +15,9 @@ namespace hearth::cuda {
 
 // Whether `w` is a quantized linear layer uploaded by CudaBackend::upload_quantized_linear.
 bool is_quantized_linear(const BackendWeight& w);
+
+// Scratch of the large-batch path for up to `rows` rows of x and inputs of up to
+// `max_in_features` features: the dequantized weight slice and x in stored row order.
+size_t quant_large_batch_workspace_bytes(int64_t rows, int64_t max_in_features);
 
 }  // namespace hearth::cuda

@@ -204,6 +204,38 @@ TEST_F(QuantGpu, RowsAreBatchInvariant) {
   }
 }
 
+// Gate/up/down-sized matrices use K slices of 16 chunks in both kernels (the 9–64-row one stages
+// their weights in halves): a row's result is the same at every batch size up to 64, EXL2 and
+// GPTQ act-order alike, and matches the CPU.
+TEST_F(QuantGpu, SixteenChunkSlicesKeepRowsBatchInvariant) {
+  const GptqRecipe gptq{4, 128, true, false, false};
+  for (const bool is_gptq : {false, true}) {
+    for (const auto& [k, n] : {std::pair<int64_t, int64_t>{4096, 14336}, {14336, 4096}}) {
+      TensorMap t;
+      QuantizedLinearOptions o;
+      if (is_gptq) {
+        make_gptq_layer(t, "l", k, n, gptq, 31);
+        o.quantization_config_json = gptq_config_json(gptq);
+      } else {
+        make_exl2_layer(t, "l", k, n, exl2_recipe_for_bpw(4.0), 30);
+      }
+      MemoryTensorSource src(std::move(t));
+      const LinearSource s = source_of(src, "l", o);
+      const std::string what = std::string(is_gptq ? "GPTQ " : "EXL2 ") + std::to_string(k) +
+                               "x" + std::to_string(n);
+      const auto x = random_values(static_cast<size_t>(64 * k), 32, 1.0f);
+      const auto all = run_linear(*gpu, s, x, 64);
+      for (int64_t rows : {1, 3, 8, 9, 32, 33}) {
+        const auto part =
+            run_linear(*gpu, s, std::vector<float>(x.begin(), x.begin() + rows * k), rows);
+        EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin()))
+            << what << ", rows " << rows;
+      }
+      expect_matches(*gpu, *cpu, s, {1, 8, 64}, what);
+    }
+  }
+}
+
 // Linears that read the same x are queued and served by one launch (q/k/v, gate/up); each
 // output equals the one its linear gives alone, bit for bit, for every matrix of the group
 // (different shapes, widths, K slices and a bias).

@@ -205,6 +205,7 @@ class CudaBackend final : public Backend {
   // gate/up): one launch serves them all (kernels::quant_gemm_group).
   void flush_quant_linears();
   DeviceBuffer quant_dequant_;  // fp16 weights of the large-batch quantized path
+  DeviceBuffer quant_x_;        // its x in the weights' stored row order
 
   CudaBackendOptions options_;
   CudaDeviceInfo info_;
