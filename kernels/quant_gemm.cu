@@ -1,4 +1,4 @@
-// EXL2 / GPTQ matrix products for batches of 9..64 x rows: fused dequantize-and-multiply on the
+// EXL2 / GPTQ matrix products for batches of 9..32 x rows: fused dequantize-and-multiply on the
 // tensor cores (1..8 rows go to kernels/quant_gemv.cu, same arithmetic), plus a
 // dequantize-to-fp16 kernel for the large-batch (cuBLAS) path.
 //
@@ -38,7 +38,7 @@ int tile_columns(const QuantMatrix& m) {
 }
 
 int row_tiles(int64_t rows) {
-  return rows <= 16 ? 2 : rows <= 32 ? 4 : 8;
+  return rows <= 16 ? 2 : 4;
 }
 
 int effective_chunks(const QuantMatrix& m, int64_t) {
@@ -337,10 +337,8 @@ cudaError_t dispatch_rows(const Launch& l, const QuantMatrix& m, const void* x, 
   switch (row_tiles(rows)) {
     case 2:
       return launch_gemm<2, KIND>(l, m, x, rows, bias, out, out_f32, p, scratch);
-    case 4:
-      return launch_gemm<4, KIND>(l, m, x, rows, bias, out, out_f32, p, scratch);
     default:
-      return launch_gemm<8, KIND>(l, m, x, rows, bias, out, out_f32, p, scratch);
+      return launch_gemm<4, KIND>(l, m, x, rows, bias, out, out_f32, p, scratch);
   }
 }
 

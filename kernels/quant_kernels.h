@@ -37,7 +37,7 @@ struct QuantMatrix {
   int max_bits = 8;  // widest chunk (sizes the shared-memory staging)
 };
 
-constexpr int kQuantGemmMaxRows = 64;  // most x rows the fused kernel takes per launch
+constexpr int kQuantGemmMaxRows = 32;  // most x rows the fused kernel takes per launch
 
 // Split-K scratch: partial sums and per-column-tile arrival counters (start at zero; the kernel
 // leaves them at zero).
@@ -48,7 +48,8 @@ struct QuantGemmScratch {
 size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows);
 size_t quant_gemm_counters(const QuantMatrix& m);
 
-// Fused dequantize-and-multiply: out[R, N] = x[R, K] · Wᵀ (+ bias), 1 <= R <= 64.
+// Fused dequantize-and-multiply: out[R, N] = x[R, K] · Wᵀ (+ bias), 1 <= R <= 32 (more rows: the
+// large-batch path below, faster from there on).
 // x: fp16 [R, K]; bias: f32 [N] or null; out: fp16 or f32 [R, N]. The act-order gather of x
 // happens while x is staged in shared memory. Deterministic: an output's value does not depend
 // on R (the K split depends only on the matrix shape).

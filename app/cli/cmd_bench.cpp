@@ -6,8 +6,8 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
-#include "engine/core/error.h"
 #include "engine/api/memory_planner.h"
+#include "engine/core/error.h"
 #include "engine/tokenizer/tokenizer.h"
 #if HEARTH_WITH_CUDA
 #include "engine/backend/cuda/cuda_bench.h"
@@ -24,8 +24,8 @@ std::vector<std::string> split_list(const std::string& s) {
   size_t start = 0;
   while (start <= s.size()) {
     const size_t comma = s.find(',', start);
-    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos
-                                                                        : comma - start);
+    const std::string item =
+        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (!item.empty()) out.push_back(item);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -40,6 +40,22 @@ int run_synthetic_bench(const ArgParser& args) {
 #if HEARTH_WITH_CUDA
   const std::vector<std::string> models = split_list(*args.get("synthetic"));
   const int device = static_cast<int>(args.get_int("device", 0, 0, 64));
+  std::vector<int64_t> batches;
+  if (auto list = args.get("batches")) {
+    for (const std::string& b : split_list(*list)) {
+      size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(b, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != b.size() || v < 1 || v > 256) {
+        throw UsageError("--batches: decode batch sizes from 1 to 256, comma-separated");
+      }
+      batches.push_back(v);
+    }
+  }
   std::string text;
   nlohmann::json json;
   if (auto quants = args.get("quant")) {
@@ -48,6 +64,7 @@ int run_synthetic_bench(const ArgParser& args) {
     o.quants = split_list(*quants);
     o.device = device;
     o.kernel_sweep = args.has("sweep");
+    if (!batches.empty()) o.decode_batches = batches;
     const QuantBenchReport r = run_quant_benchmark(o);
     text = r.text;
     json = r.json;
@@ -56,6 +73,7 @@ int run_synthetic_bench(const ArgParser& args) {
     o.models = models;
     o.device = device;
     o.kernel_sweep = args.has("sweep");
+    if (!batches.empty()) o.decode_batches = batches;
     o.variants = false;
     const BenchReport r = run_backend_benchmark(o);
     text = r.text;
@@ -77,8 +95,8 @@ int run_synthetic_bench(const ArgParser& args) {
 
 int run_bench(const std::vector<std::string>& raw) {
   const ArgParser args(raw,
-                       merge(load_flags(), {"prompt-len", "gen-len", "batch", "repeat",
-                                            "synthetic", "quant"}),
+                       merge(load_flags(), {"prompt-len", "gen-len", "batch", "repeat", "synthetic",
+                                            "quant", "batches"}),
                        {"json", "sweep"});
   if (args.has("synthetic")) return run_synthetic_bench(args);
   if (args.has("quant")) throw UsageError("--quant needs --synthetic");
@@ -135,11 +153,12 @@ int run_bench(const std::vector<std::string>& raw) {
   if (args.has("json")) {
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("%s on %s, batch %d: prompt %lld tokens at %.1f tok/s, decode %.1f tok/s "
-                "(weights %s)\n",
-                engine.info().name.c_str(), j["backend"].get<std::string>().c_str(), batch,
-                static_cast<long long>(prompt_len), best_prompt, best_decode,
-                format_bytes(mem.weights).c_str());
+    std::printf(
+        "%s on %s, batch %d: prompt %lld tokens at %.1f tok/s, decode %.1f tok/s "
+        "(weights %s)\n",
+        engine.info().name.c_str(), j["backend"].get<std::string>().c_str(), batch,
+        static_cast<long long>(prompt_len), best_prompt, best_decode,
+        format_bytes(mem.weights).c_str());
   }
   return 0;
 }

@@ -23,7 +23,8 @@ commands:
   bench     [--model PATH] [--prompt-len N] [--gen-len N] [--batch N] [--backend cpu|cuda]
             [--json]
   bench     --synthetic llama3-8b[,llama2-7b,llama2-13b,llama2-70b] [--quant exl2:4.0,gptq:4:128]
-            [--sweep] [--json]      (GPU: random weights of real shapes, with hardware limits)
+            [--batches 1,8,32] [--sweep] [--json]
+                                    (GPU: random weights of real shapes, with hardware limits)
   ppl       [--model PATH] --data FILE|builtin [--ctx N] [--stride N] [--max-tokens N]
             [--backend cpu|cuda] [--json]      (sliding-window perplexity)
   kld       --model QUANT --reference FP16 --data FILE|builtin [--ctx N] [--stride N]

@@ -9,6 +9,7 @@
 #
 #   BASELINE=build-baseline QUANTS=exl2:4.0,gptq:4:128 tests/gpu/quant_kernel_job.sh
 #   VARIANTS="p16=build-var-p16 tile32=build-var-tile32" tests/gpu/quant_kernel_job.sh
+#   BATCHES=32,64,128 tests/gpu/quant_kernel_job.sh   (decode batch sizes of the benchmark)
 #
 # PROFILE=1 adds one decode step of the new build under Nsight Compute (quant_bench
 # --profile-step, real clocks, no cache flush): the time of every kernel of the step
@@ -78,7 +79,8 @@ run_test racecheck compute-sanitizer --tool racecheck --error-exitcode 1 \
 
 bench() {  # label, binary
   local t0=$SECONDS
-  if timeout 300 "$2" bench --synthetic "$MODELS" --quant "$QUANTS" > "$OUT/bench_$1.txt" 2>&1; then
+  if timeout 300 "$2" bench --synthetic "$MODELS" --quant "$QUANTS" ${BATCHES:+--batches "$BATCHES"} \
+    > "$OUT/bench_$1.txt" 2>&1; then
     say "bench $1 ($((SECONDS - t0)) s):"
   else
     say "bench $1: FAILED ($((SECONDS - t0)) s)"
