@@ -244,52 +244,79 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch
 }
 
-// One warp per (32-output tile, chunk): decode into w[n - n_begin][s], s the stored row, so each
-// output's 32 rows of the chunk are one contiguous 64-byte run (the act-order permutation is
-// applied to x instead, by quant_gather_x_kernel).
+// One warp per (32-output tile, kDequantChunks chunks): decodes into w[n - n_begin][s], s the
+// stored row, so each output's 32 rows of a chunk are one contiguous 64-byte run (the act-order
+// permutation is applied to x instead, by quant_gather_x_kernel). A chunk goes through a
+// shared-memory tile so that every lane writes whole 16-byte pieces: 4-byte scattered stores
+// left the kernel bound by partial-sector writes to L2.
+constexpr int kDequantChunks = 4;
+constexpr int kTileStride = 40;  // halves per output row of the tile; +8: conflict-free stores
+
 template <QuantKind KIND>
 __global__ void __launch_bounds__(kThreads)
     quant_dequant_kernel(QuantMatrix m, int64_t n_begin, int64_t count, __half* dst) {
   __shared__ __align__(16) uint32_t s_meta[kWarps][kMetaWords];
+  __shared__ __align__(16) __half s_tile[kWarps][32 * kTileStride];
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
   const int64_t nb = n_begin / 32 + blockIdx.x;
-  const int64_t c = int64_t(blockIdx.y) * kWarps + warp;
-  const bool active = c < m.chunks;
-  uint32_t info = 0;
-  if (active) {
-    info = m.chunk_info[c];
-    const int64_t gi = nb * m.groups + qtile::chunk_group(info);
-    uint32_t* meta = s_meta[warp];
-    if constexpr (KIND == QuantKind::kExl2) {
-      if (lane < 4) meta[lane] = reinterpret_cast<const uint32_t*>(m.scale_codes + gi * 8)[lane];
-      if (lane == 4) meta[32] = m.scale_max[qtile::chunk_group(info)];
-    } else {
-      if (lane < 16) meta[lane] = reinterpret_cast<const uint32_t*>(m.scales + gi * 32)[lane];
-      if (KIND == QuantKind::kGptqAsym && lane >= 16) {
-        meta[lane] = reinterpret_cast<const uint32_t*>(m.zeros + gi * 32)[lane - 16];
+  const int64_t c_begin = (int64_t(blockIdx.y) * kWarps + warp) * kDequantChunks;
+  const int64_t c_end = min(m.chunks, c_begin + kDequantChunks);
+  const int64_t stored_rows = m.chunks * 32;
+  uint32_t* meta = s_meta[warp];
+  __half* tile = s_tile[warp];
+  const uint32_t* wcol = m.qweight + nb * m.lines * 32 + lane;
+  __half2 sc[4], zz[4];
+  int64_t cur_group = -1;
+  int cur_bits = 0;
+  for (int64_t c = c_begin; c < c_end; ++c) {
+    const uint32_t info = m.chunk_info[c];
+    const int64_t group = qtile::chunk_group(info);
+    const int bits = qtile::chunk_bits(info);
+    if (group != cur_group) {
+      const int64_t gi = nb * m.groups + group;
+      if constexpr (KIND == QuantKind::kExl2) {
+        if (lane < 4) meta[lane] = reinterpret_cast<const uint32_t*>(m.scale_codes + gi * 8)[lane];
+        if (lane == 4) meta[32] = m.scale_max[group];
+      } else {
+        if (lane < 16) meta[lane] = reinterpret_cast<const uint32_t*>(m.scales + gi * 32)[lane];
+        if (KIND == QuantKind::kGptqAsym && lane >= 16) {
+          meta[lane] = reinterpret_cast<const uint32_t*>(m.zeros + gi * 32)[lane - 16];
+        }
+      }
+      __syncwarp();
+    }
+    if (group != cur_group || bits != cur_bits) {
+      qchunk::group_scales<KIND>(meta, g, bits, sc, zz);
+      cur_group = group;
+      cur_bits = bits;
+    }
+    const uint32_t* wl = wcol + int64_t(m.chunk_line[c]) * 32;
+    uint32_t w[8], pr[qtile::kPairs];
+    for (int i = 0; i < bits; ++i) w[i] = wl[i * 32];
+    qchunk::with_width(bits,
+                       [&](auto width) { qtile::decode_lane<decltype(width)::value>(w, pr); });
+#pragma unroll
+    for (int p = 0; p < qtile::kPairs; ++p) {
+      const int slot = qtile::pair_output_slot(p);
+      const __half2 v = __hmul2(__hsub2(qchunk::as_half2(pr[p]), zz[slot]), sc[slot]);
+      *reinterpret_cast<__half2*>(tile + qtile::pair_output(p, lane) * kTileStride +
+                                  qtile::pair_row(p, lane, 0)) = v;
+    }
+    __syncwarp();
+    // Lane (o, q) of each round writes rows 8q .. 8q + 7 of output o: 4 lanes per 64-byte run.
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int o = (lane >> 2) + 8 * k;
+      const int q = lane & 3;
+      const int64_t n = nb * 32 + o;
+      if (n < m.out_features && n - n_begin < count) {
+        *reinterpret_cast<uint4*>(dst + (n - n_begin) * stored_rows + c * 32 + 8 * q) =
+            *reinterpret_cast<const uint4*>(tile + o * kTileStride + 8 * q);
       }
     }
-  }
-  __syncwarp();
-  if (!active) return;
-  const int bits = qtile::chunk_bits(info);
-  __half2 sc[4], zz[4];
-  qchunk::group_scales<KIND>(s_meta[warp], g, bits, sc, zz);
-  const uint32_t* wl = m.qweight + (nb * m.lines + m.chunk_line[c]) * 32 + lane;
-  uint32_t w[8], pr[qtile::kPairs];
-  for (int i = 0; i < bits; ++i) w[i] = wl[i * 32];
-  qchunk::with_width(bits, [&](auto width) { qtile::decode_lane<decltype(width)::value>(w, pr); });
-  const int64_t stored_rows = m.chunks * 32;
-#pragma unroll
-  for (int p = 0; p < qtile::kPairs; ++p) {
-    const int slot = qtile::pair_output_slot(p);
-    const int64_t n = nb * 32 + qtile::pair_output(p, lane);
-    if (n >= m.out_features || n - n_begin >= count) continue;
-    const __half2 v = __hmul2(__hsub2(qchunk::as_half2(pr[p]), zz[slot]), sc[slot]);
-    const int64_t s = c * 32 + qtile::pair_row(p, lane, 0);  // even: rows s, s + 1 in one word
-    *reinterpret_cast<__half2*>(dst + (n - n_begin) * stored_rows + s) = v;
+    __syncwarp();  // the tile and the group record are rewritten for the next chunk
   }
 }
 
@@ -381,7 +408,7 @@ cudaError_t quant_dequantize(const Launch& l, const QuantMatrix& m, int64_t n_be
     return cudaErrorInvalidValue;
   }
   const dim3 grid(static_cast<unsigned>(ceil_div(count, 32)),
-                  static_cast<unsigned>(ceil_div(m.chunks, kWarps)));
+                  static_cast<unsigned>(ceil_div(m.chunks, kWarps * kDequantChunks)));
   Launch plain = l;  // no early start: cuBLAS may still read the previous slice
   plain.pdl = false;
   auto* out = static_cast<__half*>(w);
