@@ -130,27 +130,40 @@ std::unique_ptr<BackendWeight> CudaBackend::upload_quantized_linear(const Linear
 
 void CudaBackend::flush_quant_linears() {
   if (pending_quant_.empty()) return;
-  std::vector<kernels::QuantGemmTarget> targets;
-  size_t partials = 0, counters = 0;
+  // One launch per 8 rows of x for all the queued matrices: the 1–8-row kernel, whose results
+  // for a row do not depend on the others, beat the 9–32-row tensor-core kernel at every batch
+  // size it served (docs/PERFORMANCE.md).
   const int64_t rows = pending_quant_x_.rows;
+  const int64_t step = std::min<int64_t>(rows, kernels::kQuantGemmGroupMaxRows);
+  size_t partials = 0, counters = 0;
   for (const PendingQuantLinear& p : pending_quant_) {
     const auto& w = static_cast<const CudaQuantLinearWeight&>(*p.weight);
-    kernels::QuantGemmTarget t;
-    t.m = &w.matrix;
-    t.bias = w.bias ? w.bias.as<float>() : nullptr;
-    t.out = p.out.data;
-    t.out_t = to_elem(p.out.dtype);
-    targets.push_back(t);
-    partials += kernels::quant_gemm_partial_floats(w.matrix, rows);
+    partials += kernels::quant_gemm_partial_floats(w.matrix, step);
     counters += kernels::quant_gemm_counters(w.matrix);
   }
-  const void* x = pending_quant_x_.data;
-  pending_quant_.clear();
   ensure_gemv_scratch(partials, counters);
   const kernels::QuantGemmScratch scratch{gemv_partials_.as<float>(), gemv_counters_.as<int32_t>()};
-  check_launch(kernels::quant_gemm_group(launch(), targets.data(), static_cast<int>(targets.size()),
-                                         x, rows, scratch),
-               "quant_gemm_group");
+  const auto* x = static_cast<const std::byte*>(pending_quant_x_.data);
+  const int64_t x_row_bytes = pending_quant_x_.cols * 2;
+  std::vector<kernels::QuantGemmTarget> targets;
+  for (int64_t r0 = 0; r0 < rows; r0 += step) {
+    targets.clear();
+    for (const PendingQuantLinear& p : pending_quant_) {
+      const auto& w = static_cast<const CudaQuantLinearWeight&>(*p.weight);
+      kernels::QuantGemmTarget t;
+      t.m = &w.matrix;
+      t.bias = w.bias ? w.bias.as<float>() : nullptr;
+      t.out = static_cast<std::byte*>(p.out.data) +
+              r0 * w.matrix.out_features * static_cast<int64_t>(dtype_size(p.out.dtype));
+      t.out_t = to_elem(p.out.dtype);
+      targets.push_back(t);
+    }
+    check_launch(
+        kernels::quant_gemm_group(launch(), targets.data(), static_cast<int>(targets.size()),
+                                  x + r0 * x_row_bytes, std::min(step, rows - r0), scratch),
+        "quant_gemm_group");
+  }
+  pending_quant_.clear();
 }
 
 void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTensor& x,
@@ -168,8 +181,8 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
   HEARTH_CHECK(out.dtype == DType::kF16 || out.dtype == DType::kF32, "linear: output dtype");
   if (rows <= 0) return;
   HEARTH_CHECK(!rows_overlap(x, out, rows), "linear " + w.name + ": output overlaps the input");
-  // Decode-sized batches wait for the next linears of the same x, to share one launch.
-  if (rows <= kernels::kQuantGemmGroupMaxRows) {
+  // Decode-sized batches wait for the next linears of the same x, to share their launches.
+  if (rows <= kernels::kQuantGemmMaxRows) {
     if (!pending_quant_.empty()) {
       const auto& first = static_cast<const CudaQuantLinearWeight&>(*pending_quant_.front().weight);
       bool joins = pending_quant_x_.data == x.data && pending_quant_x_.rows == rows &&
@@ -187,18 +200,9 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
   flush_quant_linears();
   const float* bias = w.bias ? w.bias.as<float>() : nullptr;
   const kernels::Elem out_t = to_elem(out.dtype);
-  // Up to 32 rows, the fused kernel. More rows take the dequantized path below: on an H100
-  // (Llama-3-8B EXL2 4.0, docs/PERFORMANCE.md) it decodes 64 rows at 2297 tokens/s against 1475
-  // for the fused kernel, and 128 / 256 rows at 2.6 / 3.8 times its speed.
-  if (rows <= kernels::kQuantGemmMaxRows) {
-    ensure_gemv_scratch(kernels::quant_gemm_partial_floats(m, rows),
-                        kernels::quant_gemm_counters(m));
-    const kernels::QuantGemmScratch scratch{gemv_partials_.as<float>(),
-                                            gemv_counters_.as<int32_t>()};
-    check_launch(kernels::quant_gemm(launch(), m, x.data, rows, bias, out.data, out_t, scratch),
-                 "quant_gemm");
-    return;
-  }
+  // More than 32 rows: the dequantized path. On an H100 (Llama-3-8B EXL2 4.0, docs/PERFORMANCE.md)
+  // it decodes 64 rows at 3090 tokens/s, 128 rows at 4871, where the fused kernel read the
+  // quantized weights once per 64 rows at ~1475.
   // Large batches: fp16 weights slice by slice (output rows, multiples of 32), then cuBLAS, in the
   // weights' stored row order (x gathered into that order once, unless it already is).
   const int64_t N = m.out_features, stored_rows = m.chunks * 32;
