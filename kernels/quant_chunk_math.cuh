@@ -1,7 +1,6 @@
-// Per-chunk arithmetic of the quantized matrix products (kernels/quant_gemm.cu for 9..64 x rows,
-// kernels/quant_gemv.cu for 1..8): group scales and zeros, code decoding to exact (q − z) half2
-// pairs, and the mma.sync steps of one chunk. Both kernels use these same functions in the same
-// order, so a row's result does not depend on which kernel served its launch.
+// Per-chunk arithmetic of the quantized matrix product (kernels/quant_gemv.cu) and of the
+// dequantizer (kernels/quant_dequant.cu): group scales and zeros, code decoding to exact (q − z)
+// half2 pairs, the mma.sync steps of one chunk, the K slices and their in-order sums.
 //
 // Group record ("meta", kMetaWords 32-bit words, staged in shared memory per group): GPTQ scales
 // in words 0..15 (32 halves, the lane of output g reads its four outputs g + 8j at half 4g), the
@@ -192,8 +191,9 @@ __device__ __forceinline__ float sum_slices(const float* p, int64_t stride, int 
 }
 
 // Chunks per K slice, from the shape only (so results do not depend on the batch size): enough
-// slices to fill the GPU several times over, as few as that allows. Both kernels split K into
-// these slices and sum the slices' fp32 partials in slice order.
+// slices to fill the GPU several times over, as few as that allows (thresholds counted in tiles of
+// 4 × 32 outputs, measured: 16-chunk slices for the gate/up/down shapes, 8 for q/o, 4 for k/v).
+// The kernel sums the slices' fp32 partials in slice order.
 inline int slice_chunks(const QuantMatrix& m) {
   const int64_t tile_columns = (m.blocks + 3) / 4;
   if (tile_columns * ((m.chunks + 15) / 16) >= 768) return 16;

@@ -1,12 +1,15 @@
-// EXL2 / GPTQ product for 1..8 x rows (decode): the same arithmetic as kernels/quant_gemm.cu
-// (kernels/quant_chunk_math.cuh: same K slices, same MMAs in the same order, same slice sums),
-// organised for few rows, where the weights are the whole cost and every instruction per chunk
-// counts (the batch-1 step was instruction-bound: docs/PERFORMANCE.md).
+// EXL2 / GPTQ fused dequantize-and-multiply for 1..8 x rows (decode; the backend runs 9..32 rows
+// as one launch per 8 rows: faster than the tensor-core kernel for 9..64 rows it replaced,
+// docs/PERFORMANCE.md). Layout and per-chunk arithmetic: kernels/quant_tile_codec.cuh and
+// kernels/quant_chunk_math.cuh (tiles of 32 outputs × 32 stored rows whose lane words hold the
+// codes of mma.sync A fragments; each weight is decoded bit-identically to the reference
+// dequantizer, multiplied on the tensor cores with fp32 accumulators). Organised for few rows,
+// where the weights are the whole cost and every instruction per chunk counts.
 //
-// One warp = one 32-output column × one K slice of P chunks (P from the shape, as in
-// quant_gemm.cu). A block holds 8 warps on 8 neighbouring columns and the same slice, so the x
-// rows of the slice are gathered into shared memory once (act-order applied through row_src),
-// and the per-warp set-up is small:
+// One warp = one 32-output column × one K slice of P chunks (P = 4, 8 or 16 from the matrix
+// shape alone, qchunk::slice_chunks). A block holds 8 warps on 8 neighbouring columns and the same
+// slice, so the x rows of the slice are gathered into shared memory once (act-order applied through
+// row_src), and the per-warp set-up is small:
 //  - before waiting on the previous kernel: the slice's chunk facts (one per lane) and cp.async
 //    copies of the scales of each group the slice starts. No L2 prefetch of the weights: issued
 //    by every resident block of the next kernels while the step's chain of dependent kernels
@@ -18,7 +21,7 @@
 // 64 registers (4 blocks of 8 warps per multiprocessor): more warps in flight measured faster
 // than fewer warps with more registers (docs/PERFORMANCE.md).
 // The slices' fp32 sums go to the partials buffer; the last block of a column group adds them in
-// slice order (as quant_gemm.cu does), so a row's value does not depend on the batch size.
+// slice order, so a row's value does not depend on the batch size.
 #include <algorithm>
 
 #include "kernels/common.cuh"
@@ -267,6 +270,15 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 4)
 }
 
 }  // namespace
+
+size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows) {
+  const int64_t splits = ceil_div(m.chunks, qchunk::slice_chunks(m));
+  return splits <= 1 ? 0 : static_cast<size_t>(splits * rows * m.out_features);
+}
+
+size_t quant_gemm_counters(const QuantMatrix& m) {
+  return static_cast<size_t>(m.blocks);  // at least one per column group of 8 × 32 outputs
+}
 
 cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, int count,
                              const void* x, int64_t rows, const QuantGemmScratch& scratch) {

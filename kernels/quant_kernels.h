@@ -1,6 +1,7 @@
-// Host-side entry points of the EXL2 / GPTQ kernels (kernels/quant_gemm.cu). Plain C++, like
-// kernels/kernels.h, whose conventions hold here too (device pointers, row-major, nothing syncs
-// with the host, launches on Launch::stream, returns the launch status).
+// Host-side entry points of the EXL2 / GPTQ kernels (kernels/quant_gemv.cu,
+// kernels/quant_dequant.cu). Plain C++, like kernels/kernels.h, whose conventions hold here too
+// (device pointers, row-major, nothing syncs with the host, launches on Launch::stream, returns
+// the launch status).
 //
 // The weights are in the tile layout of kernels/quant_tile_codec.cuh, built at load time by
 // engine/quant/quant_tile_layout.cpp and copied to the device as they are.
@@ -37,9 +38,11 @@ struct QuantMatrix {
   int max_bits = 8;  // widest chunk (sizes the shared-memory staging)
 };
 
-constexpr int kQuantGemmMaxRows = 32;  // most x rows the fused kernel takes per launch
+// Most x rows the fused kernel serves (one launch per kQuantGemmGroupMaxRows rows); larger
+// batches take the dequantize + cuBLAS path below, faster from there on (docs/PERFORMANCE.md).
+constexpr int kQuantGemmMaxRows = 32;
 
-// Split-K scratch: partial sums and per-column-tile arrival counters (start at zero; the kernel
+// Split-K scratch: partial sums and per-column-group arrival counters (start at zero; the kernel
 // leaves them at zero).
 struct QuantGemmScratch {
   float* partials = nullptr;
@@ -48,17 +51,13 @@ struct QuantGemmScratch {
 size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows);
 size_t quant_gemm_counters(const QuantMatrix& m);
 
-// Fused dequantize-and-multiply: out[R, N] = x[R, K] · Wᵀ (+ bias), 1 <= R <= 32 (more rows: the
-// large-batch path below, faster from there on).
-// x: fp16 [R, K]; bias: f32 [N] or null; out: fp16 or f32 [R, N]. The act-order gather of x
-// happens while x is staged in shared memory. Deterministic: an output's value does not depend
-// on R (the K split depends only on the matrix shape).
-cudaError_t quant_gemm(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
-                       const float* bias, void* out, Elem out_t, const QuantGemmScratch& scratch);
-
-// Up to kQuantGemmMaxGroup matrices of the same kind that multiply the same x (q/k/v, gate/up),
-// for 1..8 rows, in one launch. The scratch holds the matrices' partials and counters one after
-// the other, in order, each sized as quant_gemm_partial_floats / quant_gemm_counters say.
+// Fused dequantize-and-multiply, out[R, N] = x[R, K] · Wᵀ (+ bias), for up to kQuantGemmMaxGroup
+// matrices of the same kind that multiply the same x (q/k/v, gate/up), 1..8 rows, in one launch.
+// x: fp16 [R, K]; bias: f32 [N] or null; out: fp16 or f32 [R, N]; the act-order gather of x
+// happens while x is staged in shared memory. Deterministic: an output's value does not depend on
+// R (the K split depends only on the matrix shape). The scratch holds the matrices' partials and
+// counters one after the other, in order, each sized as quant_gemm_partial_floats /
+// quant_gemm_counters say.
 constexpr int kQuantGemmMaxGroup = 3;
 struct QuantGemmTarget {
   const QuantMatrix* m = nullptr;

@@ -1,6 +1,7 @@
 // The packed layout Hearth's quantized GEMM reads (EXL2 and GPTQ alike), shared by the host code
 // that builds it at load time (engine/quant/quant_tile_layout.cpp), the CUDA kernels
-// (kernels/quant_gemm.cu) and the CPU tests. Plain C++ when not compiled by nvcc.
+// (kernels/quant_gemv.cu, kernels/quant_dequant.cu) and the CPU tests. Plain C++ when not
+// compiled by nvcc.
 //
 // Weights are cut into tiles of 32 outputs × 32 stored rows ("chunks"); a chunk has one bit
 // width b and one quantization group. One warp works on one 32-output column of tiles with

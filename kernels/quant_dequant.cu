@@ -1,0 +1,148 @@
+// EXL2 / GPTQ weights for the large-batch path (more than 32 x rows: prefill, big decode
+// batches): quant_dequant_kernel writes fp16 weights in the tile layout's stored row order
+// (kernels/quant_tile_codec.cuh decodes them bit-identically to the reference dequantizers) and
+// quant_gather_x_kernel puts x in the same order, for a cuBLAS product
+// (engine/quant/cuda_quant_linear.cpp). Writing the weights in stored order keeps every output's
+// rows contiguous; the act-order permutation is applied to x, which is far smaller.
+#include <algorithm>
+
+#include "kernels/common.cuh"
+#include "kernels/quant_chunk_math.cuh"
+#include "kernels/quant_kernels.h"
+
+namespace hearth::kernels {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+using qchunk::kMetaWords;  // per warp: the group record (scales, zeros)
+
+// One warp per (32-output tile, kDequantChunks chunks): decodes into w[n - n_begin][s], s the
+// stored row, so each output's 32 rows of a chunk are one contiguous 64-byte run (the act-order
+// permutation is applied to x instead, by quant_gather_x_kernel). A chunk goes through a
+// shared-memory tile so that every lane writes whole 16-byte pieces: 4-byte scattered stores
+// left the kernel bound by partial-sector writes to L2.
+constexpr int kDequantChunks = 4;
+constexpr int kTileStride = 40;  // halves per output row of the tile; +8: conflict-free stores
+
+template <QuantKind KIND>
+__global__ void __launch_bounds__(kThreads)
+    quant_dequant_kernel(QuantMatrix m, int64_t n_begin, int64_t count, __half* dst) {
+  __shared__ __align__(16) uint32_t s_meta[kWarps][kMetaWords];
+  __shared__ __align__(16) __half s_tile[kWarps][32 * kTileStride];
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const int g = lane >> 2;
+  const int64_t nb = n_begin / 32 + blockIdx.x;
+  const int64_t c_begin = (int64_t(blockIdx.y) * kWarps + warp) * kDequantChunks;
+  const int64_t c_end = min(m.chunks, c_begin + kDequantChunks);
+  const int64_t stored_rows = m.chunks * 32;
+  uint32_t* meta = s_meta[warp];
+  __half* tile = s_tile[warp];
+  const uint32_t* wcol = m.qweight + nb * m.lines * 32 + lane;
+  __half2 sc[4], zz[4];
+  int64_t cur_group = -1;
+  int cur_bits = 0;
+  for (int64_t c = c_begin; c < c_end; ++c) {
+    const uint32_t info = m.chunk_info[c];
+    const int64_t group = qtile::chunk_group(info);
+    const int bits = qtile::chunk_bits(info);
+    if (group != cur_group) {
+      const int64_t gi = nb * m.groups + group;
+      if constexpr (KIND == QuantKind::kExl2) {
+        if (lane < 4) meta[lane] = reinterpret_cast<const uint32_t*>(m.scale_codes + gi * 8)[lane];
+        if (lane == 4) meta[32] = m.scale_max[group];
+      } else {
+        if (lane < 16) meta[lane] = reinterpret_cast<const uint32_t*>(m.scales + gi * 32)[lane];
+        if (KIND == QuantKind::kGptqAsym && lane >= 16) {
+          meta[lane] = reinterpret_cast<const uint32_t*>(m.zeros + gi * 32)[lane - 16];
+        }
+      }
+      __syncwarp();
+    }
+    if (group != cur_group || bits != cur_bits) {
+      qchunk::group_scales<KIND>(meta, g, bits, sc, zz);
+      cur_group = group;
+      cur_bits = bits;
+    }
+    const uint32_t* wl = wcol + int64_t(m.chunk_line[c]) * 32;
+    uint32_t w[8], pr[qtile::kPairs];
+    for (int i = 0; i < bits; ++i) w[i] = wl[i * 32];
+    qchunk::with_width(bits,
+                       [&](auto width) { qtile::decode_lane<decltype(width)::value>(w, pr); });
+#pragma unroll
+    for (int p = 0; p < qtile::kPairs; ++p) {
+      const int slot = qtile::pair_output_slot(p);
+      const __half2 v = __hmul2(__hsub2(qchunk::as_half2(pr[p]), zz[slot]), sc[slot]);
+      *reinterpret_cast<__half2*>(tile + qtile::pair_output(p, lane) * kTileStride +
+                                  qtile::pair_row(p, lane, 0)) = v;
+    }
+    __syncwarp();
+    // Lane (o, q) of each round writes rows 8q .. 8q + 7 of output o: 4 lanes per 64-byte run.
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int o = (lane >> 2) + 8 * k;
+      const int q = lane & 3;
+      const int64_t n = nb * 32 + o;
+      if (n < m.out_features && n - n_begin < count) {
+        *reinterpret_cast<uint4*>(dst + (n - n_begin) * stored_rows + c * 32 + 8 * q) =
+            *reinterpret_cast<const uint4*>(tile + o * kTileStride + 8 * q);
+      }
+    }
+    __syncwarp();  // the tile and the group record are rewritten for the next chunk
+  }
+}
+
+// x_stored[r][s] = x[r][row_src[s]], zero for padding rows: x in the weights' stored row order.
+__global__ void quant_gather_x_kernel(const int32_t* row_src, int64_t stored_rows, const __half* x,
+                                      int64_t in_features, int64_t rows, __half* x_stored) {
+  const int64_t total = rows * stored_rows;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / stored_rows;
+    const int src = row_src[i - r * stored_rows];
+    x_stored[i] = src >= 0 ? x[r * in_features + src] : __float2half_rn(0.0f);
+  }
+}
+
+}  // namespace
+
+cudaError_t quant_dequantize(const Launch& l, const QuantMatrix& m, int64_t n_begin, int64_t count,
+                             void* w) {
+  if (!qchunk::valid_matrix(m) || n_begin % 32 != 0 || n_begin < 0 || count <= 0 ||
+      n_begin + count > m.out_features) {
+    return cudaErrorInvalidValue;
+  }
+  const dim3 grid(static_cast<unsigned>(ceil_div(count, 32)),
+                  static_cast<unsigned>(ceil_div(m.chunks, kWarps * kDequantChunks)));
+  Launch plain = l;  // no early start: cuBLAS may still read the previous slice
+  plain.pdl = false;
+  auto* out = static_cast<__half*>(w);
+  switch (m.kind) {
+    case QuantKind::kExl2:
+      return launch_kernel(plain, quant_dequant_kernel<QuantKind::kExl2>, grid, dim3(kThreads), 0,
+                           m, n_begin, count, out);
+    case QuantKind::kGptqSym:
+      return launch_kernel(plain, quant_dequant_kernel<QuantKind::kGptqSym>, grid, dim3(kThreads),
+                           0, m, n_begin, count, out);
+    default:
+      return launch_kernel(plain, quant_dequant_kernel<QuantKind::kGptqAsym>, grid, dim3(kThreads),
+                           0, m, n_begin, count, out);
+  }
+}
+
+cudaError_t quant_gather_x(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
+                           void* x_stored) {
+  if (!qchunk::valid_matrix(m) || rows <= 0) return cudaErrorInvalidValue;
+  constexpr int kGatherThreads = 256;
+  const int64_t total = rows * m.chunks * 32;
+  const auto blocks =
+      static_cast<unsigned>(std::min<int64_t>(ceil_div(total, kGatherThreads), 4096));
+  Launch plain = l;  // cuBLAS, not a kernel of ours, may precede it
+  plain.pdl = false;
+  return launch_kernel(plain, quant_gather_x_kernel, dim3(blocks), dim3(kGatherThreads), 0,
+                       m.row_src, m.chunks * 32, static_cast<const __half*>(x), m.in_features, rows,
+                       static_cast<__half*>(x_stored));
+}
+
+}  // namespace hearth::kernels
