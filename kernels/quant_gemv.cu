@@ -1,10 +1,11 @@
-// EXL2 / GPTQ fused dequantize-and-multiply for 1..8 x rows (decode; the backend runs 9..32 rows
-// as one launch per 8 rows: faster than the tensor-core kernel for 9..64 rows it replaced,
-// docs/PERFORMANCE.md). Layout and per-chunk arithmetic: kernels/quant_tile_codec.cuh and
-// kernels/quant_chunk_math.cuh (tiles of 32 outputs × 32 stored rows whose lane words hold the
-// codes of mma.sync A fragments; each weight is decoded bit-identically to the reference
-// dequantizer, multiplied on the tensor cores with fp32 accumulators). Organised for few rows,
-// where the weights are the whole cost and every instruction per chunk counts.
+// EXL2 / GPTQ fused dequantize-and-multiply for 1..16 x rows (decode; one or two 8-row MMA tiles
+// per weight fragment; the backend runs 17..32 rows as two launches: faster than the tensor-core
+// kernel for 9..64 rows it replaced, docs/PERFORMANCE.md). Layout and per-chunk arithmetic:
+// kernels/quant_tile_codec.cuh and kernels/quant_chunk_math.cuh (tiles of 32 outputs × 32 stored
+// rows whose lane words hold the codes of mma.sync A fragments; each weight is decoded
+// bit-identically to the reference dequantizer, multiplied on the tensor cores with fp32
+// accumulators). Organised for few rows, where the weights are the whole cost and every instruction
+// per chunk counts.
 //
 // One warp = one 32-output column × one K slice of P chunks (P = 4, 8 or 16 from the matrix
 // shape alone, qchunk::slice_chunks). A block holds 8 warps on 8 neighbouring columns and the same
@@ -49,27 +50,32 @@ constexpr int batch_chunks() {
 }
 
 // One chunk (index j of the slice) from the lane's words in registers. xs: the lane's x
-// fragments of chunk 0 (16 bytes per lane per chunk, see the staging below).
-template <int B, QuantKind KIND>
+// fragments of chunk 0 for rows 0..7 (16 bytes per lane per chunk, see the staging below);
+// rows 8..15 (MT = 2) are xs1 halves further.
+template <int B, QuantKind KIND, int MT>
 __device__ __forceinline__ void slice_chunk(const uint32_t w[B], int j, uint32_t group_starts,
-                                            const uint32_t* meta, const __half* xs, int g,
+                                            const uint32_t* meta, const __half* xs, int xs1, int g,
                                             __half2 sc[4], __half2 zz[4], __half2 neg_z64[4],
-                                            float acc[2][1][4]) {
+                                            float acc[2][MT][4]) {
   if ((group_starts >> j) & 1u) {  // a run always starts with a group
     qchunk::group_scales<KIND>(meta + j * kMetaWords, g, B, sc, zz);
     qchunk::high_nibble_offsets(zz, neg_z64);
   }
-  const uint4 v = *reinterpret_cast<const uint4*>(xs + j * 32);
-  const uint32_t bf[1][4] = {{v.x, v.y, v.z, v.w}};
-  qchunk::chunk_mma<B, 1>(w, bf, sc, zz, neg_z64, acc);
+  uint32_t bf[MT][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const uint4 v = *reinterpret_cast<const uint4*>(xs + j * 32 + mt * xs1);
+    bf[mt][0] = v.x, bf[mt][1] = v.y, bf[mt][2] = v.z, bf[mt][3] = v.w;
+  }
+  qchunk::chunk_mma<B, MT>(w, bf, sc, zz, neg_z64, acc);
 }
 
 // Chunks [j0, j1) of the warp's slice, all B bits wide. wl: word 0 of chunk j0 for this lane.
 // Full batches of U chunks load all their words before any is decoded; the rest one by one.
-template <int B, QuantKind KIND>
+template <int B, QuantKind KIND, int MT>
 __device__ __forceinline__ void run_chunks(const uint32_t* wl, int j0, int j1,
                                            uint32_t group_starts, const uint32_t* meta,
-                                           const __half* xs, int g, float acc[2][1][4]) {
+                                           const __half* xs, int xs1, int g, float acc[2][MT][4]) {
   constexpr int U = batch_chunks<B>();
   __half2 sc[4], zz[4], neg_z64[4];
 #pragma unroll
@@ -84,14 +90,14 @@ __device__ __forceinline__ void run_chunks(const uint32_t* wl, int j0, int j1,
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      slice_chunk<B, KIND>(w[u], j + u, group_starts, meta, xs, g, sc, zz, neg_z64, acc);
+      slice_chunk<B, KIND, MT>(w[u], j + u, group_starts, meta, xs, xs1, g, sc, zz, neg_z64, acc);
     }
   }
   for (; j < j1; ++j, wl += B * 32) {
     uint32_t w[B];
 #pragma unroll
     for (int i = 0; i < B; ++i) w[i] = load_weight(wl + i * 32);
-    slice_chunk<B, KIND>(w, j, group_starts, meta, xs, g, sc, zz, neg_z64, acc);
+    slice_chunk<B, KIND, MT>(w, j, group_starts, meta, xs, xs1, g, sc, zz, neg_z64, acc);
   }
 }
 
@@ -115,8 +121,8 @@ struct GemvGroup {
 
 // launch_group is a __grid_constant__: its fields are read from the constant bank where they are
 // used, with no copy into registers or local memory.
-template <QuantKind KIND>
-__global__ void __launch_bounds__(kMaxWarps * 32, 4)
+template <QuantKind KIND, int MT>
+__global__ void __launch_bounds__(kMaxWarps * 32, MT == 1 ? 4 : 3)
     quant_gemv_kernel(const __grid_constant__ GemvGroup launch_group, const __half* x, int rows) {
   extern __shared__ __align__(16) unsigned char smem[];
   int which = 0;
@@ -205,12 +211,16 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 4)
   cp_async_wait<0>();
   __syncthreads();
 
-  float acc[2][1][4];
+  float acc[2][MT][4];
 #pragma unroll
-  for (int nt = 0; nt < 2; ++nt)
-    acc[nt][0][0] = acc[nt][0][1] = acc[nt][0][2] = acc[nt][0][3] = 0.0f;
-  // Lane (g, t) feeds x row g to the MMAs; rows that do not exist read the zero row.
+  for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+      acc[nt][mt][0] = acc[nt][mt][1] = acc[nt][mt][2] = acc[nt][mt][3] = 0.0f;
+  }
+  // Lane (g, t) feeds x rows g (and 8 + g) to the MMAs; rows that do not exist read the zero row.
   const __half* xs = s_x + min(g, rows) * xs_stride + 8 * t;
+  const int xs1 = MT == 1 ? 0 : (min(8 + g, rows) - min(g, rows)) * xs_stride;
   uint32_t starts = active ? width_starts : 0u;
   while (starts) {
     const int j0 = __ffs(starts) - 1;
@@ -219,23 +229,26 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 4)
     const int b = __shfl_sync(kFull, bits, j0);
     const uint32_t* wl = wcol + int64_t(__shfl_sync(kFull, line, j0)) * 32 + lane;
     qchunk::with_width(b, [&](auto width) {
-      run_chunks<decltype(width)::value, KIND>(wl, j0, j1, group_starts, meta, xs, g, acc);
+      run_chunks<decltype(width)::value, KIND, MT>(wl, j0, j1, group_starts, meta, xs, xs1, g, acc);
     });
   }
 
-  // C fragment element i of nt: output nb·32 + 16nt + g + 8(i/2), x row 2t + (i&1).
+  // C fragment element i of (nt, mt): output nb·32 + 16nt + g + 8(i/2), x row 8mt + 2t + (i&1).
   const int N = static_cast<int>(m.out_features);
   if (slices == 1) {
     if (!active) return;
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int o = static_cast<int>(nb) * 32 + nt * 16 + g + 8 * (i >> 1);
-        const int tok = 2 * t + (i & 1);
-        if (o < N && tok < rows) {
-          qchunk::store_out(part.out, part.out_f32, int64_t(tok) * N + o,
-                            acc[nt][0][i] + (part.bias ? part.bias[o] : 0.0f));
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int o = static_cast<int>(nb) * 32 + nt * 16 + g + 8 * (i >> 1);
+          const int tok = 8 * mt + 2 * t + (i & 1);
+          if (o < N && tok < rows) {
+            qchunk::store_out(part.out, part.out_f32, int64_t(tok) * N + o,
+                              acc[nt][mt][i] + (part.bias ? part.bias[o] : 0.0f));
+          }
         }
       }
     }
@@ -245,11 +258,14 @@ __global__ void __launch_bounds__(kMaxWarps * 32, 4)
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int o = static_cast<int>(nb) * 32 + nt * 16 + g + 8 * (i >> 1);
-        const int tok = 2 * t + (i & 1);
-        if (o < N && tok < rows) {
-          part.partials[(int64_t(slice) * rows + tok) * N + o] = acc[nt][0][i];
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int o = static_cast<int>(nb) * 32 + nt * 16 + g + 8 * (i >> 1);
+          const int tok = 8 * mt + 2 * t + (i & 1);
+          if (o < N && tok < rows) {
+            part.partials[(int64_t(slice) * rows + tok) * N + o] = acc[nt][mt][i];
+          }
         }
       }
     }
@@ -318,15 +334,18 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
   const auto* xh = static_cast<const __half*>(x);
   const int r = static_cast<int>(rows);
   const dim3 grid(static_cast<unsigned>(blocks)), block(kMaxWarps * 32);
+  auto go = [&](auto kernel) { return launch_kernel(l, kernel, grid, block, smem, group, xh, r); };
+  const bool two_tiles = rows > 8;  // 9..16 rows: two 8-row MMA tiles per weight fragment
   switch (kind) {
     case QuantKind::kExl2:
-      return launch_kernel(l, quant_gemv_kernel<QuantKind::kExl2>, grid, block, smem, group, xh, r);
+      return two_tiles ? go(quant_gemv_kernel<QuantKind::kExl2, 2>)
+                       : go(quant_gemv_kernel<QuantKind::kExl2, 1>);
     case QuantKind::kGptqSym:
-      return launch_kernel(l, quant_gemv_kernel<QuantKind::kGptqSym>, grid, block, smem, group, xh,
-                           r);
+      return two_tiles ? go(quant_gemv_kernel<QuantKind::kGptqSym, 2>)
+                       : go(quant_gemv_kernel<QuantKind::kGptqSym, 1>);
     default:
-      return launch_kernel(l, quant_gemv_kernel<QuantKind::kGptqAsym>, grid, block, smem, group, xh,
-                           r);
+      return two_tiles ? go(quant_gemv_kernel<QuantKind::kGptqAsym, 2>)
+                       : go(quant_gemv_kernel<QuantKind::kGptqAsym, 1>);
   }
 }
 

@@ -52,7 +52,7 @@ size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows);
 size_t quant_gemm_counters(const QuantMatrix& m);
 
 // Fused dequantize-and-multiply, out[R, N] = x[R, K] · Wᵀ (+ bias), for up to kQuantGemmMaxGroup
-// matrices of the same kind that multiply the same x (q/k/v, gate/up), 1..8 rows, in one launch.
+// matrices of the same kind that multiply the same x (q/k/v, gate/up), 1..16 rows, in one launch.
 // x: fp16 [R, K]; bias: f32 [N] or null; out: fp16 or f32 [R, N]; the act-order gather of x
 // happens while x is staged in shared memory. Deterministic: an output's value does not depend on
 // R (the K split depends only on the matrix shape). The scratch holds the matrices' partials and
@@ -65,7 +65,7 @@ struct QuantGemmTarget {
   void* out = nullptr;
   Elem out_t = Elem::kF16;
 };
-constexpr int kQuantGemmGroupMaxRows = 8;
+constexpr int kQuantGemmGroupMaxRows = 16;
 cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, int count,
                              const void* x, int64_t rows, const QuantGemmScratch& scratch);
 

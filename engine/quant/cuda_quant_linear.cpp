@@ -130,7 +130,7 @@ std::unique_ptr<BackendWeight> CudaBackend::upload_quantized_linear(const Linear
 
 void CudaBackend::flush_quant_linears() {
   if (pending_quant_.empty()) return;
-  // One launch per 8 rows of x for all the queued matrices: the 1–8-row kernel, whose results
+  // One launch per 16 rows of x for all the queued matrices: the 1–16-row kernel, whose results
   // for a row do not depend on the others, beat the 9–32-row tensor-core kernel at every batch
   // size it served (docs/PERFORMANCE.md).
   const int64_t rows = pending_quant_x_.rows;
