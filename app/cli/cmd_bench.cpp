@@ -18,7 +18,6 @@ namespace hearth::cli {
 
 namespace {
 
-#if HEARTH_WITH_CUDA
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -32,30 +31,37 @@ std::vector<std::string> split_list(const std::string& s) {
   }
   return out;
 }
-#endif
+
+// --batches 1,8,32: the decode batch sizes of a synthetic benchmark (empty: its defaults).
+std::vector<int64_t> decode_batches(const ArgParser& args) {
+  std::vector<int64_t> batches;
+  const auto list = args.get("batches");
+  if (!list) return batches;
+  for (const std::string& b : split_list(*list)) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(b, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != b.size() || v < 1 || v > 256) {
+      throw UsageError("--batches: decode batch sizes from 1 to 256, comma-separated");
+    }
+    batches.push_back(v);
+  }
+  if (batches.empty())
+    throw UsageError("--batches: decode batch sizes from 1 to 256, comma-separated");
+  return batches;
+}
 
 // Synthetic models of real shapes (random weights made in memory) on the GPU: fp16, or EXL2 /
 // GPTQ with --quant. Prints the benchmark's own tables (or its JSON).
 int run_synthetic_bench(const ArgParser& args) {
+  const std::vector<int64_t> batches = decode_batches(args);
 #if HEARTH_WITH_CUDA
   const std::vector<std::string> models = split_list(*args.get("synthetic"));
   const int device = static_cast<int>(args.get_int("device", 0, 0, 64));
-  std::vector<int64_t> batches;
-  if (auto list = args.get("batches")) {
-    for (const std::string& b : split_list(*list)) {
-      size_t used = 0;
-      long long v = 0;
-      try {
-        v = std::stoll(b, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != b.size() || v < 1 || v > 256) {
-        throw UsageError("--batches: decode batch sizes from 1 to 256, comma-separated");
-      }
-      batches.push_back(v);
-    }
-  }
   std::string text;
   nlohmann::json json;
   if (auto quants = args.get("quant")) {
@@ -86,7 +92,7 @@ int run_synthetic_bench(const ArgParser& args) {
   }
   return 0;
 #else
-  (void)args;
+  (void)batches;
   fail(ErrorCode::kUnsupported, "synthetic benchmarks run on the GPU; this build has no CUDA");
 #endif
 }

@@ -111,6 +111,9 @@ TEST(Cli, UsageErrorsExitWithTwoAndTheUsage) {
       {{"generate"}, "--prompt is required"},
       {{"generate", "--prompt", "hi", "stray"}, "unexpected argument 'stray'"},
       {{"bench", "--json=yes"}, "--json takes no value"},
+      {{"bench", "--synthetic", "llama3-8b", "--batches", "0"}, "--batches: decode batch sizes"},
+      {{"bench", "--synthetic", "llama3-8b", "--batches", "8,x"}, "--batches: decode batch sizes"},
+      {{"bench", "--synthetic", "llama3-8b", "--batches", ","}, "--batches: decode batch sizes"},
   };
   for (const Case& c : cases) {
     const CliRun r = run_cli(c.args);
