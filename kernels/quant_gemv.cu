@@ -1,6 +1,6 @@
-// EXL2 / GPTQ fused dequantize-and-multiply for 1..16 x rows (decode; one or two 8-row MMA tiles
-// per weight fragment; the backend runs 17..32 rows as two launches: faster than the tensor-core
-// kernel for 9..64 rows it replaced, docs/PERFORMANCE.md). Layout and per-chunk arithmetic:
+// EXL2 / GPTQ fused dequantize-and-multiply for 1..32 x rows (decode; one, two or four 8-row MMA
+// tiles per weight fragment: faster than the tensor-core kernel for 9..64 rows it replaced,
+// docs/PERFORMANCE.md). Layout and per-chunk arithmetic:
 // kernels/quant_tile_codec.cuh and kernels/quant_chunk_math.cuh (tiles of 32 outputs × 32 stored
 // rows whose lane words hold the codes of mma.sync A fragments; each weight is decoded
 // bit-identically to the reference dequantizer, multiplied on the tensor cores with fp32
@@ -50,8 +50,8 @@ constexpr int batch_chunks() {
 }
 
 // One chunk (index j of the slice) from the lane's words in registers. xs: the lane's x
-// fragments of chunk 0 for rows 0..7 (16 bytes per lane per chunk, see the staging below);
-// rows 8..15 (MT = 2) are xs1 halves further.
+// fragments of chunk 0 for rows 0..7 (16 bytes per lane per chunk, see the staging below); those
+// of rows 8mt .. 8mt + 7 are mt · xs1 halves further.
 template <int B, QuantKind KIND, int MT>
 __device__ __forceinline__ void slice_chunk(const uint32_t w[B], int j, uint32_t group_starts,
                                             const uint32_t* meta, const __half* xs, int xs1, int g,
@@ -101,6 +101,17 @@ __device__ __forceinline__ void run_chunks(const uint32_t* wl, int j0, int j1,
   }
 }
 
+// x rows staged in shared memory: with one 8-row tile, the rows and one zero row that every
+// absent row reads; with MT tiles, all 8·MT rows (zeros past `rows`), each tile reading its own.
+__host__ __device__ constexpr int staged_x_rows(int mt, int rows) {
+  return mt == 1 ? rows + 1 : 8 * mt;
+}
+
+// MMA tiles of 8 x rows per weight fragment.
+constexpr int row_tiles(int64_t rows) {
+  return rows <= 8 ? 1 : rows <= 16 ? 2 : 4;
+}
+
 // One matrix of a launch: its blocks are [block_begin, block_begin + column_groups · slices).
 struct GemvPart {
   QuantMatrix m;
@@ -122,7 +133,9 @@ struct GemvGroup {
 // launch_group is a __grid_constant__: its fields are read from the constant bank where they are
 // used, with no copy into registers or local memory.
 template <QuantKind KIND, int MT>
-__global__ void __launch_bounds__(kMaxWarps * 32, MT == 1 ? 4 : 3)
+__global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
+                                                  : MT == 2 ? 3
+                                                            : 2)
     quant_gemv_kernel(const __grid_constant__ GemvGroup launch_group, const __half* x, int rows) {
   extern __shared__ __align__(16) unsigned char smem[];
   int which = 0;
@@ -200,13 +213,15 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1 ? 4 : 3)
   // chunk, the four half2 B-fragment words of lane t (stored rows 2t + 8k + h, k < 4, h < 2) are
   // placed side by side at 8t + 2k + h, so the lane fetches them with one 16-byte load.
   const int K = static_cast<int>(m.in_features);
+  const int staged_rows = staged_x_rows(MT, rows);
   for (int i = 0, r = threadIdx.x; r < slice_rows; ++i, r += bd) {
     const int src = i == 0 ? src0 : i == 1 ? src1 : row_src[r];
     const int at = (r & ~31) + ((r & 7) >> 1) * 8 + ((r >> 3) & 3) * 2 + (r & 1);
     for (int tok = 0; tok < rows; ++tok) {
       s_x[tok * xs_stride + at] = src >= 0 ? x[int64_t(tok) * K + src] : __float2half_rn(0.0f);
     }
-    s_x[rows * xs_stride + at] = __float2half_rn(0.0f);
+    for (int tok = rows; tok < staged_rows; ++tok)
+      s_x[tok * xs_stride + at] = __float2half_rn(0.0f);
   }
   cp_async_wait<0>();
   __syncthreads();
@@ -218,9 +233,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1 ? 4 : 3)
     for (int mt = 0; mt < MT; ++mt)
       acc[nt][mt][0] = acc[nt][mt][1] = acc[nt][mt][2] = acc[nt][mt][3] = 0.0f;
   }
-  // Lane (g, t) feeds x rows g (and 8 + g) to the MMAs; rows that do not exist read the zero row.
-  const __half* xs = s_x + min(g, rows) * xs_stride + 8 * t;
-  const int xs1 = MT == 1 ? 0 : (min(8 + g, rows) - min(g, rows)) * xs_stride;
+  // Lane (g, t) feeds x rows 8mt + g to the MMAs; rows that do not exist read zero rows.
+  const __half* xs = s_x + (MT == 1 ? min(g, rows) : g) * xs_stride + 8 * t;
+  const int xs1 = 8 * xs_stride;
   uint32_t starts = active ? width_starts : 0u;
   while (starts) {
     const int j0 = __ffs(starts) - 1;
@@ -298,7 +313,7 @@ size_t quant_gemm_counters(const QuantMatrix& m) {
 
 cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, int count,
                              const void* x, int64_t rows, const QuantGemmScratch& scratch) {
-  if (count < 1 || count > kQuantGemmMaxGroup || rows < 1 || rows > kQuantGemmGroupMaxRows) {
+  if (count < 1 || count > kQuantGemmMaxGroup || rows < 1 || rows > kQuantGemmMaxRows) {
     return cudaErrorInvalidValue;
   }
   GemvGroup group{};
@@ -329,23 +344,45 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
     counters += quant_gemm_counters(*tg.m);
     blocks += part.column_groups * part.slices;
     smem = std::max(smem, size_t(kMaxWarps) * part.p_chunks * kMetaWords * 4 +
-                              size_t(rows + 1) * (size_t(part.p_chunks) * 32 + 8) * sizeof(__half));
+                              size_t(staged_x_rows(row_tiles(rows), static_cast<int>(rows))) *
+                                  (size_t(part.p_chunks) * 32 + 8) * sizeof(__half));
   }
   const auto* xh = static_cast<const __half*>(x);
   const int r = static_cast<int>(rows);
   const dim3 grid(static_cast<unsigned>(blocks)), block(kMaxWarps * 32);
-  auto go = [&](auto kernel) { return launch_kernel(l, kernel, grid, block, smem, group, xh, r); };
-  const bool two_tiles = rows > 8;  // 9..16 rows: two 8-row MMA tiles per weight fragment
+  auto go = [&](auto kernel) {
+    // Beyond 48 KB (32 rows of 16-chunk slices) a kernel must opt in: a host-side attribute, not
+    // a stream operation, so it is fine during graph capture too.
+    if (smem > 48 * 1024) {
+      const cudaError_t e = cudaFuncSetAttribute(
+          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+      if (e != cudaSuccess) return e;
+    }
+    return launch_kernel(l, kernel, grid, block, smem, group, xh, r);
+  };
+  auto by_tiles = [&](auto one, auto two, auto four) {
+    switch (row_tiles(rows)) {
+      case 1:
+        return go(one);
+      case 2:
+        return go(two);
+      default:
+        return go(four);
+    }
+  };
   switch (kind) {
     case QuantKind::kExl2:
-      return two_tiles ? go(quant_gemv_kernel<QuantKind::kExl2, 2>)
-                       : go(quant_gemv_kernel<QuantKind::kExl2, 1>);
+      return by_tiles(quant_gemv_kernel<QuantKind::kExl2, 1>,
+                      quant_gemv_kernel<QuantKind::kExl2, 2>,
+                      quant_gemv_kernel<QuantKind::kExl2, 4>);
     case QuantKind::kGptqSym:
-      return two_tiles ? go(quant_gemv_kernel<QuantKind::kGptqSym, 2>)
-                       : go(quant_gemv_kernel<QuantKind::kGptqSym, 1>);
+      return by_tiles(quant_gemv_kernel<QuantKind::kGptqSym, 1>,
+                      quant_gemv_kernel<QuantKind::kGptqSym, 2>,
+                      quant_gemv_kernel<QuantKind::kGptqSym, 4>);
     default:
-      return two_tiles ? go(quant_gemv_kernel<QuantKind::kGptqAsym, 2>)
-                       : go(quant_gemv_kernel<QuantKind::kGptqAsym, 1>);
+      return by_tiles(quant_gemv_kernel<QuantKind::kGptqAsym, 1>,
+                      quant_gemv_kernel<QuantKind::kGptqAsym, 2>,
+                      quant_gemv_kernel<QuantKind::kGptqAsym, 4>);
   }
 }
 

@@ -38,8 +38,8 @@ struct QuantMatrix {
   int max_bits = 8;  // widest chunk (sizes the shared-memory staging)
 };
 
-// Most x rows the fused kernel serves (one launch per kQuantGemmGroupMaxRows rows); larger
-// batches take the dequantize + cuBLAS path below, faster from there on (docs/PERFORMANCE.md).
+// Most x rows the fused kernel serves in one launch; larger batches take the dequantize + cuBLAS
+// path below, faster from there on (docs/PERFORMANCE.md).
 constexpr int kQuantGemmMaxRows = 32;
 
 // Split-K scratch: partial sums and per-column-group arrival counters (start at zero; the kernel
@@ -52,11 +52,11 @@ size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows);
 size_t quant_gemm_counters(const QuantMatrix& m);
 
 // Fused dequantize-and-multiply, out[R, N] = x[R, K] · Wᵀ (+ bias), for up to kQuantGemmMaxGroup
-// matrices of the same kind that multiply the same x (q/k/v, gate/up), 1..16 rows, in one launch.
-// x: fp16 [R, K]; bias: f32 [N] or null; out: fp16 or f32 [R, N]; the act-order gather of x
-// happens while x is staged in shared memory. Deterministic: an output's value does not depend on
-// R (the K split depends only on the matrix shape). The scratch holds the matrices' partials and
-// counters one after the other, in order, each sized as quant_gemm_partial_floats /
+// matrices of the same kind that multiply the same x (q/k/v, gate/up), 1..kQuantGemmMaxRows rows,
+// in one launch. x: fp16 [R, K]; bias: f32 [N] or null; out: fp16 or f32 [R, N]; the act-order
+// gather of x happens while x is staged in shared memory. Deterministic: an output's value does not
+// depend on R (the K split depends only on the matrix shape). The scratch holds the matrices'
+// partials and counters one after the other, in order, each sized as quant_gemm_partial_floats /
 // quant_gemm_counters say.
 constexpr int kQuantGemmMaxGroup = 3;
 struct QuantGemmTarget {
@@ -65,7 +65,6 @@ struct QuantGemmTarget {
   void* out = nullptr;
   Elem out_t = Elem::kF16;
 };
-constexpr int kQuantGemmGroupMaxRows = 16;
 cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, int count,
                              const void* x, int64_t rows, const QuantGemmScratch& scratch);
 

@@ -130,40 +130,29 @@ std::unique_ptr<BackendWeight> CudaBackend::upload_quantized_linear(const Linear
 
 void CudaBackend::flush_quant_linears() {
   if (pending_quant_.empty()) return;
-  // One launch per 16 rows of x for all the queued matrices: the 1–16-row kernel, whose results
-  // for a row do not depend on the others, beat the 9–32-row tensor-core kernel at every batch
-  // size it served (docs/PERFORMANCE.md).
+  // One launch for all the queued matrices (up to 32 rows of x; the kernel computes each row
+  // apart from the others, so its result does not depend on the batch).
   const int64_t rows = pending_quant_x_.rows;
-  const int64_t step = std::min<int64_t>(rows, kernels::kQuantGemmGroupMaxRows);
+  std::vector<kernels::QuantGemmTarget> targets;
   size_t partials = 0, counters = 0;
   for (const PendingQuantLinear& p : pending_quant_) {
     const auto& w = static_cast<const CudaQuantLinearWeight&>(*p.weight);
-    partials += kernels::quant_gemm_partial_floats(w.matrix, step);
+    kernels::QuantGemmTarget t;
+    t.m = &w.matrix;
+    t.bias = w.bias ? w.bias.as<float>() : nullptr;
+    t.out = p.out.data;
+    t.out_t = to_elem(p.out.dtype);
+    targets.push_back(t);
+    partials += kernels::quant_gemm_partial_floats(w.matrix, rows);
     counters += kernels::quant_gemm_counters(w.matrix);
   }
+  const void* x = pending_quant_x_.data;
+  pending_quant_.clear();
   ensure_gemv_scratch(partials, counters);
   const kernels::QuantGemmScratch scratch{gemv_partials_.as<float>(), gemv_counters_.as<int32_t>()};
-  const auto* x = static_cast<const std::byte*>(pending_quant_x_.data);
-  const int64_t x_row_bytes = pending_quant_x_.cols * 2;
-  std::vector<kernels::QuantGemmTarget> targets;
-  for (int64_t r0 = 0; r0 < rows; r0 += step) {
-    targets.clear();
-    for (const PendingQuantLinear& p : pending_quant_) {
-      const auto& w = static_cast<const CudaQuantLinearWeight&>(*p.weight);
-      kernels::QuantGemmTarget t;
-      t.m = &w.matrix;
-      t.bias = w.bias ? w.bias.as<float>() : nullptr;
-      t.out = static_cast<std::byte*>(p.out.data) +
-              r0 * w.matrix.out_features * static_cast<int64_t>(dtype_size(p.out.dtype));
-      t.out_t = to_elem(p.out.dtype);
-      targets.push_back(t);
-    }
-    check_launch(
-        kernels::quant_gemm_group(launch(), targets.data(), static_cast<int>(targets.size()),
-                                  x + r0 * x_row_bytes, std::min(step, rows - r0), scratch),
-        "quant_gemm_group");
-  }
-  pending_quant_.clear();
+  check_launch(kernels::quant_gemm_group(launch(), targets.data(), static_cast<int>(targets.size()),
+                                         x, rows, scratch),
+               "quant_gemm_group");
 }
 
 void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTensor& x,

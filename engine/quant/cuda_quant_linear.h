@@ -3,10 +3,10 @@
 //
 // Upload: the layer's tile layout (quant_tile_layout.h) is built on the host once and copied to
 // the device as it is. Forward: up to 32 rows of x run the fused dequantize-and-multiply kernel
-// (kernels/quant_gemv.cu, one launch per 16 rows; graph-safe: fixed scratch, no host sync); larger
-// batches (prefill) dequantize slices of at most 64 MiB of fp16 weights in their stored row order,
-// gather x into that order, and use cuBLAS.
-// fp16 activations only: a bf16 backend keeps quantized layers dequantized (dense).
+// (kernels/quant_gemv.cu, one launch per group of linears; graph-safe: fixed scratch, no host
+// sync); larger batches (prefill) dequantize slices of at most 64 MiB of fp16 weights in their
+// stored row order, gather x into that order, and use cuBLAS. fp16 activations only: a bf16 backend
+// keeps quantized layers dequantized (dense).
 #pragma once
 
 #include "engine/backend/backend.h"

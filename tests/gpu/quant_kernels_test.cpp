@@ -205,7 +205,7 @@ TEST_F(QuantGpu, RowsAreBatchInvariant) {
 }
 
 // Gate/up/down-sized matrices use K slices of 16 chunks: a row's result is the same at every
-// batch size the fused kernel serves (one launch per 16 rows), EXL2 and GPTQ act-order alike, and
+// batch size the fused kernel serves (up to 32 rows), EXL2 and GPTQ act-order alike, and
 // matches the CPU (also past 32 rows, on the cuBLAS path).
 TEST_F(QuantGpu, SixteenChunkSlicesKeepRowsBatchInvariant) {
   const GptqRecipe gptq{4, 128, true, false, false};
