@@ -19,8 +19,9 @@
 //    taken once per run, not per chunk) and loads the words of several chunks into registers
 //    before decoding them (about 16 words in flight per lane);
 //  - x rows beyond `rows` are never staged: those lanes read one zero row.
-// 64 registers (4 blocks of 8 warps per multiprocessor): more warps in flight measured faster
-// than fewer warps with more registers (docs/PERFORMANCE.md).
+// 64 registers with one row tile (4 blocks of 8 warps per multiprocessor): more warps in flight
+// measured faster than fewer warps with more registers (docs/PERFORMANCE.md); 3 blocks with two
+// tiles, 2 with four (their accumulators and x fragments need the registers).
 // The slices' fp32 sums go to the partials buffer; the last block of a column group adds them in
 // slice order, so a row's value does not depend on the batch size.
 #include <algorithm>
