@@ -251,8 +251,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
 
   // C fragment element i of (nt, mt): output nb·32 + 16nt + g + 8(i/2), x row 8mt + 2t + (i&1).
   const int N = static_cast<int>(m.out_features);
-  if (slices == 1) {
-    if (!active) return;
+  auto for_each_result = [&](auto&& f) {  // f(output, x row, sum) for the outputs that exist
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
@@ -261,30 +260,22 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
         for (int i = 0; i < 4; ++i) {
           const int o = static_cast<int>(nb) * 32 + nt * 16 + g + 8 * (i >> 1);
           const int tok = 8 * mt + 2 * t + (i & 1);
-          if (o < N && tok < rows) {
-            qchunk::store_out(part.out, part.out_f32, int64_t(tok) * N + o,
-                              acc[nt][mt][i] + (part.bias ? part.bias[o] : 0.0f));
-          }
+          if (o < N && tok < rows) f(o, tok, acc[nt][mt][i]);
         }
       }
     }
+  };
+  if (slices == 1) {
+    if (!active) return;
+    for_each_result([&](int o, int tok, float v) {
+      qchunk::store_out(part.out, part.out_f32, int64_t(tok) * N + o,
+                        v + (part.bias ? part.bias[o] : 0.0f));
+    });
     return;
   }
   if (active) {
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int o = static_cast<int>(nb) * 32 + nt * 16 + g + 8 * (i >> 1);
-          const int tok = 8 * mt + 2 * t + (i & 1);
-          if (o < N && tok < rows) {
-            part.partials[(int64_t(slice) * rows + tok) * N + o] = acc[nt][mt][i];
-          }
-        }
-      }
-    }
+    for_each_result(
+        [&](int o, int tok, float v) { part.partials[(int64_t(slice) * rows + tok) * N + o] = v; });
   }
   if (!last_to_arrive(&part.counters[column_group], slices)) return;
   const int width = warps * 32;

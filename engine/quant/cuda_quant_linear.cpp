@@ -198,14 +198,8 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
   const void* x_gemm = x.data;
   int64_t k_gemm = m.in_features, ld_x = m.in_features;
   if (!w.rows_in_order) {
-    const size_t x_bytes = static_cast<size_t>(rows * stored_rows) * 2;
-    if (quant_x_.size() < x_bytes) {
-      grow_guard();
-      quant_x_.reset();
-      quant_x_ = DeviceBuffer(x_bytes, MemoryCategory::kWorkspace, counters_,
-                              "activations of large batches in stored row order");
-      invalidate_graphs();
-    }
+    grow_workspace(quant_x_, static_cast<size_t>(rows * stored_rows) * 2,
+                   "activations of large batches in stored row order");
     check_launch(kernels::quant_gather_x(launch_plain(), m, x.data, rows, quant_x_.get()),
                  "quant_gather_x");
     x_gemm = quant_x_.get();
@@ -214,14 +208,8 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
   int64_t slice =
       std::max<int64_t>(32, static_cast<int64_t>(kDequantBytes / (stored_rows * 2)) / 32 * 32);
   slice = std::min(slice, (N + 31) / 32 * 32);
-  const size_t need = static_cast<size_t>(slice * stored_rows) * 2;
-  if (quant_dequant_.size() < need) {
-    grow_guard();
-    quant_dequant_.reset();
-    quant_dequant_ = DeviceBuffer(need, MemoryCategory::kWorkspace, counters_,
-                                  "dequantized weights of large batches");
-    invalidate_graphs();
-  }
+  grow_workspace(quant_dequant_, static_cast<size_t>(slice * stored_rows) * 2,
+                 "dequantized weights of large batches");
   const float alpha = 1.0f, beta = 0.0f;
   const size_t out_elem = dtype_size(out.dtype);
   const cudaDataType_t out_type = out.dtype == DType::kF32 ? CUDA_R_32F : CUDA_R_16F;

@@ -216,14 +216,17 @@ void CudaBackend::ensure_gemv_scratch(size_t partial_floats, size_t counters) {
   }
 }
 
+void CudaBackend::grow_workspace(DeviceBuffer& buffer, size_t bytes, const char* what) {
+  if (buffer.size() >= bytes) return;
+  grow_guard();
+  buffer.reset();  // first, so the old and new buffers are never held together
+  buffer = DeviceBuffer(bytes, MemoryCategory::kWorkspace, counters_, what);
+  invalidate_graphs();
+}
+
 void CudaBackend::ensure_decode_scratch(size_t partial_floats, size_t counters) {
-  if (decode_partials_.size() < partial_floats * sizeof(float)) {
-    grow_guard();
-    decode_partials_.reset();
-    decode_partials_ = DeviceBuffer(partial_floats * sizeof(float), MemoryCategory::kWorkspace,
-                                    counters_, "decode attention partial results");
-    invalidate_graphs();
-  }
+  grow_workspace(decode_partials_, partial_floats * sizeof(float),
+                 "decode attention partial results");
   if (decode_counters_.size() < counters * sizeof(int32_t)) {
     grow_guard();
     decode_counters_.reset();

@@ -172,6 +172,8 @@ class CudaBackend final : public Backend {
   void ensure_meta_capacity(int64_t tokens, int64_t seqs, int64_t logit_rows, int64_t pages);
   bool capturing() const;
   void grow_guard() const;  // throws CaptureInvalidated while capturing: scratch must not move
+  // Reallocates `buffer` (contents not kept) when it holds fewer than `bytes`.
+  void grow_workspace(DeviceBuffer& buffer, size_t bytes, const char* what);
   void release() noexcept;
   void drop_stale_graphs();
 
