@@ -189,11 +189,10 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
   flush_quant_linears();
   const float* bias = w.bias ? w.bias.as<float>() : nullptr;
   const kernels::Elem out_t = to_elem(out.dtype);
-  // More than 32 rows: the dequantized path. On an H100 (Llama-3-8B EXL2 4.0, docs/PERFORMANCE.md)
-  // it decodes 64 rows at 3090 tokens/s, 128 rows at 4871, where the fused kernel read the
-  // quantized weights once per 64 rows at ~1475.
-  // Large batches: fp16 weights slice by slice (output rows, multiples of 32), then cuBLAS, in the
-  // weights' stored row order (x gathered into that order once, unless it already is).
+  // More than 32 rows: fp16 weights slice by slice (output rows, multiples of 32), then cuBLAS, in
+  // the weights' stored row order (x gathered into that order once, unless it already is). On an
+  // H100 (Llama-3-8B EXL2 4.0, docs/PERFORMANCE.md) this decodes 64 rows at 3090 tokens/s and 128
+  // at 4871, where the fused kernel, reading the quantized weights once per 64 rows, made ~1475.
   const int64_t N = m.out_features, stored_rows = m.chunks * 32;
   const void* x_gemm = x.data;
   int64_t k_gemm = m.in_features, ld_x = m.in_features;
