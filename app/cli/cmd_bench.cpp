@@ -1,4 +1,5 @@
 // hearth-cli bench: prompt and decode speed of a model on a backend.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -37,21 +38,19 @@ std::vector<int64_t> decode_batches(const ArgParser& args) {
   std::vector<int64_t> batches;
   const auto list = args.get("batches");
   if (!list) return batches;
-  for (const std::string& b : split_list(*list)) {
+  auto batch_size = [](const std::string& b) -> int64_t {  // 0: not a size from 1 to 256
     size_t used = 0;
-    long long v = 0;
     try {
-      v = std::stoll(b, &used);
+      const long long v = std::stoll(b, &used);
+      return used == b.size() && v >= 1 && v <= 256 ? v : 0;
     } catch (const std::exception&) {
-      used = 0;
+      return 0;
     }
-    if (used != b.size() || v < 1 || v > 256) {
-      throw UsageError("--batches: decode batch sizes from 1 to 256, comma-separated");
-    }
-    batches.push_back(v);
-  }
-  if (batches.empty())
+  };
+  for (const std::string& b : split_list(*list)) batches.push_back(batch_size(b));
+  if (batches.empty() || std::count(batches.begin(), batches.end(), 0) > 0) {
     throw UsageError("--batches: decode batch sizes from 1 to 256, comma-separated");
+  }
   return batches;
 }
 
