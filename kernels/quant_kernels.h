@@ -58,15 +58,41 @@ size_t quant_gemm_counters(const QuantMatrix& m);
 // depend on R (the K split depends only on the matrix shape). The scratch holds the matrices'
 // partials and counters one after the other, in order, each sized as quant_gemm_partial_floats /
 // quant_gemm_counters say.
+//
+// RMSNorm between two such launches (a decode step's o_proj → gate/up and down → next q/k/v) needs
+// no pass of its own: the producer adds its result into the residual stream, each of its column
+// groups leaves the sum of squares of its 256 columns, and the last of them turns those into each
+// row's inverse RMS; the consumer normalizes the residual rows as it stages them (reading that one
+// number per row alongside x) and writes the normalized rows out too, for any later reader. Same
+// roundings as kernels::add_rms_norm; only the order in which the sum of squares is added differs.
 constexpr int kQuantGemmMaxGroup = 3;
+constexpr int kQuantNormSlotColumns = 256;
+constexpr int64_t quant_norm_slots(int64_t cols) {
+  return (cols + kQuantNormSlotColumns - 1) / kQuantNormSlotColumns;
+}
 struct QuantGemmTarget {
   const QuantMatrix* m = nullptr;
   const float* bias = nullptr;
   void* out = nullptr;
   Elem out_t = Elem::kF16;
+  // Optional (out fp16): residual[R, N] (fp16) += out, rounded as add_rms_norm rounds, and
+  // inv_rms[R] = 1 / sqrt(mean(residual²) + norm_eps) per row; norm_sums: scratch of
+  // R · quant_norm_slots(N) floats.
+  void* residual = nullptr;
+  float* norm_sums = nullptr;
+  float* inv_rms = nullptr;
+  float norm_eps = 0.0f;
+};
+// The consumer's side: x is the residual, and the matrices multiply
+// fp16(weight · (x · inv_rms)), add_rms_norm's output.
+struct QuantInputNorm {
+  const float* inv_rms = nullptr;  // [R], left by the producer
+  const float* weight = nullptr;   // f32 [K]
+  void* normed = nullptr;          // fp16 [R, K]: receives the normalized rows
 };
 cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, int count,
-                             const void* x, int64_t rows, const QuantGemmScratch& scratch);
+                             const void* x, int64_t rows, const QuantGemmScratch& scratch,
+                             const QuantInputNorm* norm = nullptr);
 
 // The large-batch path (cuBLAS on dequantized weights), in the weights' stored row order so the
 // dequantized rows are written contiguously: out = x_stored · w_storedᵀ with K' = chunks · 32.

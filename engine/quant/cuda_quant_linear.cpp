@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
+#include <utility>
 
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
@@ -135,6 +137,9 @@ void CudaBackend::flush_quant_linears() {
   const int64_t rows = pending_quant_x_.rows;
   std::vector<kernels::QuantGemmTarget> targets;
   size_t partials = 0, counters = 0;
+  // norm_slots_: the rows' inverse RMS, then the producer's sums of squares.
+  constexpr int64_t kInvRmsFloats = kernels::kQuantGemmMaxRows;
+  int64_t norm_floats = 0;
   for (const PendingQuantLinear& p : pending_quant_) {
     const auto& w = static_cast<const CudaQuantLinearWeight&>(*p.weight);
     kernels::QuantGemmTarget t;
@@ -142,16 +147,35 @@ void CudaBackend::flush_quant_linears() {
     t.bias = w.bias ? w.bias.as<float>() : nullptr;
     t.out = p.out.data;
     t.out_t = to_elem(p.out.dtype);
+    t.residual = p.residual.data;
+    t.norm_eps = p.norm_eps;
+    if (t.residual) {
+      norm_floats = kInvRmsFloats + rows * kernels::quant_norm_slots(w.matrix.out_features);
+    }
     targets.push_back(t);
     partials += kernels::quant_gemm_partial_floats(w.matrix, rows);
     counters += kernels::quant_gemm_counters(w.matrix);
   }
-  const void* x = pending_quant_x_.data;
+  const std::optional<PendingNorm> norm = std::exchange(pending_quant_norm_, std::nullopt);
+  if (norm) norm_floats = std::max(norm_floats, kInvRmsFloats);
+  // x is the residual when the linears normalize it themselves.
+  const void* x = norm ? norm->residual.data : pending_quant_x_.data;
   pending_quant_.clear();
   ensure_gemv_scratch(partials, counters);
+  grow_workspace(norm_slots_, static_cast<size_t>(norm_floats) * sizeof(float),
+                 "RMS of the rows between quantized linears");
+  float* inv_rms = norm_slots_.as<float>();
+  for (kernels::QuantGemmTarget& t : targets) {
+    if (t.residual) {
+      t.inv_rms = inv_rms;
+      t.norm_sums = inv_rms + kInvRmsFloats;
+    }
+  }
+  kernels::QuantInputNorm input_norm;
+  if (norm) input_norm = {inv_rms, norm->weight, norm->out.data};
   const kernels::QuantGemmScratch scratch{gemv_partials_.as<float>(), gemv_counters_.as<int32_t>()};
   check_launch(kernels::quant_gemm_group(launch(), targets.data(), static_cast<int>(targets.size()),
-                                         x, rows, scratch),
+                                         x, rows, scratch, norm ? &input_norm : nullptr),
                "quant_gemm_group");
 }
 
@@ -170,8 +194,16 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
   HEARTH_CHECK(out.dtype == DType::kF16 || out.dtype == DType::kF32, "linear: output dtype");
   if (rows <= 0) return;
   HEARTH_CHECK(!rows_overlap(x, out, rows), "linear " + w.name + ": output overlaps the input");
+  // A norm folded into the linear before (fold_norm) is applied by the linears reading its output.
+  const bool normalizes = pending_norm_ && pending_norm_->out.data == x.data &&
+                          pending_norm_->out.rows == rows && rows <= kernels::kQuantGemmMaxRows;
+  if (pending_norm_ && !normalizes) flush_norm();
   // Decode-sized batches wait for the next linears of the same x, to share their launches.
   if (rows <= kernels::kQuantGemmMaxRows) {
+    if (normalizes) {
+      flush_quant_linears();  // the linear that adds into the residual
+      pending_quant_norm_ = std::exchange(pending_norm_, std::nullopt);
+    }
     if (!pending_quant_.empty()) {
       const auto& first = static_cast<const CudaQuantLinearWeight&>(*pending_quant_.front().weight);
       bool joins = pending_quant_x_.data == x.data && pending_quant_x_.rows == rows &&

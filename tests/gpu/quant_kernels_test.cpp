@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/core/error.h"
@@ -271,6 +272,109 @@ TEST_F(QuantGpu, LinearsOfOneInputShareALaunch) {
       const auto d = compare(together, run_linear(*cpu, layers[i], x, rows));
       EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref)
           << "matrix " << i << ", " << rows << " rows: " << d.str();
+    }
+  }
+}
+
+// RMSNorm folded into the quantized linears around it (decode sizes): o → add_rms_norm →
+// gate, up, as a decode step records them. Against the same ops with the fold off: the delta and
+// the residual bit for bit, the normalized rows (the consumer writes them) and the consumers'
+// outputs within the difference of one sum of squares added in another order; a norm no linear
+// reads runs as its own pass (here: read() of its output) and is then bit for bit. EXL2 and GPTQ
+// act-order consumers (their x gathered through a permutation), hidden sizes with a partial
+// 256-column slot, and batch sizes on both sides of the fused kernel's 32 rows.
+TEST_F(QuantGpu, NormsFoldedIntoQuantizedLinearsMatchTheNormPass) {
+  CudaBackendOptions on, off;
+  on.fold_norm_max_rows = 32;
+  off.fold_norm_max_rows = 0;
+  auto fused = create_cuda_backend(on), unfused = create_cuda_backend(off);
+  const GptqRecipe gptq{4, 64, true, false, false};
+  for (const bool is_gptq : {false, true}) {
+    for (const int64_t hidden : {int64_t(576), int64_t(1024)}) {
+      const int64_t inter = 1536;
+      TensorMap t;
+      QuantizedLinearOptions o;
+      if (is_gptq) {
+        make_gptq_layer(t, "o", hidden, hidden, gptq, 41);
+        make_gptq_layer(t, "gate", hidden, inter, gptq, 42);
+        make_gptq_layer(t, "up", hidden, inter, gptq, 43);
+        o.quantization_config_json = gptq_config_json(gptq);
+      } else {
+        make_exl2_layer(t, "o", hidden, hidden, exl2_recipe_for_bpw(4.0), 41);
+        make_exl2_layer(t, "gate", hidden, inter, exl2_recipe_for_bpw(3.0), 42);
+        make_exl2_layer(t, "up", hidden, inter, exl2_recipe_for_bpw(5.0), 43);
+      }
+      MemoryTensorSource src(std::move(t));
+      const LinearSource lo = source_of(src, "o", o), lg = source_of(src, "gate", o),
+                         lu = source_of(src, "up", o);
+      const std::vector<float> norm_w = random_values(static_cast<size_t>(hidden), 44, 2.0f);
+      std::vector<float> first_row_gate;  // of the first fused batch size
+      for (const int64_t rows : {1, 2, 5, 32, 40}) {
+        const std::string what = std::string(is_gptq ? "GPTQ" : "EXL2") + " hidden " +
+                                 std::to_string(hidden) + ", " + std::to_string(rows) + " rows";
+        const auto attn_values = random_values(static_cast<size_t>(rows * hidden), 45, 1.0f);
+        const auto residual_values = random_values(static_cast<size_t>(rows * hidden), 46, 3.0f);
+        struct Outputs {
+          std::vector<float> delta, residual, normed, gate, up, residual2, normed2;
+        };
+        auto run = [&](Backend& b) {
+          TestBatch batch = one_sequence(rows);
+          DeviceTensor attn = b.alloc_activation(rows, hidden),
+                       x = b.alloc_activation(rows, hidden);
+          DeviceTensor delta = b.alloc_activation(rows, hidden),
+                       h = b.alloc_activation(rows, hidden);
+          DeviceTensor gate = b.alloc_activation(rows, inter), up = b.alloc_activation(rows, inter);
+          const PreparedBatch p = b.prepare_batch(batch.desc());
+          Keep keep;
+          load(b, attn_values, rows, hidden, attn, p.tokens, keep);
+          load(b, residual_values, rows, hidden, x, p.tokens, keep);
+          auto wo = b.upload_linear(lo), wg = b.upload_linear(lg), wu = b.upload_linear(lu);
+          auto wn = b.upload(HostTensor::from_floats(norm_w, {hidden}));
+          const int64_t T = p.tokens;
+          b.linear(*wo, attn.first_rows(T), delta.first_rows(T));
+          b.add_rms_norm(x.first_rows(T), delta.first_rows(T), *wn, 1e-5f, h.first_rows(T));
+          b.linear(*wg, h.first_rows(T), gate.first_rows(T));
+          b.linear(*wu, h.first_rows(T), up.first_rows(T));
+          Outputs out;
+          out.delta = b.read(delta, rows);
+          out.residual = b.read(x, rows);
+          out.normed = b.read(h, rows);
+          out.gate = b.read(gate, rows);
+          out.up = b.read(up, rows);
+          // A second fold whose norm nothing reads but read(): the norm pass runs.
+          b.linear(*wo, attn.first_rows(T), delta.first_rows(T));
+          b.add_rms_norm(x.first_rows(T), delta.first_rows(T), *wn, 1e-5f, h.first_rows(T));
+          out.normed2 = b.read(h, rows);
+          out.residual2 = b.read(x, rows);
+          return out;
+        };
+        const Outputs f = run(*fused), u = run(*unfused);
+        // Row 0 (the same input at every size) comes out the same at every fused batch size.
+        if (rows <= 32) {
+          const std::vector<float> row0(f.gate.begin(), f.gate.begin() + inter);
+          if (first_row_gate.empty()) first_row_gate = row0;
+          EXPECT_EQ(row0, first_row_gate) << what << ": row 0 depends on the batch size";
+        }
+        EXPECT_EQ(f.delta, u.delta) << what;
+        EXPECT_EQ(f.residual, u.residual) << what;
+        EXPECT_EQ(f.residual2, u.residual2) << what;
+        EXPECT_EQ(f.normed2, u.normed2) << what;
+        // One fp16 step apart at most (the inverse RMS may differ in its last bit).
+        size_t differ = 0;
+        for (size_t i = 0; i < f.normed.size(); ++i) {
+          const float a = f.normed[i], b = u.normed[i];
+          differ += a != b;
+          EXPECT_LE(std::fabs(a - b), std::fabs(b) * (1.0f / 1024) + 1e-7f)
+              << what << ", normed element " << i;
+        }
+        EXPECT_LE(differ, f.normed.size() / 100) << what;
+        for (const auto& [got, ref, name] :
+             {std::tuple{&f.gate, &u.gate, "gate"}, std::tuple{&f.up, &u.up, "up"}}) {
+          const auto d = compare(*got, *ref);
+          EXPECT_TRUE(d.finite && d.nmse <= 1e-6 && d.max_abs <= 4e-3 * d.max_ref)
+              << what << " " << name << ": " << d.str();
+        }
+      }
     }
   }
 }

@@ -527,7 +527,7 @@ void CudaBackend::run(const std::function<void()>& record, std::optional<int64_t
     record();
     flush_linears();
   } catch (const CaptureInvalidated&) {
-    pending_.clear();
+    drop_pending();
     cudaGraph_t graph = nullptr;
     cudaStreamEndCapture(stream_, &graph);
     if (graph) cudaGraphDestroy(graph);
@@ -538,7 +538,7 @@ void CudaBackend::run(const std::function<void()>& record, std::optional<int64_t
     warmed_keys_.insert(*graph_key);
     return;
   } catch (...) {
-    pending_.clear();
+    drop_pending();
     cudaGraph_t graph = nullptr;
     cudaStreamEndCapture(stream_, &graph);
     if (graph) cudaGraphDestroy(graph);

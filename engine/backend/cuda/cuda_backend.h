@@ -25,6 +25,13 @@ struct CudaBackendOptions {
   // In a decode step, RoPE is applied by the attention kernel as it reads q and the new key,
   // instead of by a pass of its own (same bits; off only to compare).
   bool fuse_decode_rope = true;
+  // Between quantized linears of up to this many rows (decode; at most 32, 0: never), RMSNorm is
+  // folded into them: the linear before adds into the residual and leaves each row's inverse
+  // RMS, the ones after normalize x as they read it (kernels::QuantInputNorm). 2: on an H100
+  // (Llama-3-8B EXL2 4.0) the fold gains ~2 % at 1 and 2 rows and loses 3-5 % at 8 to 32,
+  // where staging normalized rows costs every block more than the separate pass saves
+  // (docs/PERFORMANCE.md).
+  int64_t fold_norm_max_rows = 2;
   size_t cublas_workspace_bytes = size_t(32) << 20;
 };
 

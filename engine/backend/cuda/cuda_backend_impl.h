@@ -185,7 +185,8 @@ class CudaBackend final : public Backend {
   void linear_cublas(const CudaLinearWeight& w, const DeviceTensor& x, const DeviceTensor& out);
   // Consecutive GEMV-sized linears that read the same x are launched together (q, k, v;
   // gate, up): linear() queues them, and every other op launches the queue first.
-  void flush_linears();        // every queued op: the rope, then linears (dense and quantized)
+  void flush_linears();  // every queued op: the rope, quantized linears, the norm, dense linears
+  void drop_pending();   // forgets every queued op (a failed capture)
   void flush_dense_linears();  // the queued dense ones
 
   // A decode step's rope waits for the attention after it, which applies it (flush_rope launches it
@@ -206,6 +207,20 @@ class CudaBackend final : public Backend {
   // Quantized linears of a few rows wait here while the next ones read the same x (q/k/v,
   // gate/up): one launch serves them all (kernels::quant_gemm_group).
   void flush_quant_linears();
+  // add_rms_norm after a queued quantized linear of its delta: that linear adds into the residual
+  // (flush_quant_linears), and the norm waits for the quantized linears reading `out`, which
+  // normalize as they stage x. Any other op runs the norm as a pass first (flush_norm).
+  struct PendingNorm {
+    DeviceTensor residual, out;
+    const float* weight;
+    float eps;
+  };
+  std::optional<PendingNorm> pending_norm_;        // not yet taken by a linear
+  std::optional<PendingNorm> pending_quant_norm_;  // normalizes the queued linears' x
+  bool fold_norm(const DeviceTensor& residual, const DeviceTensor& delta, const float* weight,
+                 float eps, const DeviceTensor& out);
+  void flush_norm();
+  DeviceBuffer norm_slots_;  // inverse RMS of the rows (and sums of squares) between such linears
   DeviceBuffer quant_dequant_;  // fp16 weights of the large-batch quantized path
   DeviceBuffer quant_x_;        // its x in the weights' stored row order
 
@@ -269,6 +284,8 @@ class CudaBackend final : public Backend {
   struct PendingQuantLinear {
     const BackendWeight* weight;
     DeviceTensor out;
+    DeviceTensor residual = {};  // data set: out is also added into it (fold_norm)
+    float norm_eps = 0.0f;       // and the rows' inverse RMS left for the next linears
   };
   std::vector<PendingQuantLinear> pending_quant_;
   DeviceTensor pending_quant_x_;

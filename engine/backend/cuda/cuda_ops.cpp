@@ -69,7 +69,6 @@ void CudaBackend::rms_norm(DeviceTensor x, const BackendWeight& w, float eps, De
 
 void CudaBackend::add_rms_norm(DeviceTensor residual, DeviceTensor delta, const BackendWeight& w,
                                float eps, DeviceTensor out) {
-  flush_linears();
   const CudaTensorWeight& t = tensor_weight(w, "add_rms_norm");
   HEARTH_CHECK(t.shape.size() == 1 && t.shape[0] == residual.cols && delta.cols == residual.cols &&
                    out.cols == residual.cols,
@@ -77,6 +76,8 @@ void CudaBackend::add_rms_norm(DeviceTensor residual, DeviceTensor delta, const 
   check_rows(residual, residual.rows, "add_rms_norm");
   check_rows(delta, residual.rows, "add_rms_norm");
   check_rows(out, residual.rows, "add_rms_norm");
+  if (fold_norm(residual, delta, t.buffer.as<float>(), eps, out)) return;
+  flush_linears();
   check_launch(kernels::add_rms_norm(launch(), to_elem(residual.dtype), residual.data, delta.data,
                                      t.buffer.get(), eps, residual.rows, residual.cols, out.data),
                "add_rms_norm");
@@ -98,6 +99,7 @@ void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTens
     return;
   }
   flush_quant_linears();  // quantized linears queued before this one run first
+  flush_norm();           // and a norm this one may read
   const auto* w = dynamic_cast<const CudaLinearWeight*>(&weight);
   HEARTH_CHECK(w != nullptr, "linear: weight is not a CUDA linear weight");
   const int64_t rows = x.rows;
@@ -141,7 +143,48 @@ void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTens
 void CudaBackend::flush_linears() {
   flush_rope();
   flush_quant_linears();
+  flush_norm();
   flush_dense_linears();
+}
+
+void CudaBackend::drop_pending() {
+  pending_.clear();
+  pending_quant_.clear();
+  pending_rope_.reset();
+  pending_norm_.reset();
+  pending_quant_norm_.reset();
+}
+
+bool CudaBackend::fold_norm(const DeviceTensor& residual, const DeviceTensor& delta,
+                            const float* weight, float eps, const DeviceTensor& out) {
+  // The queued linear must be the only one, write exactly `delta`, in fp16, for every row.
+  if (residual.rows > options_.fold_norm_max_rows || pending_quant_.size() != 1 || pending_norm_ ||
+      pending_quant_norm_ || pending_rope_ || !pending_.empty()) {
+    return false;
+  }
+  PendingQuantLinear& producer = pending_quant_.front();
+  const int64_t rows = residual.rows;
+  const bool fits = producer.out.data == delta.data && producer.out.rows == rows &&
+                    delta.rows == rows && out.rows == rows && residual.dtype == DType::kF16 &&
+                    delta.dtype == DType::kF16 && out.dtype == DType::kF16 &&
+                    producer.out.dtype == DType::kF16 && !rows_overlap(residual, delta, rows) &&
+                    !rows_overlap(residual, out, rows) && !rows_overlap(delta, out, rows) &&
+                    !rows_overlap(pending_quant_x_, residual, rows);
+  if (!fits) return false;
+  producer.residual = residual;
+  producer.norm_eps = eps;
+  pending_norm_ = PendingNorm{residual, out, weight, eps};
+  return true;
+}
+
+void CudaBackend::flush_norm() {
+  if (!pending_norm_) return;
+  flush_quant_linears();  // the linear that adds into the residual
+  const PendingNorm n = *pending_norm_;
+  pending_norm_.reset();
+  check_launch(kernels::rms_norm(launch(), to_elem(n.residual.dtype), n.residual.data, n.weight,
+                                 n.eps, n.residual.rows, n.residual.cols, n.out.data),
+               "rms_norm");
 }
 
 void CudaBackend::flush_dense_linears() {
