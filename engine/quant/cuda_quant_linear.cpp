@@ -137,7 +137,7 @@ void CudaBackend::flush_quant_linears() {
   const int64_t rows = pending_quant_x_.rows;
   std::vector<kernels::QuantGemmTarget> targets;
   size_t partials = 0, counters = 0;
-  // norm_slots_: the rows' inverse RMS, then the producer's sums of squares.
+  // fold_norm_scratch_: the rows' inverse RMS, then the producer's sums of squares.
   constexpr int64_t kInvRmsFloats = kernels::kQuantGemmMaxRows;
   int64_t norm_floats = 0;
   for (const PendingQuantLinear& p : pending_quant_) {
@@ -162,9 +162,9 @@ void CudaBackend::flush_quant_linears() {
   const void* x = norm ? norm->residual.data : pending_quant_x_.data;
   pending_quant_.clear();
   ensure_gemv_scratch(partials, counters);
-  grow_workspace(norm_slots_, static_cast<size_t>(norm_floats) * sizeof(float),
+  grow_workspace(fold_norm_scratch_, static_cast<size_t>(norm_floats) * sizeof(float),
                  "RMS of the rows between quantized linears");
-  float* inv_rms = norm_slots_.as<float>();
+  float* inv_rms = fold_norm_scratch_.as<float>();
   for (kernels::QuantGemmTarget& t : targets) {
     if (t.residual) {
       t.inv_rms = inv_rms;

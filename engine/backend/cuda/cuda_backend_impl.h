@@ -220,7 +220,8 @@ class CudaBackend final : public Backend {
   bool fold_norm(const DeviceTensor& residual, const DeviceTensor& delta, const float* weight,
                  float eps, const DeviceTensor& out);
   void flush_norm();
-  DeviceBuffer norm_slots_;  // inverse RMS of the rows (and sums of squares) between such linears
+  // The rows' inverse RMS (and the producer's sums of squares) between the folded linears.
+  DeviceBuffer fold_norm_scratch_;
   DeviceBuffer quant_dequant_;  // fp16 weights of the large-batch quantized path
   DeviceBuffer quant_x_;        // its x in the weights' stored row order
 
