@@ -295,24 +295,29 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
   // x rows of the slice, gathered through row_src (act-order), and the zero row.
   const int K = static_cast<int>(m.in_features);
   const int staged_rows = staged_x_rows(MT, rows);
+  // Stages the slice's x rows: value(tok, src, w) is row tok's staged value of input feature src
+  // (w: weight_of(r, src) for slice row r).
+  auto stage_x = [&](auto weight_of, auto value) {
+    for (int i = 0, r = threadIdx.x; r < slice_rows; ++i, r += bd) {
+      const int src = i == 0 ? src0 : i == 1 ? src1 : row_src[r];
+      const int at = staged_position(r);
+      const float w = weight_of(r, src);
+      for (int tok = 0; tok < rows; ++tok)
+        s_x[tok * xs_stride + at] = src >= 0 ? value(tok, src, w) : __float2half_rn(0.0f);
+      for (int tok = rows; tok < staged_rows; ++tok)
+        s_x[tok * xs_stride + at] = __float2half_rn(0.0f);
+    }
+  };
   if (norm.inv_rms) {
     // x is the residual: stage fp16(w · (x · inv_rms)), add_rms_norm's formula, with the row's
     // inverse RMS read alongside x (no round trip of its own). The blocks of column group 0 of
     // the first matrix also write those rows out (its slices cover every input feature once).
     cp_async_wait<0>();  // this thread's norm weights (copied before the wait)
-    for (int i = 0, r = threadIdx.x; r < slice_rows; ++i, r += bd) {
-      const int src = i == 0 ? src0 : i == 1 ? src1 : row_src[r];
-      const int at = staged_position(r);
-      const float w = src >= 0 ? s_w[r] : 0.0f;
-      for (int tok = 0; tok < rows; ++tok) {
-        s_x[tok * xs_stride + at] =
-            src >= 0
-                ? __float2half_rn(w * (__half2float(x[int64_t(tok) * K + src]) * norm.inv_rms[tok]))
-                : __float2half_rn(0.0f);
-      }
-      for (int tok = rows; tok < staged_rows; ++tok)
-        s_x[tok * xs_stride + at] = __float2half_rn(0.0f);
-    }
+    stage_x(
+        [&](int r, int src) { return src >= 0 ? s_w[r] : 0.0f; },
+        [&](int tok, int src, float w) {
+          return __float2half_rn(w * (__half2float(x[int64_t(tok) * K + src]) * norm.inv_rms[tok]));
+        });
     // Apart from the gather: a global store between its loads would keep them from overlapping.
     if (which == 0 && column_group == 0 && norm.normed) {
       for (int r = threadIdx.x; r < slice_rows; r += bd) {
@@ -324,15 +329,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
       }
     }
   } else {
-    for (int i = 0, r = threadIdx.x; r < slice_rows; ++i, r += bd) {
-      const int src = i == 0 ? src0 : i == 1 ? src1 : row_src[r];
-      const int at = staged_position(r);
-      for (int tok = 0; tok < rows; ++tok) {
-        s_x[tok * xs_stride + at] = src >= 0 ? x[int64_t(tok) * K + src] : __float2half_rn(0.0f);
-      }
-      for (int tok = rows; tok < staged_rows; ++tok)
-        s_x[tok * xs_stride + at] = __float2half_rn(0.0f);
-    }
+    stage_x([](int, int) { return 0.0f; },
+            [&](int tok, int src, float) { return x[int64_t(tok) * K + src]; });
   }
   cp_async_wait<0>();
   __syncthreads();
