@@ -23,7 +23,20 @@
 namespace hearth::kernels {
 namespace {
 
-constexpr int kThreads = 128;
+// Threads per block: 128, or 256 for a batch of one sequence (when the lane groups' merge
+// buffer, 32 · threads · GM bytes, stays within 32 KB of static shared memory). Twice the lane
+// groups make a step cover twice the positions, so each split takes half the dependent steps after
+// the wait: one 64-position step at 512 positions, decode attention 13.4 -> 12.6 µs per layer at
+// batch 1 (H100). With more sequences the 256-thread blocks' registers (~210 each) leave one
+// block per multiprocessor and batches 2-32 lose 6-20 % (docs/PERFORMANCE.md), so they keep 128.
+// A sequence's lane groups are merged in another order then: its last bits may differ between
+// decoding alone and in a batch.
+constexpr int kThreadsOneSequence = 256;
+constexpr int kThreadsBatch = 128;
+template <int GM>
+constexpr bool one_sequence_blocks_fit() {
+  return 32 * kThreadsOneSequence * GM <= 32 * 1024;
+}
 constexpr int kTile = 64;
 constexpr int kLoads = 4;  // positions per lane group per step
 
@@ -63,11 +76,12 @@ __device__ __forceinline__ void rotate8(float x[8], int gl, int rotary_dim,
   }
 }
 
-template <class T, int D, int GM>
-__global__ void __launch_bounds__(kThreads)
+template <class T, int D, int GM, int THREADS>
+__global__ void __launch_bounds__(THREADS)
     attention_decode_kernel(const T* q, const T* k_new, const T* v_new, BatchView batch,
                             KvLayerView kv, int num_heads, int group, float scale_log2, T* out,
                             float* partials, int32_t* counters, DecodeRope rope) {
+  constexpr int kThreads = THREADS;
   constexpr int kLanes = D / 8;               // threads per position
   constexpr int kGroups = kThreads / kLanes;  // positions in flight per load
   constexpr int kStep = kGroups * kLoads;     // positions per step
@@ -382,10 +396,18 @@ cudaError_t launch_decode(const Launch& l, const void* q, const void* k, const v
   const dim3 grid(kDecodeMaxSplits, static_cast<unsigned>(kv.num_kv_heads),
                   static_cast<unsigned>(batch.num_seqs));
   const int group = num_heads / kv.num_kv_heads;
-  return launch_kernel(l, attention_decode_kernel<T, D, GM>, grid, dim3(kThreads), 0,
-                       static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
-                       batch, kv, num_heads, group, scale * 1.4426950408889634f,
-                       static_cast<T*>(out), scratch.partials, scratch.counters, rope);
+  auto go = [&](auto kernel, int threads) {
+    return launch_kernel(l, kernel, grid, dim3(threads), 0, static_cast<const T*>(q),
+                         static_cast<const T*>(k), static_cast<const T*>(v), batch, kv, num_heads,
+                         group, scale * 1.4426950408889634f, static_cast<T*>(out), scratch.partials,
+                         scratch.counters, rope);
+  };
+  if constexpr (one_sequence_blocks_fit<GM>()) {
+    if (batch.num_seqs == 1) {
+      return go(attention_decode_kernel<T, D, GM, kThreadsOneSequence>, kThreadsOneSequence);
+    }
+  }
+  return go(attention_decode_kernel<T, D, GM, kThreadsBatch>, kThreadsBatch);
 }
 
 template <class T, int D>
