@@ -17,6 +17,8 @@
 // The block that owns the newest position also writes the new key and value into the cache
 // (and keeps them in registers for its own use, so no ordering is needed). With DecodeRope the
 // kernel rotates q and the new key itself (the rope pass of the step is skipped).
+#include <type_traits>
+
 #include "kernels/common.cuh"
 #include "kernels/rope_math.cuh"
 
@@ -396,18 +398,18 @@ cudaError_t launch_decode(const Launch& l, const void* q, const void* k, const v
   const dim3 grid(kDecodeMaxSplits, static_cast<unsigned>(kv.num_kv_heads),
                   static_cast<unsigned>(batch.num_seqs));
   const int group = num_heads / kv.num_kv_heads;
-  auto go = [&](auto kernel, int threads) {
-    return launch_kernel(l, kernel, grid, dim3(threads), 0, static_cast<const T*>(q),
-                         static_cast<const T*>(k), static_cast<const T*>(v), batch, kv, num_heads,
-                         group, scale * 1.4426950408889634f, static_cast<T*>(out), scratch.partials,
+  auto go = [&](auto threads) {  // the block size picks the kernel
+    constexpr int kBlock = decltype(threads)::value;
+    return launch_kernel(l, attention_decode_kernel<T, D, GM, kBlock>, grid, dim3(kBlock), 0,
+                         static_cast<const T*>(q), static_cast<const T*>(k),
+                         static_cast<const T*>(v), batch, kv, num_heads, group,
+                         scale * 1.4426950408889634f, static_cast<T*>(out), scratch.partials,
                          scratch.counters, rope);
   };
   if constexpr (one_sequence_blocks_fit<GM>()) {
-    if (batch.num_seqs == 1) {
-      return go(attention_decode_kernel<T, D, GM, kThreadsOneSequence>, kThreadsOneSequence);
-    }
+    if (batch.num_seqs == 1) return go(std::integral_constant<int, kThreadsOneSequence>{});
   }
-  return go(attention_decode_kernel<T, D, GM, kThreadsBatch>, kThreadsBatch);
+  return go(std::integral_constant<int, kThreadsBatch>{});
 }
 
 template <class T, int D>
