@@ -11,8 +11,8 @@
 #include "engine/core/error.h"
 #include "engine/tokenizer/tokenizer.h"
 #if HEARTH_WITH_CUDA
-#include "engine/backend/cuda/cuda_bench.h"
-#include "engine/quant/quant_bench.h"
+#include "engine/bench/cuda_bench.h"
+#include "engine/bench/quant_bench.h"
 #endif
 
 namespace hearth::cli {

@@ -7,7 +7,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
-#include "engine/quant/quantizer/model_eval.h"
+#include "engine/quantizer/model_eval.h"
 
 namespace hearth::cli {
 

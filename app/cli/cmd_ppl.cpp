@@ -10,7 +10,7 @@
 #include "app/cli/commands.h"
 #include "engine/api/paths.h"
 #include "engine/core/error.h"
-#include "engine/quant/quantizer/model_eval.h"
+#include "engine/quantizer/model_eval.h"
 
 namespace hearth::cli {
 

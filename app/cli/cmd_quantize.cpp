@@ -9,7 +9,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "engine/core/error.h"
-#include "engine/quant/quantizer/quantize_job.h"
+#include "engine/quantizer/quantize_job.h"
 
 namespace hearth::cli {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
-#include "engine/api/model_loader.h"
+#include "engine/model/model_loader.h"
 
 namespace hearth::cli {
 

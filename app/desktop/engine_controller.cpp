@@ -8,7 +8,6 @@
 
 #include "app/desktop/engine_convert.h"
 #include "app/desktop/engine_worker.h"
-#include "engine/backend/backend_factory.h"
 
 namespace hearth::app {
 
@@ -87,7 +86,7 @@ bool EngineController::isLoadedModel(const QString& path) const {
 
 // A CUDA build on a machine without a GPU (or its driver) counts as no CUDA.
 bool EngineController::cudaAvailable() const {
-  static const bool available = hearth::cuda_available();
+  static const bool available = hearth::Engine::cuda_available();
   return available;
 }
 

@@ -5,7 +5,6 @@
 
 #include "app/desktop/engine_convert.h"
 #include "engine/api/memory_planner.h"
-#include "engine/backend/backend_factory.h"
 #include "engine/core/error.h"
 
 namespace hearth::app {
@@ -114,8 +113,9 @@ QuantizeSizeEstimate estimateQuantizeSize(const hearth::QuantizeOptions& options
     e.vramCache = plan.kv_cache;
     e.vramActivations = plan.activations;
     e.vramWorkspace = plan.workspace;
-    if (queryGpu && hearth::cuda_available()) {
-      const hearth::DeviceMemoryInfo d = hearth::query_device_memory(hearth::DeviceKind::kCuda, 0);
+    if (queryGpu && hearth::Engine::cuda_available()) {
+      const hearth::DeviceMemoryInfo d =
+          hearth::Engine::device_memory(hearth::DeviceKind::kCuda, 0);
       e.deviceKnown = true;
       e.deviceFree = d.free_bytes;
       e.deviceTotal = d.total_bytes;

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "engine/api/engine.h"
-#include "engine/quant/quantizer/quantize_job.h"
+#include "engine/quantizer/quantize_job.h"
 
 namespace hearth::app {
 

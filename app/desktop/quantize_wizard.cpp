@@ -18,7 +18,6 @@
 #include "app/desktop/engine_controller.h"
 #include "app/desktop/model_library.h"
 #include "app/desktop/quantize_job_files.h"
-#include "engine/backend/backend_factory.h"
 #include "engine/core/error.h"
 
 namespace hearth::app {
@@ -469,7 +468,7 @@ void QuantizeWizard::setDevice(const QString& device) {
 
 // A CUDA build on a machine without a GPU (or its driver) counts as no CUDA.
 bool QuantizeWizard::cudaAvailable() const {
-  static const bool available = hearth::cuda_available();
+  static const bool available = hearth::Engine::cuda_available();
   return available;
 }
 

@@ -24,7 +24,7 @@
 #include "app/desktop/quantize_estimate.h"
 #include "app/desktop/quantize_worker.h"
 #include "engine/api/engine.h"
-#include "engine/quant/quantizer/quantize_job.h"
+#include "engine/quantizer/quantize_job.h"
 
 namespace QCoro {
 template <typename T>

@@ -12,7 +12,7 @@
 
 #include "app/desktop/engine_types.h"
 #include "engine/core/cancel.h"
-#include "engine/quant/quantizer/quantize_job.h"
+#include "engine/quantizer/quantize_job.h"
 
 namespace hearth::app {
 

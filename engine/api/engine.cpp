@@ -3,24 +3,14 @@
 #include <chrono>
 
 #include "engine/api/memory_planner.h"
-#include "engine/api/model_loader.h"
 #include "engine/backend/backend_factory.h"
 #include "engine/core/error.h"
 #include "engine/generate/generator.h"
 #include "engine/model/llama_model.h"
+#include "engine/model/model_loader.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace hearth {
-
-const char* model_format_name(ModelFormat f) {
-  switch (f) {
-    case ModelFormat::kSafetensors: return "fp16";
-    case ModelFormat::kGguf: return "gguf";
-    case ModelFormat::kExl2: return "exl2";
-    case ModelFormat::kGptq: return "gptq";
-  }
-  return "?";
-}
 
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
@@ -94,6 +84,14 @@ FinishReason to_finish_reason(JobEnd end) {
 }
 
 }  // namespace
+
+bool Engine::cuda_available() {
+  return hearth::cuda_available();
+}
+
+DeviceMemoryInfo Engine::device_memory(DeviceKind kind, int device) {
+  return query_device_memory(kind, device);
+}
 
 MemoryPlan Engine::plan(const LoadOptions& options) {
   ModelInfo info = inspect(options.model_path);

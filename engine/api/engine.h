@@ -12,16 +12,15 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/backend_factory.h"
 #include "engine/core/cancel.h"
-#include "engine/generate/sampling_params.h"
-#include "engine/model/model_config.h"
-#include "engine/tokenizer/chat_template.h"
+#include "engine/model/model_info.h"
+#include "engine/sampling/sampling_params.h"
+#include "engine/template/chat_template.h"
 
 namespace hearth {
 
 class Tokenizer;
-
-enum class DeviceKind { kCpu, kCuda };
 
 struct LoadOptions {
   std::filesystem::path model_path;  // a model folder or a .gguf file
@@ -35,22 +34,6 @@ struct LoadOptions {
   int cpu_threads = 0;                      // 0: every core
 
   static constexpr int64_t kDefaultMaxSeqLen = 8192;
-};
-
-enum class ModelFormat { kSafetensors, kGguf, kExl2, kGptq };
-const char* model_format_name(ModelFormat f);  // "fp16", "gguf", "exl2", "gptq"
-
-struct ModelInfo {
-  std::filesystem::path path;
-  std::string name;
-  ModelFormat format = ModelFormat::kSafetensors;
-  ModelConfig config;
-  int64_t parameters = 0;
-  double bits_per_weight = 16.0;  // as stored in the files
-  uint64_t file_bytes = 0;        // size on disk of the weights
-  std::string stored_types;       // e.g. "Q4_1 ×210, F32 ×61, Q8_0 ×1"
-  std::string quantization;       // quantization_config, human-readable, if any
-  bool has_chat_template = false;
 };
 
 // What a load will need, computed before anything is allocated.
@@ -118,6 +101,10 @@ class Engine {
   static ModelInfo inspect(const std::filesystem::path& model_path);
   // What load(options) would need, against what the device has free now.
   static MemoryPlan plan(const LoadOptions& options);
+  // Whether this build has a CUDA backend and a GPU it can use is present. Never throws.
+  static bool cuda_available();
+  // A device's name and memory now. Throws Error(kUnsupported) for CUDA without a usable GPU.
+  static DeviceMemoryInfo device_memory(DeviceKind kind, int device = 0);
 
   // Loads a model (replacing any loaded one). Throws Error; on any failure nothing stays loaded
   // and all memory is released. Throws Error(kOutOfMemory) with the plan's numbers and advice

@@ -4,10 +4,6 @@
 #include <cstdio>
 
 #include "engine/core/error.h"
-#if HEARTH_WITH_CUDA
-#include "engine/backend/cuda/cuda_backend.h"
-#include "engine/quant/cuda_quant_linear.h"
-#endif
 
 namespace hearth {
 
@@ -77,19 +73,16 @@ MemoryPlan estimate_memory(const LoadOptions& options, const ModelInfo& info,
   plan.activations = (T * per_row + static_cast<size_t>(r.max_logit_rows) *
                                         static_cast<size_t>(c.hidden_size + c.vocab_size)) *
                      act_size;
-  plan.workspace = size_t{16} << 20;
-#if HEARTH_WITH_CUDA
-  if (cuda) {
-    plan.workspace =
-        cuda_workspace_bytes(r.max_batch_tokens, r.max_logit_rows, c.vocab_size, c.num_heads,
-                             c.head_dim, std::max(c.vocab_size, c.intermediate_size)) +
-        (size_t{64} << 20);  // CUDA context structures, graphs
-    if (info.format == ModelFormat::kExl2 || info.format == ModelFormat::kGptq) {
-      plan.workspace += cuda::quant_large_batch_workspace_bytes(
-          r.max_batch_tokens, std::max({c.hidden_size, c.q_dim(), c.intermediate_size}));
-    }
-  }
-#endif
+  WorkspaceShape shape;
+  shape.max_batch_tokens = r.max_batch_tokens;
+  shape.max_logit_rows = r.max_logit_rows;
+  shape.vocab = c.vocab_size;
+  shape.num_heads = c.num_heads;
+  shape.head_dim = c.head_dim;
+  shape.max_out_features = std::max(c.vocab_size, c.intermediate_size);
+  shape.max_in_features = std::max({c.hidden_size, c.q_dim(), c.intermediate_size});
+  shape.quantized_linears = info.format == ModelFormat::kExl2 || info.format == ModelFormat::kGptq;
+  plan.workspace = backend_workspace_bytes(options.device, shape);
   return plan;
 }
 

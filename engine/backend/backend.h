@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "engine/core/host_tensor.h"
-#include "engine/generate/sampling_params.h"
+#include "engine/sampling/sampling_params.h"
 
 namespace hearth {
 

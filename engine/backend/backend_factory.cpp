@@ -3,11 +3,11 @@
 #include <fstream>
 #include <thread>
 
-#include "engine/api/engine.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/core/error.h"
 #if HEARTH_WITH_CUDA
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/cuda/cuda_quant_linear.h"
 #endif
 
 namespace hearth {
@@ -57,6 +57,22 @@ DeviceMemoryInfo query_device_memory(DeviceKind kind, int device) {
     if (key == "MemAvailable:") info.free_bytes = kb * 1024;
   }
   return info;
+}
+
+size_t backend_workspace_bytes(DeviceKind kind, const WorkspaceShape& shape) {
+#if HEARTH_WITH_CUDA
+  if (kind == DeviceKind::kCuda) {
+    size_t bytes = cuda_workspace_bytes(shape.max_batch_tokens, shape.max_logit_rows, shape.vocab,
+                                        shape.num_heads, shape.head_dim, shape.max_out_features) +
+                   (size_t{64} << 20);  // CUDA context structures, graphs
+    if (shape.quantized_linears) {
+      bytes +=
+          cuda::quant_large_batch_workspace_bytes(shape.max_batch_tokens, shape.max_in_features);
+    }
+    return bytes;
+  }
+#endif
+  return size_t{16} << 20;
 }
 
 std::unique_ptr<Backend> create_backend(DeviceKind kind, int device, int cpu_threads) {

@@ -1,6 +1,8 @@
 // Creates the backend for a device kind and reports a device's memory, for load plans.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -8,7 +10,7 @@
 
 namespace hearth {
 
-enum class DeviceKind;
+enum class DeviceKind { kCpu, kCuda };
 
 struct DeviceMemoryInfo {
   std::string name;
@@ -16,8 +18,22 @@ struct DeviceMemoryInfo {
   size_t total_bytes = 0;
 };
 
+// The sizes a backend's scratch buffers depend on, known once the model and load are resolved.
+struct WorkspaceShape {
+  int64_t max_batch_tokens = 0;
+  int64_t max_logit_rows = 0;
+  int64_t vocab = 0;
+  int64_t num_heads = 0;
+  int64_t head_dim = 0;
+  int64_t max_out_features = 0;  // the widest linear's output
+  int64_t max_in_features = 0;   // the widest quantized linear's input
+  bool quantized_linears = false;
+};
+
 bool cuda_available();  // built with CUDA and at least one device present
 DeviceMemoryInfo query_device_memory(DeviceKind kind, int device);
+// What the backend of `kind` allocates besides weights, KV cache and activations, for load plans.
+size_t backend_workspace_bytes(DeviceKind kind, const WorkspaceShape& shape);
 std::unique_ptr<Backend> create_backend(DeviceKind kind, int device, int cpu_threads);
 
 }  // namespace hearth

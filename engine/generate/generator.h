@@ -14,9 +14,9 @@
 
 #include "engine/backend/backend.h"
 #include "engine/generate/page_pool.h"
-#include "engine/generate/sampling_params.h"
 #include "engine/generate/stop_matcher.h"
 #include "engine/model/llama_model.h"
+#include "engine/sampling/sampling_params.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace hearth {

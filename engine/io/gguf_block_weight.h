@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
+#include "engine/core/quantized_weight.h"
 #include "engine/io/gguf_file.h"
-#include "engine/quant/quantized_weight.h"
 
 namespace hearth {
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "engine/io/gguf_file.h"
-#include "engine/model/model_config.h"
+#include "engine/io/model_config.h"
 
 namespace hearth {
 

@@ -6,8 +6,8 @@
 #include "engine/io/gguf_dequant.h"
 #include "engine/io/gguf_file.h"
 #include "engine/io/gguf_names.h"
+#include "engine/io/model_config.h"
 #include "engine/io/tensor_source.h"
-#include "engine/model/model_config.h"
 
 namespace hearth {
 

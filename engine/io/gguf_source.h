@@ -4,5 +4,5 @@
 #pragma once
 
 #include "engine/io/gguf_file.h"
+#include "engine/io/model_config.h"
 #include "engine/io/tensor_source.h"
-#include "engine/model/model_config.h"

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string_view>
 
-#include "engine/model/model_config.h"
+#include "engine/io/model_config.h"
 
 namespace hearth {
 

@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "engine/core/error.h"
+#include "engine/formats/quantized_linear_loader.h"
 #include "engine/model/rope.h"
-#include "engine/quant/quantized_linear_loader.h"
 
 namespace hearth {
 

@@ -8,8 +8,8 @@
 
 #include "engine/backend/backend.h"
 #include "engine/core/cancel.h"
+#include "engine/io/model_config.h"
 #include "engine/io/tensor_source.h"
-#include "engine/model/model_config.h"
 
 namespace hearth {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/model/model_config.h"
+#include "engine/io/model_config.h"
 
 namespace hearth {
 

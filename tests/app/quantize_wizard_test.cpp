@@ -18,7 +18,7 @@
 #include "app/desktop/engine_controller.h"
 #include "app/desktop/model_library.h"
 #include "app/desktop/quantize_wizard.h"
-#include "engine/quant/quantizer/quantize_job.h"
+#include "engine/quantizer/quantize_job.h"
 #include "tests/common/test_paths.h"
 #include "tests/unit/quantizer/quantizer_test_model.h"
 

@@ -1,6 +1,6 @@
-// hearth_bench: the GPU benchmark (engine/backend/cuda/cuda_bench.h) from the command line.
+// backend_bench: the GPU benchmark (engine/backend/cuda/cuda_bench.h) from the command line.
 //
-//   hearth_bench [--models llama3-8b,llama2-7b] [--dtype f16|bf16] [--prefill 512,2048,8192]
+//   backend_bench [--models llama3-8b,llama2-7b] [--dtype f16|bf16] [--prefill 512,2048,8192]
 //                [--batches 1,8,32,64] [--context 512] [--steps 32] [--device 0]
 //                [--no-sweep] [--no-variants] [--json] [--json-out FILE] [--profile-decode]
 //
@@ -12,7 +12,7 @@
 #include <sstream>
 #include <string>
 
-#include "engine/backend/cuda/cuda_bench.h"
+#include "engine/bench/cuda_bench.h"
 #include "engine/core/error.h"
 
 namespace {
@@ -35,7 +35,7 @@ std::vector<int64_t> numbers(const std::string& s) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: hearth_bench [--models a,b] [--dtype f16|bf16] [--prefill 512,2048] "
+               "usage: backend_bench [--models a,b] [--dtype f16|bf16] [--prefill 512,2048] "
                "[--batches 1,8] [--context N] [--steps N] [--device N] [--no-sweep] "
                "[--no-variants] [--max-layers N] [--json] [--json-out FILE]\n");
   return 2;
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     }
     if (!json_out.empty()) std::ofstream(json_out) << r.json.dump(2) << "\n";
   } catch (const hearth::Error& e) {
-    std::fprintf(stderr, "hearth_bench: %s\n", e.what());
+    std::fprintf(stderr, "backend_bench: %s\n", e.what());
     return 1;
   }
   return 0;

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "engine/core/error.h"
+#include "engine/io/model_config.h"
 #include "engine/io/tensor_source.h"
-#include "engine/model/model_config.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace hearth::test {

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
-#include "engine/tokenizer/chat_template.h"
+#include "engine/template/chat_template.h"
 
 namespace {
 

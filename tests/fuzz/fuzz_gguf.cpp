@@ -12,8 +12,8 @@
 #include "engine/core/error.h"
 #include "engine/io/gguf_config.h"
 #include "engine/io/gguf_file.h"
+#include "engine/io/model_config.h"
 #include "engine/io/tensor_source.h"
-#include "engine/model/model_config.h"
 
 namespace {
 

@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/quantized_weight.h"
+#include "engine/formats/quant_tile_layout.h"
+#include "engine/formats/quantized_linear_loader.h"
 #include "engine/io/safetensors.h"
 #include "engine/io/tensor_source.h"
-#include "engine/quant/quant_tile_layout.h"
-#include "engine/quant/quantized_linear_loader.h"
-#include "engine/quant/quantized_weight.h"
 
 namespace {
 

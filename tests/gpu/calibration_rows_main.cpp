@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "engine/api/model_loader.h"
 #include "engine/core/error.h"
-#include "engine/quant/quantizer/calibration.h"
+#include "engine/model/model_loader.h"
+#include "engine/quantizer/calibration.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace {

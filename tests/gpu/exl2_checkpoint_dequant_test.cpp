@@ -20,8 +20,8 @@
 
 #include "engine/core/dtype.h"
 #include "engine/core/host_tensor.h"
+#include "engine/formats/quantized_linear_loader.h"
 #include "engine/io/tensor_source.h"
-#include "engine/quant/quantized_linear_loader.h"
 
 namespace hearth {
 namespace {

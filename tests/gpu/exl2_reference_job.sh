@@ -672,8 +672,8 @@ if has hearth; then
       say "$name: FAILED ($((SECONDS - t0)) s)"; grep -E '^\[  FAILED  \] [A-Z]|Failure' "$WORK/logs/$name.log" | head -20 | tee -a "$SUMMARY"
     fi
   }
-  run_test quant_tests "$BUILD/tests/unit/quant/quant_tests"
-  run_test quant_parser_tests "$BUILD/tests/unit/quant/quant_parser_tests"
+  run_test quant_tests "$BUILD/tests/unit/formats/quant_tests"
+  run_test quant_parser_tests "$BUILD/tests/unit/formats/quant_parser_tests"
   run_test quant_gpu_tests "$BUILD/tests/gpu/quant_gpu_tests"
   HEARTH_EXL2_SMOLLM2="$WORK/smollm2-exl2" run_test quant_exl2_smollm2_tests "$BUILD/tests/gpu/quant_exl2_smollm2_tests"
   grep -E '^(cpu|cuda) [0-9.]+ bpw' "$WORK/logs/quant_exl2_smollm2_tests.log" | grep -E 'positions|bits per weight' | tee -a "$SUMMARY"

@@ -8,9 +8,9 @@
 
 #include <cstdlib>
 
-#include "engine/api/model_loader.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/model/model_loader.h"
 #include "tests/common/hf_parity.h"
 #include "tests/common/test_paths.h"
 

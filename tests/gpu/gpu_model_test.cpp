@@ -17,9 +17,9 @@
 
 #include "engine/api/engine.h"
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/bench/synthetic_source.h"
 #include "engine/core/error.h"
 #include "engine/model/llama_model.h"
-#include "engine/model/synthetic_source.h"
 #include "tests/common/test_paths.h"
 #include "tests/gpu/gpu_test_util.h"
 

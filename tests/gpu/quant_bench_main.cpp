@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
+#include "engine/bench/quant_bench.h"
 #include "engine/core/error.h"
-#include "engine/quant/quant_bench.h"
 
 namespace {
 

@@ -34,10 +34,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/api/model_loader.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/model/llama_model.h"
+#include "engine/model/model_loader.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace hearth {

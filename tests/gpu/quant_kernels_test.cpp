@@ -18,11 +18,11 @@
 #include <tuple>
 
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/bench/synthetic_quant_source.h"
+#include "engine/bench/synthetic_source.h"
 #include "engine/core/error.h"
+#include "engine/formats/quantized_linear_loader.h"
 #include "engine/model/llama_model.h"
-#include "engine/model/synthetic_source.h"
-#include "engine/quant/quantized_linear_loader.h"
-#include "engine/quant/synthetic_quant_source.h"
 #include "tests/common/test_paths.h"
 #include "tests/gpu/gpu_test_util.h"
 

@@ -12,7 +12,7 @@
 # Variables: HEARTH_GPU_STAGES (build,test,others,bench,ncu,memcheck; default all but ncu;
 # "others": every other test labelled gpu, after a full build),
 # HEARTH_GPU_BUILD (build folder, default build-gpu), HEARTH_CUDA_ARCHS (default: native),
-# HEARTH_BENCH_ARGS (extra hearth_bench arguments), HEARTH_GPU_TIMEOUT (seconds per test
+# HEARTH_BENCH_ARGS (extra backend_bench arguments), HEARTH_GPU_TIMEOUT (seconds per test
 # binary, sanitizer run and benchmark; default 900), OUT (where logs go).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -70,7 +70,7 @@ if has_stage build; then
   if cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_CUDA=ON \
        -DHEARTH_APP=OFF -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" "${gtest_args[@]}" \
        >> "$OUT/build.log" 2>&1 &&
-     cmake --build "$BUILD" -j "$JOBS" --target gpu_ops_tests gpu_model_tests hearth_bench \
+     cmake --build "$BUILD" -j "$JOBS" --target gpu_ops_tests gpu_model_tests backend_bench \
        >> "$OUT/build.log" 2>&1; then
     status_build=ok
   else
@@ -120,7 +120,7 @@ status_bench=skipped
 if has_stage bench; then
   start=$SECONDS
   # shellcheck disable=SC2086
-  if timeout "$LIMIT" "$BIN/bench/hearth_bench" --json-out "$OUT/bench.json" ${HEARTH_BENCH_ARGS:-} \
+  if timeout "$LIMIT" "$BIN/bench/backend_bench" --json-out "$OUT/bench.json" ${HEARTH_BENCH_ARGS:-} \
        > "$OUT/bench.txt" 2>&1; then
     status_bench=ok
   else
@@ -136,7 +136,7 @@ if has_stage ncu; then
     # One batch-1 decode step of the Llama-3-8B shape (graph nodes profiled one by one).
     timeout "$LIMIT" ncu --profile-from-start off --graph-profiling node --csv \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__registers_per_thread \
-      "$BIN/bench/hearth_bench" --models llama3-8b --profile-decode > "$OUT/ncu.csv" 2>&1
+      "$BIN/bench/backend_bench" --models llama3-8b --profile-decode > "$OUT/ncu.csv" 2>&1
     say "ncu: rc $? ($((SECONDS - start)) s), $(wc -l < "$OUT/ncu.csv") lines"
   else
     say "ncu: not found"

@@ -7,7 +7,7 @@
 #include "engine/backend/cpu/cpu_backend_impl.h"
 #include "engine/backend/cpu/cpu_math.h"
 #include "engine/core/error.h"
-#include "engine/generate/sampler.h"
+#include "engine/sampling/sampler.h"
 
 namespace hearth {
 

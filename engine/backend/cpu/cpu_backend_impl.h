@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/core/quantized_weight.h"
 #include "engine/core/thread_pool.h"
-#include "engine/quant/quantized_weight.h"
 
 namespace hearth::cpu {
 

@@ -8,8 +8,8 @@
 
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
+#include "engine/backend/cuda/cuda_quant_linear.h"
 #include "engine/core/error.h"
-#include "engine/quant/cuda_quant_linear.h"
 
 namespace hearth::cuda {
 namespace {

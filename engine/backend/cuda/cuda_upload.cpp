@@ -8,7 +8,7 @@
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/core/error.h"
-#include "engine/quant/quantized_weight.h"
+#include "engine/core/quantized_weight.h"
 
 namespace hearth::cuda {
 namespace {

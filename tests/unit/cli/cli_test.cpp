@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/api/model_loader.h"
+#include "engine/model/model_loader.h"
 #include "tests/common/test_paths.h"
 
 extern char** environ;

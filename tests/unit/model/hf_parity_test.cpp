@@ -5,8 +5,8 @@
 // log-sum-exp within 2e-3; mean KL(ref || ours) ≤ 1e-4.
 #include <gtest/gtest.h>
 
-#include "engine/api/model_loader.h"
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/model/model_loader.h"
 #include "tests/common/hf_parity.h"
 #include "tests/common/test_paths.h"
 

@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/api/model_loader.h"
 #include "engine/core/error.h"
-#include "engine/quant/quantized_linear_loader.h"
-#include "engine/quant/quantizer/calibration.h"
-#include "engine/quant/quantizer/model_eval.h"
-#include "engine/quant/quantizer/quantize_job.h"
+#include "engine/formats/quantized_linear_loader.h"
+#include "engine/model/model_loader.h"
+#include "engine/quantizer/calibration.h"
+#include "engine/quantizer/model_eval.h"
+#include "engine/quantizer/quantize_job.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/unit/quantizer/quantizer_test_model.h"
 

@@ -9,12 +9,12 @@
 
 #include "engine/core/error.h"
 #include "engine/core/thread_pool.h"
-#include "engine/quant/quantizer/cholesky.h"
-#include "engine/quant/quantizer/exl2_optimizer.h"
-#include "engine/quant/quantizer/exl2_qparams.h"
-#include "engine/quant/quantizer/hessian.h"
-#include "engine/quant/quantizer/linear_quantizer.h"
-#include "engine/quant/quantizer/phase_times.h"
+#include "engine/quantizer/cholesky.h"
+#include "engine/quantizer/exl2_optimizer.h"
+#include "engine/quantizer/exl2_qparams.h"
+#include "engine/quantizer/hessian.h"
+#include "engine/quantizer/linear_quantizer.h"
+#include "engine/quantizer/phase_times.h"
 
 namespace hearth::quantizer {
 namespace {

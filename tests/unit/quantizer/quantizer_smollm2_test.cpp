@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/quant/quantizer/model_eval.h"
-#include "engine/quant/quantizer/quantize_job.h"
+#include "engine/quantizer/model_eval.h"
+#include "engine/quantizer/quantize_job.h"
 #include "tests/common/test_paths.h"
 
 namespace hearth {

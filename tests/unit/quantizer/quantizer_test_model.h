@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/quant/quantizer/safetensors_writer.h"
+#include "engine/quantizer/safetensors_writer.h"
 
 namespace hearth::quantizer::test {
 

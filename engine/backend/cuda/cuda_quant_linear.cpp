@@ -1,0 +1,265 @@
+#include "engine/backend/cuda/cuda_quant_linear.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <utility>
+
+#include "engine/backend/cuda/cuda_backend_impl.h"
+#include "engine/backend/cuda/cuda_check.h"
+#include "engine/core/error.h"
+#include "engine/formats/quant_tile_layout.h"
+#include "kernels/quant_kernels.h"
+
+namespace hearth::cuda {
+namespace {
+
+class CudaQuantLinearWeight final : public BackendWeight {
+ public:
+  explicit CudaQuantLinearWeight(GraphEpoch epoch) : on_destroy(std::move(epoch)) {}
+  size_t device_bytes() const override { return storage.size() + bias.size(); }
+  EpochOnDestroy on_destroy;
+  std::string name;
+  DeviceBuffer storage;  // every array of the tile layout, each 256-byte aligned
+  DeviceBuffer bias;     // f32 [N], or empty
+  kernels::QuantMatrix matrix;
+  bool rows_in_order = false;  // stored row s is input feature s: x needs no gather
+};
+
+// fp16 weights dequantized per cuBLAS call on the large-batch path.
+constexpr size_t kDequantBytes = size_t(64) << 20;
+
+kernels::QuantKind kind_of(QuantTileLayout::Kind k) {
+  switch (k) {
+    case QuantTileLayout::Kind::kExl2:
+      return kernels::QuantKind::kExl2;
+    case QuantTileLayout::Kind::kGptqSym:
+      return kernels::QuantKind::kGptqSym;
+    default:
+      return kernels::QuantKind::kGptqAsym;
+  }
+}
+
+int max_bits(uint32_t mask) {
+  int b = 0;
+  for (int i = 0; i < 8; ++i) {
+    if (mask & (1u << i)) b = i + 1;
+  }
+  return b;
+}
+
+}  // namespace
+
+size_t quant_large_batch_workspace_bytes(int64_t rows, int64_t max_in_features) {
+  // Stored rows: each group padded to a multiple of 32 rows, at most twice K for groups of 16 or
+  // more rows (the layouts that occur); an estimate for the load plan, the buffers grow as needed.
+  const int64_t stored = 2 * ((max_in_features + 31) / 32 * 32);
+  return kDequantBytes + static_cast<size_t>(std::max<int64_t>(rows, 0) * stored) * 2;
+}
+
+bool is_quantized_linear(const BackendWeight& w) {
+  return dynamic_cast<const CudaQuantLinearWeight*>(&w) != nullptr;
+}
+
+std::unique_ptr<BackendWeight> CudaBackend::upload_quantized_linear(const LinearSource& source) {
+  DeviceGuard guard(options_.device);
+  HEARTH_CHECK(source.quantized != nullptr, "upload_quantized_linear: not a quantized layer");
+  const QuantTileLayout L = build_quant_tile_layout(*source.quantized);
+  auto w = std::make_unique<CudaQuantLinearWeight>(epoch_);
+  w->name = source.name;
+
+  struct Part {
+    const void* data;
+    size_t bytes;
+    size_t offset = 0;
+  };
+  Part parts[] = {
+      {L.qweight.data(), L.qweight.size() * 4},
+      {L.chunk_line.data(), L.chunk_line.size() * 4},
+      {L.chunk_info.data(), L.chunk_info.size() * 4},
+      {L.row_src.data(), L.row_src.size() * 4},
+      {L.scale_codes.data(), L.scale_codes.size() * 2},
+      {L.scale_max.data(), L.scale_max.size() * 2},
+      {L.scales.data(), L.scales.size() * 2},
+      {L.zeros.data(), L.zeros.size() * 2},
+  };
+  size_t total = 0;
+  for (Part& p : parts) {
+    p.offset = total;
+    total += (p.bytes + 255) / 256 * 256;
+  }
+  w->storage = DeviceBuffer(total, MemoryCategory::kWeights, counters_, source.name);
+  auto* base = static_cast<std::byte*>(w->storage.get());
+  for (const Part& p : parts) {
+    if (p.bytes) {
+      stream_to_device(p.data, DType::kU8, static_cast<int64_t>(p.bytes), base + p.offset,
+                       DType::kU8, source.name);
+    }
+  }
+  auto at = [&](int i) -> const void* { return parts[i].bytes ? base + parts[i].offset : nullptr; };
+  kernels::QuantMatrix& m = w->matrix;
+  m.kind = kind_of(L.kind);
+  m.qweight = static_cast<const uint32_t*>(at(0));
+  m.chunk_line = static_cast<const int32_t*>(at(1));
+  m.chunk_info = static_cast<const uint32_t*>(at(2));
+  m.row_src = static_cast<const int32_t*>(at(3));
+  m.scale_codes = static_cast<const uint16_t*>(at(4));
+  m.scale_max = static_cast<const uint16_t*>(at(5));
+  m.scales = static_cast<const uint16_t*>(at(6));
+  m.zeros = static_cast<const uint16_t*>(at(7));
+  m.in_features = L.in_features;
+  m.out_features = L.out_features;
+  m.blocks = L.blocks;
+  m.chunks = L.chunks;
+  m.groups = L.groups;
+  m.lines = L.lines;
+  m.max_bits = max_bits(L.bits_mask);
+  w->rows_in_order = L.rows_in_order;
+
+  if (source.bias) {
+    const HostTensor& b = *source.bias;
+    if (b.numel() != L.out_features) {
+      fail(ErrorCode::kInvalidFile, source.name + ": bias has " + std::to_string(b.numel()) +
+                                        " values for " + std::to_string(L.out_features) +
+                                        " outputs");
+    }
+    w->bias = DeviceBuffer(static_cast<size_t>(b.numel()) * sizeof(float), MemoryCategory::kWeights,
+                           counters_, source.name + " bias");
+    stream_to_device(b.data, b.dtype, b.numel(), w->bias.get(), DType::kF32, source.name + " bias");
+  }
+  return w;
+}
+
+void CudaBackend::flush_quant_linears() {
+  if (pending_quant_.empty()) return;
+  // One launch for all the queued matrices (up to 32 rows of x; the kernel computes each row
+  // apart from the others, so its result does not depend on the batch).
+  const int64_t rows = pending_quant_x_.rows;
+  std::vector<kernels::QuantGemmTarget> targets;
+  size_t partials = 0, counters = 0;
+  // fold_norm_scratch_: the rows' inverse RMS, then the producer's sums of squares.
+  constexpr int64_t kInvRmsFloats = kernels::kQuantGemmMaxRows;
+  int64_t norm_floats = 0;
+  for (const PendingQuantLinear& p : pending_quant_) {
+    const auto& w = static_cast<const CudaQuantLinearWeight&>(*p.weight);
+    kernels::QuantGemmTarget t;
+    t.m = &w.matrix;
+    t.bias = w.bias ? w.bias.as<float>() : nullptr;
+    t.out = p.out.data;
+    t.out_t = to_elem(p.out.dtype);
+    t.residual = p.residual.data;
+    t.norm_eps = p.norm_eps;
+    if (t.residual) {
+      norm_floats = kInvRmsFloats + rows * kernels::quant_norm_slots(w.matrix.out_features);
+    }
+    targets.push_back(t);
+    partials += kernels::quant_gemm_partial_floats(w.matrix, rows);
+    counters += kernels::quant_gemm_counters(w.matrix);
+  }
+  const std::optional<PendingNorm> norm = std::exchange(pending_quant_norm_, std::nullopt);
+  if (norm) norm_floats = std::max(norm_floats, kInvRmsFloats);
+  // x is the residual when the linears normalize it themselves.
+  const void* x = norm ? norm->residual.data : pending_quant_x_.data;
+  pending_quant_.clear();
+  ensure_gemv_scratch(partials, counters);
+  grow_workspace(fold_norm_scratch_, static_cast<size_t>(norm_floats) * sizeof(float),
+                 "RMS of the rows between quantized linears");
+  float* inv_rms = fold_norm_scratch_.as<float>();
+  for (kernels::QuantGemmTarget& t : targets) {
+    if (t.residual) {
+      t.inv_rms = inv_rms;
+      t.norm_sums = inv_rms + kInvRmsFloats;
+    }
+  }
+  kernels::QuantInputNorm input_norm;
+  if (norm) input_norm = {inv_rms, norm->weight, norm->out.data};
+  const kernels::QuantGemmScratch scratch{gemv_partials_.as<float>(), gemv_counters_.as<int32_t>()};
+  check_launch(kernels::quant_gemm_group(launch(), targets.data(), static_cast<int>(targets.size()),
+                                         x, rows, scratch, norm ? &input_norm : nullptr),
+               "quant_gemm_group");
+}
+
+void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTensor& x,
+                                   const DeviceTensor& out) {
+  flush_dense_linears();  // dense linears queued before this one run first
+  const auto& w = static_cast<const CudaQuantLinearWeight&>(weight);
+  const kernels::QuantMatrix& m = w.matrix;
+  const int64_t rows = x.rows;
+  HEARTH_CHECK(x.cols == m.in_features && out.cols == m.out_features,
+               "linear " + w.name + ": x has " + std::to_string(x.cols) + " columns, out " +
+                   std::to_string(out.cols) + ", weight is [" + std::to_string(m.out_features) +
+                   ", " + std::to_string(m.in_features) + "]");
+  HEARTH_CHECK(x.dtype == DType::kF16, "quantized linear: activations must be fp16");
+  HEARTH_CHECK(out.data != nullptr && out.rows >= rows, "linear: output rows");
+  HEARTH_CHECK(out.dtype == DType::kF16 || out.dtype == DType::kF32, "linear: output dtype");
+  if (rows <= 0) return;
+  HEARTH_CHECK(!rows_overlap(x, out, rows), "linear " + w.name + ": output overlaps the input");
+  // A norm folded into the linear before (fold_norm) is applied by the linears reading its output.
+  const bool normalizes = pending_norm_ && pending_norm_->out.data == x.data &&
+                          pending_norm_->out.rows == rows && rows <= kernels::kQuantGemmMaxRows;
+  if (pending_norm_ && !normalizes) flush_norm();
+  // Decode-sized batches wait for the next linears of the same x, to share their launches.
+  if (rows <= kernels::kQuantGemmMaxRows) {
+    if (normalizes) {
+      flush_quant_linears();  // the linear that adds into the residual
+      pending_quant_norm_ = std::exchange(pending_norm_, std::nullopt);
+    }
+    if (!pending_quant_.empty()) {
+      const auto& first = static_cast<const CudaQuantLinearWeight&>(*pending_quant_.front().weight);
+      bool joins = pending_quant_x_.data == x.data && pending_quant_x_.rows == rows &&
+                   pending_quant_x_.cols == x.cols && first.matrix.kind == m.kind &&
+                   pending_quant_.size() < static_cast<size_t>(kernels::kQuantGemmMaxGroup);
+      for (const PendingQuantLinear& p : pending_quant_) {
+        joins = joins && !rows_overlap(p.out, out, rows);
+      }
+      if (!joins) flush_quant_linears();
+    }
+    pending_quant_x_ = x;
+    pending_quant_.push_back({&weight, out.first_rows(rows)});
+    return;
+  }
+  flush_quant_linears();
+  const float* bias = w.bias ? w.bias.as<float>() : nullptr;
+  const kernels::Elem out_t = to_elem(out.dtype);
+  // More than 32 rows: fp16 weights slice by slice (output rows, multiples of 32), then cuBLAS, in
+  // the weights' stored row order (x gathered into that order once, unless it already is). On an
+  // H100 (Llama-3-8B EXL2 4.0, docs/PERFORMANCE.md) this decodes 64 rows at 3090 tokens/s and 128
+  // at 4871, where the fused kernel, reading the quantized weights once per 64 rows, made ~1475.
+  const int64_t N = m.out_features, stored_rows = m.chunks * 32;
+  const void* x_gemm = x.data;
+  int64_t k_gemm = m.in_features, ld_x = m.in_features;
+  if (!w.rows_in_order) {
+    grow_workspace(quant_x_, static_cast<size_t>(rows * stored_rows) * 2,
+                   "activations of large batches in stored row order");
+    check_launch(kernels::quant_gather_x(launch_plain(), m, x.data, rows, quant_x_.get()),
+                 "quant_gather_x");
+    x_gemm = quant_x_.get();
+    k_gemm = ld_x = stored_rows;
+  }
+  int64_t slice =
+      std::max<int64_t>(32, static_cast<int64_t>(kDequantBytes / (stored_rows * 2)) / 32 * 32);
+  slice = std::min(slice, (N + 31) / 32 * 32);
+  grow_workspace(quant_dequant_, static_cast<size_t>(slice * stored_rows) * 2,
+                 "dequantized weights of large batches");
+  const float alpha = 1.0f, beta = 0.0f;
+  const size_t out_elem = dtype_size(out.dtype);
+  const cudaDataType_t out_type = out.dtype == DType::kF32 ? CUDA_R_32F : CUDA_R_16F;
+  for (int64_t n0 = 0; n0 < N; n0 += slice) {
+    const int64_t count = std::min(slice, N - n0);
+    check_launch(kernels::quant_dequantize(launch_plain(), m, n0, count, quant_dequant_.get()),
+                 "quant_dequantize");
+    // Column-major view: out^T[count, R] (ld N) = W_slice[count, K'] (stored K'-major) · x^T.
+    check_cublas(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(count),
+                              static_cast<int>(rows), static_cast<int>(k_gemm), &alpha,
+                              quant_dequant_.get(), CUDA_R_16F, static_cast<int>(stored_rows),
+                              x_gemm, CUDA_R_16F, static_cast<int>(ld_x), &beta,
+                              static_cast<std::byte*>(out.data) + n0 * out_elem, out_type,
+                              static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 ("matrix product of " + w.name).c_str());
+  }
+  if (bias) {
+    check_launch(kernels::add_bias(launch(), out_t, out.data, bias, rows, N), "add_bias");
+  }
+}
+
+}  // namespace hearth::cuda

@@ -1,0 +1,129 @@
+#include "engine/bench/bench_util.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <cuda_profiler_api.h>
+
+#include "engine/backend/cuda/cuda_backend_impl.h"
+#include "engine/backend/cuda/cuda_check.h"
+#include "engine/model/llama_model.h"
+#include "engine/sampling/sampling_params.h"
+
+namespace hearth::cuda::bench {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double time_ms(cudaStream_t stream, const std::function<void(int)>& fn, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) fn(i);
+  cudaEvent_t start, stop;
+  check_cuda(cudaEventCreate(&start), "creating an event");
+  check_cuda(cudaEventCreate(&stop), "creating an event");
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    check_cuda(cudaEventRecord(start, stream), "recording an event");
+    fn(warmup + i);
+    check_cuda(cudaEventRecord(stop, stream), "recording an event");
+    check_cuda(cudaEventSynchronize(stop), "timing");
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    times.push_back(ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return median(times);
+}
+
+double copy_bandwidth_gbs(CudaBackend& be, double* ms_out) {
+  const size_t bytes = size_t(1) << 30;
+  DeviceBuffer a = be.alloc_workspace(bytes, "bandwidth test");
+  DeviceBuffer b = be.alloc_workspace(bytes, "bandwidth test");
+  check_cuda(cudaMemsetAsync(a.get(), 1, bytes, be.stream()), "filling");
+  const double ms = time_ms(
+      be.stream(),
+      [&](int) {
+        check_cuda(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, be.stream()),
+                   "copying");
+      },
+      3, 10);
+  if (ms_out) *ms_out = ms;
+  return 2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
+}
+
+double datasheet_fp16_tflops(const std::string& name) {
+  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+  if (has("H100") && has("PCIe")) return 756.0;
+  if (has("H100") && has("NVL")) return 835.0;
+  if (has("H100") || has("H200") || has("GH200")) return 989.4;
+  if (has("B200")) return 2250.0;
+  if (has("A100")) return 312.0;
+  if (has("L40S")) return 362.05;
+  if (has("A6000")) return 154.8;
+  if (has("4090")) return 165.2;
+  if (has("3090")) return 71.0;
+  return 0.0;
+}
+
+std::vector<int32_t> tokens_for(int64_t n, int64_t vocab, uint64_t seed) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  uint64_t z = seed;
+  for (auto& id : t) {
+    z = z * 6364136223846793005ull + 1442695040888963407ull;
+    id = static_cast<int32_t>((z >> 33) % static_cast<uint64_t>(vocab));
+  }
+  return t;
+}
+
+std::string fmt(const char* format, double value) {
+  char b[64];
+  std::snprintf(b, sizeof(b), format, value);
+  return b;
+}
+
+double time_greedy_decode(LlamaModel& model, CudaBackend& backend, KvCacheStorage& cache,
+                          int64_t batch, int64_t pages_per_seq, int64_t context, int steps,
+                          bool profile_first) {
+  std::vector<std::vector<int32_t>> page_tables(static_cast<size_t>(batch));
+  int32_t next = 0;
+  for (auto& t : page_tables) {
+    for (int64_t i = 0; i < pages_per_seq; ++i) t.push_back(next++);
+  }
+  std::vector<std::vector<int32_t>> feed(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) feed[static_cast<size_t>(b)] = {static_cast<int32_t>(b + 1)};
+  SamplingParams greedy;
+  std::vector<SampleRequest> requests(static_cast<size_t>(batch));
+  for (auto& r : requests) r.params = &greedy;
+  std::chrono::steady_clock::time_point start;
+  for (int step = 0; step < kDecodeWarmSteps + steps; ++step) {
+    if (step == kDecodeWarmSteps) {
+      backend.synchronize();
+      start = std::chrono::steady_clock::now();
+    }
+    BatchDesc desc;
+    for (int64_t b = 0; b < batch; ++b) {
+      SequenceSlice s;
+      s.tokens = feed[static_cast<size_t>(b)];
+      s.start_pos = static_cast<int32_t>(context + step);
+      s.page_table = page_tables[static_cast<size_t>(b)];
+      desc.seqs.push_back(s);
+    }
+    const bool profile = profile_first && step == kDecodeWarmSteps;
+    if (profile) check_cuda(cudaProfilerStart(), "starting the profiler");
+    DeviceTensor logits = model.forward(desc, cache);
+    const auto ids = backend.sample(logits, requests);
+    if (profile) check_cuda(cudaProfilerStop(), "stopping the profiler");
+    for (int64_t b = 0; b < batch; ++b)
+      feed[static_cast<size_t>(b)] = {ids[static_cast<size_t>(b)]};
+  }
+  return seconds_since(start);
+}
+
+}  // namespace hearth::cuda::bench

@@ -1,0 +1,64 @@
+// The layout Hearth's quantized GPU kernels read, built once per layer at load time from an EXL2
+// or GPTQ layer (kernels/quant_tile_codec.cuh describes the bit arrangement).
+//
+// Stored rows are regrouped so that every 32-row chunk has a single bit width and a single
+// quantization group: EXL2 keeps its act-order row order (groups already lie on 32-row
+// boundaries; a group that does not, such as a 16-row 2-bit group, is padded), GPTQ rows are
+// sorted by group (act-order g_idx) and each group is padded to a multiple of 32 rows. row_src
+// says which input feature each stored row multiplies (−1: padding, multiplies zero), so the
+// kernels gather x through it while staging it — the act-order permutation costs no extra pass.
+//
+// Scales per (group, output) are arranged per lane group: for 32-output block nb and group g,
+// entry [nb][g][i] serves outputs nb·32 + i + 8j, j = 0..3 (the four outputs of lanes 4i..4i+3).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/core/quantized_weight.h"
+
+namespace hearth {
+
+struct QuantTileLayout {
+  enum class Kind {
+    kExl2,      // 4-bit scale codes per (group, output) and an fp16 maximum per group
+    kGptqSym,   // fp16 scales; every zero is 2^(b-1)
+    kGptqAsym,  // fp16 scales and zeros
+  };
+  Kind kind = Kind::kExl2;
+  std::string name;
+  int64_t in_features = 0;   // K
+  int64_t out_features = 0;  // N (real)
+  int64_t blocks = 0;        // NB = ceil(N / 32)
+  int64_t chunks = 0;        // C
+  int64_t groups = 0;        // G
+  int64_t lines = 0;         // Σ bits over chunks: 32-word lines per block column
+  uint32_t bits_mask = 0;    // bit (b - 1) set for every width present
+
+  std::vector<uint32_t> qweight;     // [blocks][lines][32]
+  std::vector<int32_t> chunk_line;   // [chunks + 1] first line of each chunk
+  std::vector<uint32_t> chunk_info;  // [chunks] qtile::chunk_info(bits, group)
+  std::vector<int32_t> row_src;      // [chunks · 32] input feature per stored row, −1 = padding
+  bool rows_in_order = false;        // row_src[s] = s for s < K, padding only after K
+
+  // kExl2
+  std::vector<uint16_t> scale_codes;  // [blocks][groups][8]: nibble j = output i + 8j
+  std::vector<uint16_t> scale_max;    // [groups] fp16 bits of q_scale_max / 256
+  // kGptqSym / kGptqAsym: fp16 bits, [blocks][groups][8][4]
+  std::vector<uint16_t> scales;
+  std::vector<uint16_t> zeros;  // kGptqAsym: fp16 bits of 1024 + z
+
+  size_t device_bytes() const;
+};
+
+// Builds the layout of an Exl2Weight or GptqWeight (Error(kUnsupported) for anything else),
+// spreading the work over `threads` threads (<= 0: one per hardware thread).
+QuantTileLayout build_quant_tile_layout(const QuantizedWeight& weight, int threads = 0);
+
+// What the kernels compute, on the CPU: y[r, n] = Σ_s x[r, row_src[s]] · w(s, n), with every
+// weight decoded from the layout exactly as the kernels decode it (fp16 magic-number values,
+// fp16 scale products) and fp32 sums. For tests; slow.
+void emulate_quant_tile_gemm(const QuantTileLayout& layout, const float* x, int64_t rows, float* y);
+
+}  // namespace hearth

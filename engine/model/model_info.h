@@ -1,0 +1,28 @@
+// What Hearth knows about a model on disk before loading it: its format, config and size.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "engine/io/model_config.h"
+
+namespace hearth {
+
+enum class ModelFormat { kSafetensors, kGguf, kExl2, kGptq };
+const char* model_format_name(ModelFormat f);  // "fp16", "gguf", "exl2", "gptq"
+
+struct ModelInfo {
+  std::filesystem::path path;
+  std::string name;
+  ModelFormat format = ModelFormat::kSafetensors;
+  ModelConfig config;
+  int64_t parameters = 0;
+  double bits_per_weight = 16.0;  // as stored in the files
+  uint64_t file_bytes = 0;        // size on disk of the weights
+  std::string stored_types;       // e.g. "Q4_1 ×210, F32 ×61, Q8_0 ×1"
+  std::string quantization;       // quantization_config, human-readable, if any
+  bool has_chat_template = false;
+};
+
+}  // namespace hearth

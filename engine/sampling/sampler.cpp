@@ -1,0 +1,140 @@
+#include "engine/sampling/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/core/error.h"
+
+namespace hearth {
+
+void SamplingParams::validate() const {
+  auto bad = [](const char* field, const char* why) {
+    fail(ErrorCode::kInvalidArgument, std::string("sampling: ") + field + " " + why);
+  };
+  if (!std::isfinite(temperature) || temperature < 0 || temperature > 100)
+    bad("temperature", "must be in [0, 100]");
+  if (top_k < 0) bad("top_k", "must be >= 0");
+  if (!std::isfinite(top_p) || top_p <= 0 || top_p > 1) bad("top_p", "must be in (0, 1]");
+  if (!std::isfinite(min_p) || min_p < 0 || min_p > 1) bad("min_p", "must be in [0, 1]");
+  if (!std::isfinite(repetition_penalty) || repetition_penalty <= 0 || repetition_penalty > 100)
+    bad("repetition_penalty", "must be in (0, 100]");
+  if (!std::isfinite(frequency_penalty) || std::fabs(frequency_penalty) > 100)
+    bad("frequency_penalty", "must be in [-100, 100]");
+  if (!std::isfinite(presence_penalty) || std::fabs(presence_penalty) > 100)
+    bad("presence_penalty", "must be in [-100, 100]");
+  if (penalty_last_n < 0) bad("penalty_last_n", "must be >= 0");
+}
+
+void apply_penalties(std::span<float> logits, const SampleRequest& request) {
+  const SamplingParams& p = *request.params;
+  if (p.penalty_last_n == 0 || request.history.empty()) return;
+  const bool repetition = p.repetition_penalty != 1.0f;
+  const bool additive = p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
+  if (!repetition && !additive) return;
+
+  const size_t window = std::min<size_t>(request.history.size(), p.penalty_last_n);
+  const auto recent = request.history.last(window);
+  const size_t generated = std::min<size_t>(window, std::max(0, request.generated_count));
+  const auto vocab = static_cast<int32_t>(logits.size());
+
+  if (repetition) {  // once per distinct token seen in the window (prompt and generated)
+    std::vector<int32_t> seen(recent.begin(), recent.end());
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    for (int32_t t : seen) {
+      if (t < 0 || t >= vocab) continue;
+      float& l = logits[t];
+      l = l > 0 ? l / p.repetition_penalty : l * p.repetition_penalty;
+    }
+  }
+  if (additive) {  // OpenAI: count over generated tokens only
+    std::unordered_map<int32_t, int32_t> counts;
+    for (int32_t t : recent.last(generated)) ++counts[t];
+    for (auto [t, c] : counts) {
+      if (t < 0 || t >= vocab) continue;
+      logits[t] -= static_cast<float>(c) * p.frequency_penalty + p.presence_penalty;
+    }
+  }
+}
+
+namespace {
+
+int32_t argmax(std::span<const float> logits) {
+  int32_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i) {
+    if (logits[i] > logits[best]) best = static_cast<int32_t>(i);  // first maximum wins ties
+  }
+  return best;
+}
+
+}  // namespace
+
+int32_t sample_token(std::span<float> logits, const SampleRequest& request) {
+  HEARTH_CHECK(request.params != nullptr, "sample request without params");
+  HEARTH_CHECK(!logits.empty(), "empty logits");
+  const SamplingParams& p = *request.params;
+  apply_penalties(logits, request);
+  if (p.temperature <= 0.0f || p.top_k == 1) return argmax(logits);
+
+  // Candidates sorted by logit, descending (ties: lower id first, for determinism).
+  std::vector<int32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  size_t keep = order.size();
+  if (p.top_k > 0) keep = std::min<size_t>(keep, p.top_k);
+  auto by_logit = [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
+  if (keep < order.size()) {
+    std::partial_sort(order.begin(), order.begin() + keep, order.end(), by_logit);
+    order.resize(keep);
+  } else {
+    std::sort(order.begin(), order.end(), by_logit);
+  }
+
+  // Softmax over the candidates at the given temperature (max-subtracted, in double).
+  const double inv_t = 1.0 / p.temperature;
+  const double top = logits[order[0]];
+  std::vector<double> prob(order.size());
+  double sum = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    prob[i] = std::exp((static_cast<double>(logits[order[i]]) - top) * inv_t);
+    sum += prob[i];
+  }
+  for (double& q : prob) q /= sum;
+
+  // top-p: the smallest prefix whose mass reaches top_p (always at least one token).
+  size_t n = prob.size();
+  if (p.top_p < 1.0f) {
+    double cum = 0;
+    for (size_t i = 0; i < n; ++i) {
+      cum += prob[i];
+      if (cum >= p.top_p) {
+        n = i + 1;
+        break;
+      }
+    }
+  }
+  // min-p: drop tokens below min_p × the top probability.
+  if (p.min_p > 0.0f) {
+    const double floor = p.min_p * prob[0];
+    size_t m = 1;
+    while (m < n && prob[m] >= floor) ++m;
+    n = m;
+  }
+
+  double mass = 0;
+  for (size_t i = 0; i < n; ++i) mass += prob[i];
+  const double u = static_cast<double>(sampling_uniform(p.seed, request.draw_index)) * mass;
+  double cum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    cum += prob[i];
+    if (u < cum) return order[i];
+  }
+  return order[n - 1];
+}
+
+}  // namespace hearth

@@ -1,0 +1,177 @@
+// The sampler against distributions computed here from the definitions of each filter.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/sampling/sampler.h"
+
+namespace hearth {
+namespace {
+
+int32_t draw(std::vector<float> logits, const SamplingParams& p, uint64_t index,
+             std::vector<int32_t> history = {}, int32_t generated = 0) {
+  SampleRequest r;
+  r.params = &p;
+  r.history = history;
+  r.generated_count = generated;
+  r.draw_index = index;
+  return sample_token(logits, r);
+}
+
+// Empirical frequencies over many draws.
+std::map<int32_t, double> frequencies(const std::vector<float>& logits, const SamplingParams& p,
+                                      int n = 40000) {
+  std::map<int32_t, double> f;
+  for (int i = 0; i < n; ++i) f[draw(logits, p, static_cast<uint64_t>(i))] += 1.0 / n;
+  return f;
+}
+
+std::vector<double> softmax(const std::vector<float>& l, double t) {
+  const double m = *std::max_element(l.begin(), l.end());
+  std::vector<double> p(l.size());
+  double s = 0;
+  for (size_t i = 0; i < l.size(); ++i) s += (p[i] = std::exp((l[i] - m) / t));
+  for (auto& x : p) x /= s;
+  return p;
+}
+
+const std::vector<float> kLogits = {1.0f, 3.0f, 2.5f, -1.0f, 0.0f, 2.9f, 0.5f};
+
+TEST(Sampler, GreedyTakesTheFirstMaximum) {
+  SamplingParams p;
+  EXPECT_EQ(draw({0.f, 5.f, 5.f, 1.f}, p, 0), 1);
+  EXPECT_EQ(draw(kLogits, p, 7), 1);
+  p.temperature = 0.8f;
+  p.top_k = 1;
+  EXPECT_EQ(draw(kLogits, p, 3), 1);
+}
+
+TEST(Sampler, TemperatureMatchesSoftmax) {
+  SamplingParams p;
+  p.temperature = 0.7f;
+  p.seed = 11;
+  const auto expected = softmax(kLogits, 0.7);
+  const auto f = frequencies(kLogits, p);
+  for (size_t i = 0; i < kLogits.size(); ++i) {
+    const double got = f.count(static_cast<int32_t>(i)) ? f.at(static_cast<int32_t>(i)) : 0.0;
+    EXPECT_NEAR(got, expected[i], 0.01) << "token " << i;
+  }
+}
+
+TEST(Sampler, TopKTopPMinPKeepTheDefinedSets) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  // top-k 3: tokens 1, 5, 2 renormalised.
+  p.top_k = 3;
+  auto f = frequencies(kLogits, p);
+  EXPECT_EQ(f.size(), 3u);
+  const double z = std::exp(3.0) + std::exp(2.9) + std::exp(2.5);
+  EXPECT_NEAR(f[1], std::exp(3.0) / z, 0.01);
+  EXPECT_NEAR(f[2], std::exp(2.5) / z, 0.01);
+  // top-p: smallest prefix (by probability) whose mass reaches top_p.
+  p.top_k = 0;
+  const auto probs = softmax(kLogits, 1.0);
+  std::vector<int> order(kLogits.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return probs[a] > probs[b]; });
+  p.top_p = static_cast<float>(probs[order[0]] + probs[order[1]] + 0.01);  // needs 3 tokens
+  f = frequencies(kLogits, p);
+  EXPECT_EQ(f.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(f.count(order[i]));
+  // min-p 0.5: keep tokens with p >= 0.5 * p_max.
+  p.top_p = 1.0f;
+  p.min_p = 0.5f;
+  f = frequencies(kLogits, p);
+  for (size_t i = 0; i < kLogits.size(); ++i) {
+    const bool allowed = probs[i] >= 0.5 * probs[order[0]];
+    EXPECT_EQ(f.count(static_cast<int32_t>(i)) > 0, allowed) << "token " << i;
+  }
+}
+
+TEST(Sampler, SameSeedSameTokensDifferentSeedDifferentStream) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = 1234;
+  std::vector<int32_t> a, b, c;
+  for (uint64_t i = 0; i < 64; ++i) {
+    a.push_back(draw(kLogits, p, i));
+    b.push_back(draw(kLogits, p, i));
+  }
+  p.seed = 99;
+  for (uint64_t i = 0; i < 64; ++i) c.push_back(draw(kLogits, p, i));
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
+TEST(Sampler, PenaltiesFollowHuggingFaceAndOpenAi) {
+  std::vector<float> l = {2.0f, -2.0f, 1.0f, 0.5f};
+  SamplingParams p;
+  p.repetition_penalty = 2.0f;
+  SampleRequest r;
+  r.params = &p;
+  std::vector<int32_t> hist = {0, 1, 1};
+  r.history = hist;
+  apply_penalties(l, r);
+  EXPECT_FLOAT_EQ(l[0], 1.0f);   // positive: divided
+  EXPECT_FLOAT_EQ(l[1], -4.0f);  // negative: multiplied, once although seen twice
+  EXPECT_FLOAT_EQ(l[2], 1.0f);
+  // OpenAI penalties count generated tokens only (the last two of the history here).
+  l = {2.0f, -2.0f, 1.0f, 0.5f};
+  p = SamplingParams{};
+  p.frequency_penalty = 0.5f;
+  p.presence_penalty = 0.25f;
+  hist = {3, 2, 2, 0};
+  r.history = hist;
+  r.generated_count = 3;  // tokens 2, 2, 0
+  apply_penalties(l, r);
+  EXPECT_FLOAT_EQ(l[0], 2.0f - 0.5f - 0.25f);
+  EXPECT_FLOAT_EQ(l[2], 1.0f - 1.0f - 0.25f);
+  EXPECT_FLOAT_EQ(l[3], 0.5f);  // prompt token: untouched
+  // The penalty window looks at the most recent tokens only.
+  l = {2.0f, -2.0f, 1.0f, 0.5f};
+  p = SamplingParams{};
+  p.repetition_penalty = 2.0f;
+  p.penalty_last_n = 1;
+  hist = {0, 2};
+  r.history = hist;
+  r.generated_count = 0;
+  apply_penalties(l, r);
+  EXPECT_FLOAT_EQ(l[0], 2.0f);
+  EXPECT_FLOAT_EQ(l[2], 0.5f);
+}
+
+TEST(Sampler, ValidateRejectsBadValues) {
+  SamplingParams p;
+  p.temperature = -1;
+  EXPECT_THROW(p.validate(), Error);
+  p = {};
+  p.top_p = 0;
+  EXPECT_THROW(p.validate(), Error);
+  p = {};
+  p.min_p = std::nanf("");
+  EXPECT_THROW(p.validate(), Error);
+  p = {};
+  p.top_k = -3;
+  EXPECT_THROW(p.validate(), Error);
+  p = {};
+  EXPECT_NO_THROW(p.validate());
+}
+
+TEST(Sampler, UniformDrawIsInUnitIntervalAndSpread) {
+  double sum = 0;
+  for (uint64_t i = 0; i < 10000; ++i) {
+    const float u = sampling_uniform(5, i);
+    ASSERT_GE(u, 0.0f);
+    ASSERT_LT(u, 1.0f);
+    sum += u;
+  }
+  EXPECT_NEAR(sum / 10000, 0.5, 0.01);
+}
+
+}  // namespace
+}  // namespace hearth
