@@ -8,6 +8,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "engine/api/paths.h"
 #include "engine/core/error.h"
 #include "engine/quantizer/quantize_job.h"
 
@@ -42,7 +43,8 @@ int run_quantize(const std::vector<std::string>& raw) {
       {"resume", "restart", "json-progress", "no-act-order", "asym", "quantize-head", "keep-work",
        "evaluate", "json"});
   QuantizeOptions o;
-  o.source = args.require("model");
+  // Like every other command, the default model when --model is not given.
+  o.source = args.get("model").value_or(default_model_path().string());
   o.output = args.require("out");
   const std::string format = args.get("format").value_or("exl2");
   if (format != "exl2" && format != "gptq") throw UsageError("--format must be exl2 or gptq");

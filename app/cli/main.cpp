@@ -30,7 +30,7 @@ commands:
   kld       --model QUANT --reference FP16 --data FILE|builtin [--ctx N] [--stride N]
             [--max-tokens N] [--backend cpu|cuda] [--json]
             (mean / 99.9th-percentile KL divergence, top-token agreement)
-  quantize  --model SRC --out DIR --format exl2|gptq [--bpw B] [--head-bits H]
+  quantize  [--model SRC] --out DIR [--format exl2|gptq] [--bpw B] [--head-bits H]
             [--bits N --group-size G] [--no-act-order] [--asym] [--quantize-head]
             [--calibration FILE] [--rows R --length L] [--measure-rows R] [--measurement FILE]
             [--work-dir DIR] [--keep-work] [--resume] [--restart] [--evaluate]

@@ -50,7 +50,10 @@ Engine::Engine() = default;
 Engine::~Engine() = default;
 
 ModelInfo Engine::inspect(const std::filesystem::path& model_path) {
-  return open_model(model_path, false).info;
+  ModelBundle bundle = open_model(model_path, false);
+  // What loading would refuse, inspecting refuses too: every tensor the config implies.
+  LlamaModel::check_weights(bundle.info.config, *bundle.weights);
+  return std::move(bundle.info);
 }
 
 namespace {

@@ -33,14 +33,99 @@ void check_shape(const TensorInfo& info, std::vector<int64_t> expected) {
   }
 }
 
-HostTensor read_tensor(const TensorSource& weights, const std::string& name,
-                       std::vector<int64_t> expected) {
+void check_tensor(const TensorSource& weights, const std::string& name,
+                  std::vector<int64_t> expected) {
   if (!weights.has(name)) fail(ErrorCode::kInvalidFile, "the model has no tensor " + name);
   check_shape(weights.info(name), std::move(expected));
+}
+
+HostTensor read_tensor(const TensorSource& weights, const std::string& name,
+                       std::vector<int64_t> expected) {
+  check_tensor(weights, name, expected);
   return weights.get(name);
 }
 
+// Whether lm_head has weights of its own (a quantized or separate head wins over tying: EXL2
+// writes lm_head even for tied models) or reuses the embeddings.
+bool has_own_head(const ModelConfig& config, const TensorSource& weights) {
+  if (weights.has("lm_head.weight") || weights.has("lm_head.q_weight") ||
+      weights.has("lm_head.qweight")) {
+    return true;
+  }
+  if (!config.tie_word_embeddings) {
+    fail(ErrorCode::kInvalidFile, "the model has no lm_head and does not tie its embeddings");
+  }
+  return false;
+}
+
+// The bias of linear `prefix`, when it has one, must hold one value per output.
+void check_bias(const TensorSource& weights, const std::string& prefix, int64_t out_features) {
+  if (!weights.has(prefix + ".bias")) return;
+  const TensorInfo bias = weights.info(prefix + ".bias");
+  int64_t values = 1;
+  for (int64_t d : bias.shape) values *= d;
+  if (values != out_features) {
+    fail(ErrorCode::kInvalidFile, prefix + ".bias has " + std::to_string(values) +
+                                      " values, the layer has " + std::to_string(out_features) +
+                                      " outputs");
+  }
+}
+
+// Checks linear `prefix` as read_linear() would read it, without reading dense weights: a dense
+// layer's tensor must exist with its shape; a quantized one is opened and validated (its tensors
+// are views into the mapped files, so nothing large is read or dequantized).
+void check_linear(const TensorSource& weights, const std::string& prefix, int64_t out_features,
+                  int64_t in_features, const ModelConfig& config) {
+  if (detect_linear_format(weights, prefix) != LinearFormat::kDense) {
+    read_linear(weights, prefix, out_features, in_features, config);
+    return;
+  }
+  check_tensor(weights, prefix + ".weight", {out_features, in_features});
+  check_bias(weights, prefix, out_features);
+}
+
 }  // namespace
+
+// A decoder layer's weights in load order: the name under "model.layers.<i>.", the shape the
+// config gives it ([out, in] for linears) and where LlamaModel keeps it.
+struct LlamaModel::LayerWeight {
+  const char* name;
+  bool linear;
+  std::vector<int64_t> shape;
+  std::unique_ptr<BackendWeight> Layer::*slot;
+};
+
+std::vector<LlamaModel::LayerWeight> LlamaModel::layer_weights(const ModelConfig& c) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  return {{"input_layernorm.weight", false, {H}, &Layer::input_norm},
+          {"self_attn.q_proj", true, {c.q_dim(), H}, &Layer::q},
+          {"self_attn.k_proj", true, {c.kv_dim(), H}, &Layer::k},
+          {"self_attn.v_proj", true, {c.kv_dim(), H}, &Layer::v},
+          {"self_attn.o_proj", true, {H, c.q_dim()}, &Layer::o},
+          {"post_attention_layernorm.weight", false, {H}, &Layer::post_attention_norm},
+          {"mlp.gate_proj", true, {I, H}, &Layer::gate},
+          {"mlp.up_proj", true, {I, H}, &Layer::up},
+          {"mlp.down_proj", true, {H, I}, &Layer::down}};
+}
+
+void LlamaModel::check_weights(const ModelConfig& config, const TensorSource& weights) {
+  config.validate();
+  const int64_t H = config.hidden_size;
+  check_tensor(weights, "model.embed_tokens.weight", {config.vocab_size, H});
+  const std::vector<LayerWeight> layer = layer_weights(config);
+  for (int64_t i = 0; i < config.num_layers; ++i) {
+    for (const LayerWeight& w : layer) {
+      const std::string name = layer_prefix(i) + w.name;
+      if (w.linear) {
+        check_linear(weights, name, w.shape[0], w.shape[1], config);
+      } else {
+        check_tensor(weights, name, w.shape);
+      }
+    }
+  }
+  check_tensor(weights, "model.norm.weight", {H});
+  if (has_own_head(config, weights)) check_linear(weights, "lm_head", config.vocab_size, H, config);
+}
 
 LinearSource read_linear(const TensorSource& weights, const std::string& prefix,
                          int64_t out_features, int64_t in_features, const ModelConfig& config) {
@@ -99,11 +184,13 @@ LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, const Tensor
                        const LlamaModelOptions& options, const WeightProgress& progress,
                        const CancelToken& cancel)
     : config_(config), options_(options), backend_(backend) {
-  config_.validate();
+  // A missing or misshapen tensor fails here, before gigabytes are uploaded.
+  check_weights(config_, weights);
   const int64_t H = config_.hidden_size;
   const int64_t I = config_.intermediate_size;
   const int64_t V = config_.vocab_size;
-  const int64_t total = 3 + config_.num_layers * 9;
+  const int64_t total =
+      3 + config_.num_layers * static_cast<int64_t>(layer_weights(config_).size());
   int64_t done = 0;
   auto step = [&] {
     cancel.throw_if_cancelled();
@@ -112,41 +199,29 @@ LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, const Tensor
 
   embedding_ = backend_.upload(read_tensor(weights, "model.embed_tokens.weight", {V, H}));
   step();
+  const std::vector<LayerWeight> layer_weights = LlamaModel::layer_weights(config_);
   layers_.resize(static_cast<size_t>(config_.num_layers));
   for (int64_t i = 0; i < config_.num_layers; ++i) {
-    const std::string p = layer_prefix(i);
     Layer& L = layers_[static_cast<size_t>(i)];
-    auto linear = [&](const std::string& name, int64_t out, int64_t in) {
-      auto w = backend_.upload_linear(read_linear(weights, p + name, out, in, config_));
+    for (const LayerWeight& w : layer_weights) {
+      const std::string name = layer_prefix(i) + w.name;
+      L.*w.slot =
+          w.linear
+              ? backend_.upload_linear(read_linear(weights, name, w.shape[0], w.shape[1], config_))
+              : backend_.upload(read_tensor(weights, name, w.shape));
       step();
-      return w;
-    };
-    L.input_norm = backend_.upload(read_tensor(weights, p + "input_layernorm.weight", {H}));
-    L.q = linear("self_attn.q_proj", config_.q_dim(), H);
-    L.k = linear("self_attn.k_proj", config_.kv_dim(), H);
-    L.v = linear("self_attn.v_proj", config_.kv_dim(), H);
-    L.o = linear("self_attn.o_proj", H, config_.q_dim());
-    L.post_attention_norm =
-        backend_.upload(read_tensor(weights, p + "post_attention_layernorm.weight", {H}));
-    step();
-    L.gate = linear("mlp.gate_proj", I, H);
-    L.up = linear("mlp.up_proj", I, H);
-    L.down = linear("mlp.down_proj", H, I);
+    }
   }
   final_norm_ = backend_.upload(read_tensor(weights, "model.norm.weight", {H}));
   step();
-  // A quantized or separate head wins over tying (EXL2 writes lm_head even for tied models).
-  if (weights.has("lm_head.weight") || weights.has("lm_head.q_weight") ||
-      weights.has("lm_head.qweight")) {
+  if (has_own_head(config_, weights)) {
     lm_head_ = backend_.upload_linear(read_linear(weights, "lm_head", V, H, config_));
-  } else if (config_.tie_word_embeddings) {
+  } else {
     LinearSource tied;
     tied.name = "lm_head (tied to model.embed_tokens)";
     tied.quantized = weights.packed("model.embed_tokens.weight");
     if (!tied.quantized) tied.weight = weights.get("model.embed_tokens.weight");
     lm_head_ = backend_.upload_linear(tied);
-  } else {
-    fail(ErrorCode::kInvalidFile, "the model has no lm_head and does not tie its embeddings");
   }
   step();
 

@@ -31,6 +31,11 @@ class LlamaModel {
              const CancelToken& cancel = {});
   ~LlamaModel();
 
+  // Checks, without reading weight data, that `weights` holds every tensor `config` needs with
+  // the shape it needs (quantized linears are opened and validated as loading does). Throws
+  // Error(kInvalidFile) naming the first tensor that is missing or misshapen.
+  static void check_weights(const ModelConfig& config, const TensorSource& weights);
+
   // Runs the batch through the model, storing its keys and values in `cache`. Returns the logits
   // [rows, vocab] on the backend; row i belongs to the i-th logit row of the batch
   // (BatchDesc::logit_rows() rows are real).
@@ -43,7 +48,9 @@ class LlamaModel {
 
  private:
   struct Layer;
+  struct LayerWeight;
   struct Activations;
+  static std::vector<LayerWeight> layer_weights(const ModelConfig& config);
   void record_forward(int64_t tokens, int64_t logit_rows, KvCacheStorage& cache);
 
   ModelConfig config_;

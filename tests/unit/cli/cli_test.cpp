@@ -18,6 +18,7 @@
 
 #include "engine/model/model_loader.h"
 #include "tests/common/test_paths.h"
+#include "tests/unit/quantizer/quantizer_test_model.h"
 
 extern char** environ;
 
@@ -135,6 +136,41 @@ TEST(Cli, BadModelFilesAreClearErrors) {
     EXPECT_EQ(r.exit_code, 1) << p << "\n" << r.err;
     EXPECT_TRUE(contains(r.err, p.filename().string())) << r.err;  // names the file
   }
+  fs::remove_all(dir);
+}
+
+// `info` validates the weights as loading does: a folder whose safetensors lacks a tensor that
+// config.json implies is an error naming that tensor, not a description of a broken model.
+TEST(Cli, InfoRefusesAModelMissingATensorItsConfigNeeds) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("hearth_cli_partial_" + std::to_string(getpid()));
+  quantizer::test::TinySpec spec;
+  quantizer::test::write_tiny_model(dir / "complete", spec);
+  spec.omit = "model.layers.1.mlp.up_proj.weight";
+  quantizer::test::write_tiny_model(dir / "partial", spec);
+
+  const CliRun complete = run_cli({"info", "--model", (dir / "complete").string(), "--json"});
+  EXPECT_EQ(complete.exit_code, 0) << complete.err;
+  const CliRun partial = run_cli({"info", "--model", (dir / "partial").string()});
+  EXPECT_EQ(partial.exit_code, 1) << partial.out;
+  EXPECT_TRUE(contains(partial.err, "model.layers.1.mlp.up_proj.weight")) << partial.err;
+  EXPECT_FALSE(contains(partial.out, "parameters")) << partial.out;
+  fs::remove_all(dir);
+}
+
+// Without --model, quantize takes the default model as every other command does. A target below
+// what EXL2 can reach for that model's shapes stops the job right after the source is opened,
+// which keeps this test short; the job file records which model it opened.
+TEST(Cli, QuantizeWithoutModelUsesTheDefaultModel) {
+  const fs::path dir = fs::temp_directory_path() / ("hearth_cli_quant_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  const CliRun r = run_cli({"quantize", "--out", (dir / "out").string(), "--bpw", "0.6",
+                            "--work-dir", (dir / "work").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "below the cheapest EXL2 setting for this model")) << r.err;
+  const json job = json::parse(read_file(dir / "work" / "job.json"), nullptr, false);
+  ASSERT_FALSE(job.is_discarded()) << "no job file";
+  EXPECT_TRUE(fs::equivalent(job["options"]["source"].get<std::string>(), model())) << job.dump();
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,222 @@
+// hearth::Engine in process, as the app, the CLI and the server use it, on a tiny synthetic
+// Llama written as a Hugging Face folder and run on the CPU backend. Greedy tokens are checked
+// against an independent double-precision decoder of the same weights (written apart from the
+// engine, in tests/unit/quantizer/quantizer_test_model.h), not against the engine itself.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "engine/api/engine.h"
+#include "engine/core/error.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "tests/unit/quantizer/quantizer_test_model.h"
+
+namespace hearth {
+namespace {
+
+namespace fs = std::filesystem;
+namespace qt = quantizer::test;
+
+// Logits of the last position of `ids`, recomputed from scratch in double precision.
+std::vector<double> reference_logits(const std::map<std::string, std::vector<float>>& w,
+                                     const qt::TinySpec& s, const std::vector<int32_t>& ids) {
+  const auto T = static_cast<int64_t>(ids.size());
+  const int64_t H = s.hidden, Q = s.heads * s.head_dim, KV = s.kv_heads * s.head_dim;
+  const std::vector<float>& embed = w.at("model.embed_tokens.weight");
+  qt::Mat x(static_cast<size_t>(T * H));
+  for (int64_t t = 0; t < T; ++t) {
+    std::copy_n(embed.begin() + ids[t] * H, H, x.begin() + t * H);
+  }
+  for (int64_t l = 0; l < s.layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    const qt::Mat h = qt::rms_norm(x, T, H, w.at(p + "input_layernorm.weight"), s.eps);
+    qt::Mat q = qt::matmul_t(h, T, H, w.at(p + "self_attn.q_proj.weight"), Q);
+    qt::Mat k = qt::matmul_t(h, T, H, w.at(p + "self_attn.k_proj.weight"), KV);
+    const qt::Mat v = qt::matmul_t(h, T, H, w.at(p + "self_attn.v_proj.weight"), KV);
+    qt::rope(q, T, s.heads, s.head_dim, s.rope_theta);
+    qt::rope(k, T, s.kv_heads, s.head_dim, s.rope_theta);
+    const qt::Mat attn = qt::attention(q, k, v, T, s);
+    const qt::Mat o = qt::matmul_t(attn, T, Q, w.at(p + "self_attn.o_proj.weight"), H);
+    for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
+    const qt::Mat h2 = qt::rms_norm(x, T, H, w.at(p + "post_attention_layernorm.weight"), s.eps);
+    qt::Mat gate = qt::matmul_t(h2, T, H, w.at(p + "mlp.gate_proj.weight"), s.inter);
+    const qt::Mat up = qt::matmul_t(h2, T, H, w.at(p + "mlp.up_proj.weight"), s.inter);
+    for (size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1 + std::exp(-gate[i])) * up[i];
+    const qt::Mat down = qt::matmul_t(gate, T, s.inter, w.at(p + "mlp.down_proj.weight"), H);
+    for (size_t i = 0; i < x.size(); ++i) x[i] += down[i];
+  }
+  const qt::Mat last(x.end() - H, x.end());
+  const qt::Mat h = qt::rms_norm(last, 1, H, w.at("model.norm.weight"), s.eps);
+  return qt::matmul_t(h, 1, H, embed, s.vocab);  // tied head
+}
+
+class EngineApi : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("hearth_engine_api_" + std::to_string(getpid()));
+    weights_ = qt::write_tiny_model(dir_ / "tiny", spec_);
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  static LoadOptions options() {
+    LoadOptions o;
+    o.model_path = dir_ / "tiny";
+    o.device = DeviceKind::kCpu;
+    o.cpu_threads = 2;
+    o.max_seq_len = 256;
+    o.max_batch = 4;
+    return o;
+  }
+  static GenerationRequest greedy(const std::string& prompt, int32_t max_tokens) {
+    GenerationRequest r;
+    r.prompt = prompt;
+    r.max_tokens = max_tokens;
+    r.ignore_eos = true;  // random weights: generate the full length
+    return r;
+  }
+
+  static inline qt::TinySpec spec_;
+  static inline fs::path dir_;
+  static inline std::map<std::string, std::vector<float>> weights_;
+};
+
+TEST_F(EngineApi, InspectAndPlanDescribeTheModelBeforeLoading) {
+  const ModelInfo info = Engine::inspect(dir_ / "tiny");
+  EXPECT_EQ(info.format, ModelFormat::kSafetensors);
+  EXPECT_EQ(info.config.num_layers, spec_.layers);
+  EXPECT_EQ(info.config.hidden_size, spec_.hidden);
+  EXPECT_EQ(info.parameters, info.config.parameter_count());
+  EXPECT_EQ(info.file_bytes, static_cast<uint64_t>(2 * info.parameters));  // fp16, tied head
+
+  const MemoryPlan plan = Engine::plan(options());
+  EXPECT_TRUE(plan.fits) << plan.advice;
+  EXPECT_EQ(plan.weights, info.file_bytes);  // the CPU keeps fp16 safetensors as they are
+  // fp32 K and V for every layer, 256 positions (one page).
+  EXPECT_EQ(plan.kv_cache,
+            static_cast<size_t>(2 * spec_.layers * 256 * spec_.kv_heads * spec_.head_dim * 4));
+  EXPECT_FALSE(plan.device_name.empty());
+}
+
+TEST_F(EngineApi, GreedyTokensMatchAnIndependentDecoder) {
+  Engine engine;
+  engine.load(options());
+  ASSERT_TRUE(engine.loaded());
+  const GenerationResult r = engine.generate(greedy("Hello, hearth", 12));
+  EXPECT_EQ(r.finish, FinishReason::kLength);
+  ASSERT_EQ(r.tokens.size(), 12u);
+  EXPECT_EQ(r.stats.prompt_tokens, 13);  // byte-level, no merges, no BOS added
+  std::vector<int32_t> ids = engine.tokenizer().encode("Hello, hearth", true);
+  int checked = 0;
+  for (int32_t token : r.tokens) {
+    const std::vector<double> logits = reference_logits(weights_, spec_, ids);
+    const auto best = std::max_element(logits.begin(), logits.end()) - logits.begin();
+    if (token != best) {
+      // Only a near tie between the two best may go either way in fp32.
+      EXPECT_LT(logits[best] - logits[token], 1e-3) << "step " << ids.size();
+    } else {
+      ++checked;
+    }
+    ids.push_back(token);
+  }
+  EXPECT_GE(checked, 10);
+}
+
+TEST_F(EngineApi, BatchedRequestsGetWhatTheyGetAloneAndTextStreams) {
+  Engine engine;
+  engine.load(options());
+  const std::vector<std::string> prompts = {"a", "The quick brown fox", "0123456789 and more"};
+  std::vector<GenerationRequest> requests;
+  std::vector<GenerationResult> alone;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    requests.push_back(greedy(prompts[i], 6 + static_cast<int32_t>(i)));
+    alone.push_back(engine.generate(requests.back()));
+  }
+  std::vector<std::string> streamed(prompts.size());
+  std::vector<TextCallback> callbacks;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    callbacks.push_back([&, i](const std::string& piece) { streamed[i] += piece; });
+  }
+  const std::vector<GenerationResult> batched = engine.generate_batch(requests, callbacks);
+  ASSERT_EQ(batched.size(), prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(batched[i].tokens, alone[i].tokens) << prompts[i];
+    EXPECT_EQ(batched[i].text, alone[i].text) << prompts[i];
+    EXPECT_EQ(streamed[i], batched[i].text) << prompts[i];
+  }
+}
+
+// Stop strings are tested where text is meaningful: generator_test (Generator) and cli_test
+// (the real model); the random weights here write mostly invalid UTF-8.
+TEST_F(EngineApi, ACancelledRequestEndsAndTheNextRunsAsBefore) {
+  Engine engine;
+  engine.load(options());
+  const GenerationResult full = engine.generate(greedy("stop here", 16));
+  CancelToken cancel;
+  cancel.cancel();
+  const GenerationResult cancelled = engine.generate(greedy("never mind", 16), {}, cancel);
+  EXPECT_EQ(cancelled.finish, FinishReason::kCancelled);
+  // The engine serves the next request as if nothing happened.
+  EXPECT_EQ(engine.generate(greedy("stop here", 16)).tokens, full.tokens);
+}
+
+TEST_F(EngineApi, AFailedLoadLeavesNothingLoadedAndTheEngineUsable) {
+  Engine engine;
+  try {
+    engine.load([] {
+      LoadOptions o = options();
+      o.model_path = dir_ / "no such model";
+      return o;
+    }());
+    FAIL() << "loaded a missing model";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no such model"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(engine.loaded());
+
+  qt::TinySpec partial = spec_;
+  partial.omit = "model.layers.1.self_attn.v_proj.weight";
+  qt::write_tiny_model(dir_ / "partial", partial);
+  LoadOptions o = options();
+  o.model_path = dir_ / "partial";
+  try {
+    engine.load(o);
+    FAIL() << "loaded a model without " << partial.omit;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidFile);
+    EXPECT_NE(std::string(e.what()).find(partial.omit), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(engine.loaded());
+  EXPECT_THROW(Engine::inspect(o.model_path), Error);
+
+  LoadOptions bad = options();
+  bad.max_batch = 0;
+  try {
+    engine.load(bad);
+    FAIL() << "accepted max_batch 0";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+  }
+
+  engine.load(options());
+  EXPECT_TRUE(engine.loaded());
+  EXPECT_EQ(engine.generate(greedy("works", 3)).tokens.size(), 3u);
+  engine.unload();
+  EXPECT_FALSE(engine.loaded());
+  EXPECT_THROW(engine.generate(greedy("unloaded", 3)), Error);
+}
+
+TEST_F(EngineApi, AModelWithoutChatTemplateRendersChatMl) {
+  Engine engine;
+  engine.load(options());
+  EXPECT_EQ(engine.render_chat({{"system", "Be brief."}, {"user", "Hi"}}),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\n");
+}
+
+}  // namespace
+}  // namespace hearth
