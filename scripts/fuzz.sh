@@ -5,10 +5,10 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     SECONDS per target (default 60); default: all
 #
 # Per target fuzz_<name>: dictionary tests/fuzz/<name>.dict when it exists; seeds from
-# tests/fuzz/make_seeds.py (engine/io targets) and from the paths listed in
-# tests/fuzz/<name>.seeds (one glob per line, relative to the repository root). The growing
-# corpus lives in build-fuzz/fuzz-corpus/<target>, crashes in build-fuzz/fuzz-artifacts.
-# Options as testing.md §5.1 asks: -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024.
+# tests/fuzz/make_seeds.py (engine/io targets) and from the paths listed in tests/fuzz/<name>.seeds
+# (one glob per line, relative to the repository root). The growing corpus lives in
+# build-fuzz/fuzz-corpus/<target>, crashes in build-fuzz/fuzz-artifacts. Options as docs/TESTING.md
+# ("Fuzz targets") asks: -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,4 +1,4 @@
-// libFuzzer target F7 (testing.md §5.1): a fuzzed chat template rendered over a fixed
+// libFuzzer target F7 (TESTING.md, "Fuzz targets"): a fuzzed chat template rendered over a fixed
 // conversation whose last message content is fuzzed too. Any hearth::Error is an expected
 // outcome; every other exception, crash, leak, hang or runaway allocation is a finding.
 //

@@ -1,6 +1,6 @@
-// libFuzzer target F1 (testing.md §5.1): a fuzzed GGUF image goes through the header, metadata
-// and tensor-info parser, every metadata accessor, the llama config reader, the Hugging Face
-// tensor source and dequantization. hearth::Error is an expected outcome; any other exception,
+// libFuzzer target F1 (TESTING.md, "Fuzz targets"): a fuzzed GGUF image goes through the header,
+// metadata and tensor-info parser, every metadata accessor, the llama config reader, the Hugging
+// Face tensor source and dequantization. hearth::Error is an expected outcome; any other exception,
 // crash, sanitizer report, hang or runaway allocation is a finding.
 //
 // Seeds: tests/fuzz/make_seeds.py (gguf); dictionary: gguf.dict.

@@ -1,5 +1,5 @@
-// libFuzzer target F4 (testing.md §5.1): fuzzed config.json and generation_config.json into a
-// validated ModelConfig. hearth::Error is an expected outcome; any other exception, crash or
+// libFuzzer target F4 (TESTING.md, "Fuzz targets"): fuzzed config.json and generation_config.json
+// into a validated ModelConfig. hearth::Error is an expected outcome; any other exception, crash or
 // sanitizer report is a finding, and so is an accepted config that breaks its own invariants.
 //
 // Input layout: config.json bytes, optionally followed by "\x00" and generation_config.json.

@@ -1,4 +1,4 @@
-// libFuzzer target F3a (testing.md §5.1): a fuzzed safetensors image through the header
+// libFuzzer target F3a (TESTING.md, "Fuzz targets"): a fuzzed safetensors image through the header
 // validation and the tensor views. hearth::Error is an expected outcome; any other exception,
 // crash or sanitizer report is a finding.
 //

@@ -1,6 +1,6 @@
-// libFuzzer target F3b (testing.md §5.1): a fuzzed model.safetensors.index.json. Whatever it
-// accepts must name only plain relative shard paths. hearth::Error is an expected outcome; any
-// other exception, crash or sanitizer report is a finding.
+// libFuzzer target F3b (TESTING.md, "Fuzz targets"): a fuzzed model.safetensors.index.json.
+// Whatever it accepts must name only plain relative shard paths. hearth::Error is an expected
+// outcome; any other exception, crash or sanitizer report is a finding.
 //
 // Seeds: tests/fuzz/make_seeds.py (safetensors_index); dictionary: json.dict.
 #include <cstddef>

@@ -1,7 +1,7 @@
-// libFuzzer target F6 (testing.md §5.1): a fuzzed sentencepiece tokenizer.model is validated,
-// loaded by libsentencepiece and used to encode and decode. Any hearth::Error is an expected
-// outcome; a crash, leak, hang or other exception is a finding.
-// Seeds: tests/fixtures/tokenizer/spm/*.model.
+// libFuzzer target F6 (TESTING.md, "Fuzz targets"): a fuzzed sentencepiece tokenizer.model is
+// validated, loaded by libsentencepiece and used to encode and decode. Any hearth::Error is an
+// expected outcome; a crash, leak, hang or other exception is a finding. Seeds:
+// tests/fixtures/tokenizer/spm/*.model.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

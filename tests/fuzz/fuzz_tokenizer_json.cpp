@@ -1,7 +1,6 @@
-// libFuzzer target F5 (testing.md §5.1): a fuzzed tokenizer.json is loaded, then encodes and
-// decodes a text (fuzzed too), and the streaming detokenizer must reproduce decode().
-// Any hearth::Error is an expected outcome; every other exception, crash, leak or hang is a
-// finding.
+// libFuzzer target F5 (TESTING.md, "Fuzz targets"): a fuzzed tokenizer.json is loaded, then encodes
+// and decodes a text (fuzzed too), and the streaming detokenizer must reproduce decode(). Any
+// hearth::Error is an expected outcome; every other exception, crash, leak or hang is a finding.
 //
 // Input layout: tokenizer.json bytes, optionally followed by "\x00" and the text to encode.
 // Seeds: tests/fixtures/tokenizer/synthetic/*/tokenizer.json.

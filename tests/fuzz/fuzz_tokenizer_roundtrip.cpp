@@ -1,4 +1,4 @@
-// libFuzzer target F8 (testing.md §5.1): fuzzed text through fixed tokenizers.
+// libFuzzer target F8 (TESTING.md, "Fuzz targets"): fuzzed text through fixed tokenizers.
 //  - byte-level BPE (Llama 3 layout) is lossless on bytes: decode(encode(x)) equals x with
 //    invalid UTF-8 replaced, exactly as a lossy UTF-8 conversion of x;
 //  - the streaming detokenizer reproduces decode() and emits only whole characters;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The EXL2 reference job: everything issue 4 needs from exllamav2 0.3.2 and a GPU, in stages.
+# The EXL2 reference job: everything the EXL2 / GPTQ parity checks need from exllamav2 0.3.2 and a
+# GPU, in stages.
 #
 #   tests/gpu/exl2_reference_job.sh WHEEL GGUF [STAGES]
 #

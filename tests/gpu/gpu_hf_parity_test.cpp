@@ -1,9 +1,9 @@
 // SmolLM2-135M-Instruct on the CUDA backend (fp16) against transformers: the committed CPU fp32
 // reference (tests/fixtures/model/hf_parity.json) and, when HEARTH_HF_GPU_FIXTURE names one, a
-// reference made by tests/reference/hf_parity.py on the GPU machine. Skips without a GPU or
-// without the model file. Gates (testing.md §5.3): greedy continuations identical or diverging
-// only where our token is in the reference's top 5; mean KL ≤ 1e-4, 99.9th percentile ≤ 5e-3,
-// same top token ≥ 99 %.
+// reference made by tests/reference/hf_parity.py on the GPU machine. Skips without a GPU or without
+// the model file. Gates (TESTING.md, "Numerical gates"): greedy continuations identical or
+// diverging only where our token is in the reference's top 5; mean KL ≤ 1e-4, 99.9th percentile ≤
+// 5e-3, same top token ≥ 99 %.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -4,9 +4,9 @@
 // the real SmolLM2-135M-Instruct GGUF is present, greedy generation through the Engine API on
 // both devices.
 //
-// Token agreement uses check_logprobs_close semantics (testing.md §5.3): sequences must be
-// identical, or at the first divergence each side's token must be in the other's top-5 (fp16
-// versus fp32 activations can swap near-ties); the rest is then not compared.
+// Token agreement uses check_logprobs_close semantics (TESTING.md, "Numerical gates"): sequences
+// must be identical, or at the first divergence each side's token must be in the other's top-5
+// (fp16 versus fp32 activations can swap near-ties); the rest is then not compared.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -18,7 +18,7 @@
 // tokens and 32 fixed probe tokens, mean |Δlogit| <= 0.05 and max |Δlogit| <= 0.6; |Δ lse| <= 0.3;
 // same argmax wherever exllamav2's top-2 margin exceeds 0.3; mean KL(exl2 ‖ Hearth) <= 2e-3;
 // greedy 32-token continuations identical, or at the first divergence each side's token within
-// the other's top 5 (testing.md §5.3, check_logprobs_close).
+// the other's top 5 (TESTING.md, "Numerical gates": check_logprobs_close).
 //
 // The same files may instead hold the fp32 truth (tests/reference/exl2_dequant_truth.py:
 // transformers in float32 on the checkpoint's own dequantized weights; the job's truth stage).

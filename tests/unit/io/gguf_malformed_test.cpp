@@ -1,4 +1,4 @@
-// The malformed-GGUF corpus (shared/specs/testing.md §5.2, after llama.cpp's test-gguf
+// The malformed-GGUF corpus (TESTING.md, "Malformed inputs"; after llama.cpp's test-gguf
 // categories and published parser bugs): every file must be rejected with hearth::Error naming
 // the defect and its byte offset, quickly, without crashing or allocating by declared counts.
 #include <gtest/gtest.h>

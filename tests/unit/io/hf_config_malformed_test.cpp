@@ -1,4 +1,4 @@
-// Malformed and absurd config.json / generation_config.json (shared/specs/testing.md §5.2):
+// Malformed and absurd config.json / generation_config.json (TESTING.md, "Malformed inputs"):
 // each is an Error naming the file and the field, never a crash or a silently wrong value.
 #include <gtest/gtest.h>
 

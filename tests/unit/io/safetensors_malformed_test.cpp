@@ -1,4 +1,4 @@
-// The malformed-safetensors corpus (shared/specs/testing.md §5.2, the reference implementation's
+// The malformed-safetensors corpus (TESTING.md, "Malformed inputs"; the reference implementation's
 // validation rules), hostile indexes and folders, and pickle checkpoints: every case is an
 // hearth::Error naming the file, the tensor and the offset, in well under a second.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Hostile and malformed chat templates (testing.md §5.2 "Templates"): each must end in a clear
+// Hostile and malformed chat templates (TESTING.md, "Malformed inputs"): each must end in a clear
 // Error(kInvalidFile) or render inert, quickly, without crashing, hanging or reaching anything but
 // the data it was given.
 #include <chrono>
