@@ -6,7 +6,7 @@
 //
 // Prints {"calibration": name, "eos_id": .., "bos_id": .., "adds_bos": .., "quant": {"rows",
 // "length", "ids": [[...], ...]}, "measure": {...}, "warnings": [...]}. The rows are made exactly
-// as engine/quant/quantizer/quant_pipeline.cpp makes them (make_calibration(): the model's chat
+// as engine/quantizer/pipeline_prepare.cpp makes them (make_calibration(): the model's chat
 // template renders chat.jsonl, ChatML without one; quant rows at phase 0, measurement rows at
 // phase 0.5). The defaults are the quantizer's CUDA defaults (default_rows / default_length /
 // default_measure_rows).
