@@ -50,6 +50,7 @@ int run_generate(const std::vector<std::string>& raw) {
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::printf("\n");
+    std::fflush(stdout);  // the statistics on stderr come after the text's last line
     std::fprintf(stderr, "[%lld prompt tokens at %.1f tok/s, %lld generated at %.1f tok/s, %s]\n",
                  static_cast<long long>(result.stats.prompt_tokens),
                  result.stats.prompt_tokens_per_s(),
