@@ -1,4 +1,4 @@
-// An EXL2 linear layer (exllamav2's format, spec exl2_gptq.md §1), validated on load and kept
+// An EXL2 linear layer (exllamav2's format, docs/FORMATS.md §1), validated on load and kept
 // packed as the file holds it (views into the mapped file).
 //
 // Tensors of layer P: P.q_weight I32 [Q, N_pad] (column n is a little-endian bitstream along

@@ -1,4 +1,4 @@
-// A GPTQ linear layer (AutoGPTQ / GPTQModel / TheBloke layout, spec exl2_gptq.md §2), validated
+// A GPTQ linear layer (AutoGPTQ / GPTQModel / TheBloke layout, docs/FORMATS.md §2), validated
 // on load and kept packed as the file holds it.
 //
 // Tensors of layer P: P.qweight I32 [K·b/32, N] (column n is a little-endian bitstream along

@@ -9,9 +9,9 @@
 
 namespace hearth::quant {
 
-// The j-th b-bit value of a little-endian bitstream held in words[0..] (spec §1.9 bits_at).
-// `stride` is the distance between consecutive words of the stream (a column of a [rows, N]
-// tensor has stride N).
+// The j-th b-bit value of a little-endian bitstream held in words[0..] (bits_at of
+// docs/FORMATS.md §1.9). `stride` is the distance between consecutive words of the stream (a
+// column of a [rows, N] tensor has stride N).
 inline uint32_t bits_at(const uint32_t* words, int64_t stride, int bits, int64_t j) {
   const int64_t off = j * bits;
   const int64_t wi = off >> 5;

@@ -1,6 +1,6 @@
 // Hugging Face config.json (+ generation_config.json) -> ModelConfig, for LlamaForCausalLM and
 // MistralForCausalLM. Follows the fields and defaults of transformers' LlamaConfig and of
-// exllamav2's reader (see shared/specs/exl2_gptq.md §4).
+// exllamav2's reader (see docs/FORMATS.md §4).
 #pragma once
 
 #include <filesystem>

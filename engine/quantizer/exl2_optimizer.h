@@ -1,9 +1,10 @@
 // Picks one measured setting per module (attention or MLP of each layer) so that the decoder's
-// storage stays within a bit budget with the least total error Σ (1 − accuracy). Spec §3.5
-// does this with simulated annealing over Σ err^norm, choosing the norm whose solution has the
-// smallest worst-module error; here the multiple-choice knapsack is solved exactly by dynamic
-// programming over a fine cost grid (costs rounded up, so the result always fits), then the
-// rounding slack is spent greedily. The plain sum measured better on held-out text.
+// storage stays within a bit budget with the least total error Σ (1 − accuracy). exllamav2
+// (docs/FORMATS.md §3.5) does this with simulated annealing over Σ err^norm, choosing the norm
+// whose solution has the smallest worst-module error; here the multiple-choice knapsack is
+// solved exactly by dynamic programming over a fine cost grid (costs rounded up, so the result
+// always fits), then the rounding slack is spent greedily. The plain sum measured better on
+// held-out text.
 #pragma once
 
 #include <cstdint>

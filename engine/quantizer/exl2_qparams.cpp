@@ -103,7 +103,7 @@ int64_t exl2_total_bits(const Exl2QParams& qp, int64_t rows, int64_t columns, in
 }
 
 const std::vector<std::vector<Exl2QParams>>& exl2_attention_ladder() {
-  // (q, k, v, o) per row; spec Appendix A (exllamav2's qparams_attn).
+  // (q, k, v, o) per row; docs/FORMATS.md Appendix A (exllamav2's qparams_attn).
   static const std::vector<std::vector<Exl2QParams>> ladder = [] {
     const P a32 = qp(64, {3, 2}, {0.05, 0.95});
     const P b32 = qp(64, {3, 2}, {0.1, 0.9});
@@ -143,7 +143,7 @@ const std::vector<std::vector<Exl2QParams>>& exl2_attention_ladder() {
 }
 
 const std::vector<std::vector<Exl2QParams>>& exl2_mlp_ladder() {
-  // (gate, up, down) per row; spec Appendix A (exllamav2's qparams_mlp).
+  // (gate, up, down) per row; FORMATS.md Appendix A (exllamav2's qparams_mlp).
   static const std::vector<std::vector<Exl2QParams>> ladder = {
       {qp(64, {3, 2}, {0.05, 0.95}), qp(64, {3, 2}, {0.05, 0.95}),
        qp({32, 64, 64}, {6, 3, 2}, {0.05, 0.2, 0.75})},

@@ -1,7 +1,7 @@
-// EXL2 quantization settings of one linear layer ("QParams", spec §3.3.5 and Appendix A): which
-// bit widths cover which share of the (act-order permuted) input rows, at what group size, and
-// what that costs in bits. Also the candidate ladders the measurement tries per module, and the
-// head options chosen by head bits.
+// EXL2 quantization settings of one linear layer ("QParams", docs/FORMATS.md §3.3.5 and
+// Appendix A): which bit widths cover which share of the (act-order permuted) input rows, at
+// what group size, and what that costs in bits. Also the candidate ladders the measurement tries
+// per module, and the head options chosen by head bits.
 #pragma once
 
 #include <cstdint>
@@ -31,13 +31,14 @@ struct Exl2Group {
   int64_t rows = 0;
 };
 
-// The groups a setting cuts K rows into (spec §1.2.3): per width, ceil(min(K·p, remaining) /
-// group size) groups; only the last group of the matrix may be short. Widths whose share is
-// used up get no groups. Error(kInvalidArgument) when the shares do not cover K.
+// The groups a setting cuts K rows into (FORMATS.md §1.2.3): per width,
+// ceil(min(K·p, remaining) / group size) groups; only the last group of the matrix may be
+// short. Widths whose share is used up get no groups. Error(kInvalidArgument) when the shares do
+// not cover K.
 std::vector<Exl2Group> exl2_group_layout(const Exl2QParams& qp, int64_t rows);
 
-// Storage bits as exllamav2's optimizer counts them (spec §1.10): weights, 4-bit scales,
-// q_scale_max, q_groups, q_invperm (and 16 per bias element).
+// Storage bits as exllamav2's optimizer counts them (FORMATS.md §1.10): weights, 4-bit
+// scales, q_scale_max, q_groups, q_invperm (and 16 per bias element).
 int64_t exl2_total_bits(const Exl2QParams& qp, int64_t rows, int64_t columns, int64_t bias = 0);
 
 // The measurement's candidates: rows of (q, k, v, o) settings for attention (19), and of

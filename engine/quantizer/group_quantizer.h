@@ -1,7 +1,8 @@
 // How one group of rows of a (permuted) weight matrix W[K, N] is turned into integer codes:
 // per-column scales (and zeros) chosen on the group's current, error-compensated rows, then
-// each row rounded with them. Dequantized values are the exact fp16 values the format's reader
-// reconstructs, so GPTQ's error feedback sees what inference will see (spec §1.5, §5.11).
+// each row rounded with them. Dequantized values are the exact fp16 values the format's
+// reader reconstructs, so GPTQ's error feedback sees what inference will see
+// (docs/FORMATS.md §1.5, §5.11).
 #pragma once
 
 #include <cstdint>
@@ -23,8 +24,8 @@ struct GroupParams {
   float qscale_max = 0;
 };
 
-// EXL2 (spec §3.4): square-law 4-bit scale codes relative to the group maximum, then a search
-// over one multiplier p in [0.70, 1.2] (97 steps) minimising Σ|ŵ − w|^3.5.
+// EXL2 (FORMATS.md §3.4): square-law 4-bit scale codes relative to the group maximum, then a
+// search over one multiplier p in [0.70, 1.2] (97 steps) minimising Σ|ŵ − w|^3.5.
 // `w` points at the group's first row; rows × n floats, row stride `stride`.
 // `pool` (optional) spreads the grid over threads (each multiplier's sum stays on one thread).
 GroupParams exl2_find_params(const float* w, int64_t rows, int64_t n, int64_t stride, int bits,

@@ -1,7 +1,7 @@
 // The input Hessian of a linear layer, H = 2·XᵀX / tokens over the calibration tokens X [T, K]
 // (one H serves every layer that reads the same input: q/k/v, gate/up), and its preparation for
 // GPTQ: act-order permutation, damping, and the upper Cholesky factor of H⁻¹, with more damping
-// when H is not numerically positive definite (spec §3.3.4, §5.10).
+// when H is not numerically positive definite (docs/FORMATS.md §3.3.4, §5.10).
 #pragma once
 
 #include <cstdint>

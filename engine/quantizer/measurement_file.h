@@ -1,6 +1,7 @@
-// measurement.json (spec §3.3.7): for every decoder module, the accuracy and cost of each
-// candidate row of settings. Written in exllamav2's layout, so a measurement made by either tool
-// can drive the other's optimizer; it depends only on the source model and calibration data.
+// measurement.json (docs/FORMATS.md §3.3.7): for every decoder module, the accuracy and cost of
+// each candidate row of settings. Written in exllamav2's layout, so a measurement made by either
+// tool can drive the other's optimizer; it depends only on the source model and calibration
+// data.
 #pragma once
 
 #include <filesystem>

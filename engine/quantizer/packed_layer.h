@@ -1,5 +1,5 @@
-// Writing quantized layers in the file formats: EXL2 (spec §1) and GPTQ v1 (spec §2), from the
-// codes and group parameters GPTQ produced.
+// Writing quantized layers in the file formats: EXL2 (docs/FORMATS.md §1) and GPTQ v1
+// (FORMATS.md §2), from the codes and group parameters GPTQ produced.
 #pragma once
 
 #include <cstdint>

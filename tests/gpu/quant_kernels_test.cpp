@@ -1,5 +1,5 @@
 // EXL2 / GPTQ linear layers on the CUDA backend against the CPU reference backend (which
-// dequantizes bit-exactly as the spec's reference decoders), through the Backend interface:
+// dequantizes bit-exactly as docs/FORMATS.md §1.9 and §2.6), through the Backend interface:
 // every bit width and mix, GPTQ 2/3/4/8 bits with act-order, asym and odd group sizes, odd
 // shapes (K not a multiple of 128 or 32, padded N, short last groups), 1..32 rows on the fused
 // kernels and more on the dequantize + cuBLAS path (weights in stored row order, x gathered);

@@ -4,7 +4,7 @@ with the expected dequantized fp16 matrices.
 
 This is the stand-in until exllamav2's own packer has run (tests/reference/exl2_make_fixtures.py
 needs a GPU; its fixtures use the same manifest format and the same C++ test reads both). It
-follows shared/specs/exl2_gptq.md and exllamav2's conversion/adaptivegptq.py:
+follows docs/FORMATS.md §1 and exllamav2's conversion/adaptivegptq.py:
 
 * groups per width as AdaptiveGPTQ.configure does (g_b = ceil(min(K·p, remaining) / gs_b));
 * pack(): q_groups = (bits, first packed row), packed rows per group = rows·b/32 (ceil for the
@@ -18,9 +18,9 @@ how they are stored. The expected matrix is §1.9's reference dequantizer run on
 (fp16 rounding at the same points as exllamav2: mx = fp16(q_scale_max / 256), scale =
 fp16(fp16((nib+1)^2) · mx), w = fp16((q − 2^(b−1)) · scale), rows scattered back through q_perm).
 
-The first case is the spec's worked example (§1.2.5: K = 2048, group sizes [32, 64, 32, 128, 64, 64],
+The first case is the worked example of §1.2.5 (K = 2048, group sizes [32, 64, 32, 128, 64, 64],
 bits [8, 6, 5, 4, 3, 2], proportions [.05, .1, .15, .2, .25, .25]): the script checks that it yields
-35 groups, Q = 262 and the q_groups prefix the spec prints.
+35 groups, Q = 262 and the q_groups prefix printed there.
 
 Writes tests/fixtures/quant/exl2_numpy/{manifest.json, *.safetensors}.
 Run: python3 tests/reference/exl2_numpy_fixtures.py
@@ -92,7 +92,7 @@ def bits_at(words, b, j):
 
 
 def dequant_exl2(q_weight, q_scale, q_scale_max, q_groups, q_invperm, k):
-    """Spec §1.9, literally (with the last group clipped to the K rows that exist)."""
+    """FORMATS.md §1.9, literally (with the last group clipped to the K rows that exist)."""
     perm = np.argsort(q_invperm, kind="stable")
     qn, n = q_weight.shape
     g_count = q_scale.shape[0]
@@ -178,7 +178,7 @@ def main():
     gs = {8: 32, 6: 64, 5: 32, 4: 128, 3: 64, 2: 64}
     ex = make_case(rng, "spec_worked_example_mixed", 2048, 32, [8, 6, 5, 4, 3, 2],
                    [0.05, 0.1, 0.15, 0.2, 0.25, 0.25], gs,
-                   note="shared/specs/exl2_gptq.md §1.2.5: 35 groups, Q = 262")
+                   note="docs/FORMATS.md §1.2.5: 35 groups, Q = 262")
     assert ex["groups"] == 35 and ex["packed_rows"] == 262, (ex["groups"], ex["packed_rows"])
     assert ex["q_groups"][:20] == [8, 0, 8, 8, 8, 16, 8, 24, 6, 32, 6, 44, 6, 56, 6, 68, 5, 80,
                                    5, 85], ex["q_groups"][:20]

@@ -7,8 +7,9 @@ checkpoints exist (tests/reference/exl2_smollm2_reference.py, GPU).
 Quantization here is round-to-nearest with exllamav2's scale rules (4-bit square-law scale codes
 relative to a per-group fp16 maximum, act-order by descending column norm), group layout and
 packing as exllamav2's pack() (tests/reference/exl2_numpy_fixtures.py). The reference logits come
-from transformers' LlamaForCausalLM in fp32 on the dequantized weights (spec §1.9 values), in the
-JSON format of exl2_smollm2_reference.py, so tests/gpu/quant_exl2_smollm2_test.cpp reads both.
+from transformers' LlamaForCausalLM in fp32 on the dequantized weights (docs/FORMATS.md §1.9),
+in the JSON format of exl2_smollm2_reference.py, so tests/gpu/quant_exl2_smollm2_test.cpp reads
+both.
 
   python3 tests/reference/exl2_numpy_smollm2.py --hf HF_FP16_DIR --out DIR [--bpw 4.0]
   (HF_FP16_DIR: exl2_smollm2_reference.py gguf-to-hf). Writes DIR/<bpw>/ and

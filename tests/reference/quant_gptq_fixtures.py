@@ -12,11 +12,10 @@ desc_act without static groups → g_idx[perm[i]] = i // group_size (non-monoton
 k // group_size. GPTQModel's v2 ("gptq_v2") layout stores Z itself.
 
 The expected matrix of every case is computed from the packed words alone by an independent
-reading of the spec's reference dequantizer (shared/specs/exl2_gptq.md §2.6, and §2.5.3: scales
-become fp16 first):  W[k,n] = fp16((q[k,n] - z[g_idx[k],n]) * fp16(scales[g_idx[k],n])),
-z = stored + 1 for v1. For undamaged cases the script also checks that this equals
-fp16((q - Z) * fp16(scale)) from the unpacked codes, and it checks the symmetric zero words
-against the constants the spec lists (§2.2).
+reading of the reference dequantizer in docs/FORMATS.md (§2.6, and §2.5.3: scales become fp16
+first):  W[k,n] = fp16((q[k,n] - z[g_idx[k],n]) * fp16(scales[g_idx[k],n])), z = stored + 1 for
+v1. For undamaged cases the script also checks that this equals fp16((q - Z) * fp16(scale)) from
+the unpacked codes, and it checks the symmetric zero words against the constants listed in §2.2.
 
 Writes tests/fixtures/quant/gptq/{manifest.json, *.safetensors} (a few hundred KB in all).
 Run: python3 tests/reference/quant_gptq_fixtures.py
@@ -106,7 +105,7 @@ def pack_qzeros(zeros, bits):
     return qzeros
 
 
-# ---- the spec's reference dequantizer (§2.6), from the packed words only ----
+# ---- the reference dequantizer of FORMATS.md §2.6, from the packed words only ----
 
 def bits_at(words, b, j):
     off = j * b
@@ -137,7 +136,7 @@ def dequant_gptq(qweight, qzeros, scales_f16, g_idx, b, v2):
     return w.astype(np.float16), q  # [K, N]
 
 
-SYM_WORDS = {  # spec §2.2
+SYM_WORDS = {  # FORMATS.md §2.2
     (4, "v1"): [0x77777777], (2, "v1"): [0x55555555], (8, "v1"): [0x7F7F7F7F],
     (3, "v1"): [0xdb6db6db, 0xb6db6db6, 0x6db6db6d],
     (4, "v2"): [0x88888888], (2, "v2"): [0xAAAAAAAA], (8, "v2"): [0x80808080],

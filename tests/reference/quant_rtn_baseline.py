@@ -11,7 +11,7 @@ as "source" (30.022 for the default model), which checks that both score the sam
 
 Grids: "sym" is GPTQ's symmetric grid (zero (2^b)/2, scale 2·max|w|/(2^b − 1) per group of
 input rows), "minmax" the asymmetric one, "exl2" exllamav2's 4-bit square-law scale codes under
-a per-group fp16 maximum (spec §1.5), with rows ordered by descending norm.
+a per-group fp16 maximum (docs/FORMATS.md §1.5), with rows ordered by descending norm.
 
   pip install torch transformers gguf numpy
   python3 tests/reference/quant_rtn_baseline.py [--model PATH.gguf] [--grids sym:4:128,exl2:6:128]

@@ -1,7 +1,8 @@
 // EXL2 and GPTQ layers decoded bit-exactly against fixtures written by outside packers:
 // exllamav2's own packer (exl2_exllamav2/, made on a GPU by tests/reference/exl2_make_fixtures.py,
 // when present), a numpy re-implementation of it (exl2_numpy/) and AutoGPTQ's packing loops in
-// numpy (gptq/). Expected matrices come from the spec's reference dequantizers.
+// numpy (gptq/). Expected matrices come from the reference dequantizers of docs/FORMATS.md §1.9
+// and §2.6.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -133,7 +134,7 @@ TEST(QuantFormat, GptqFixturesDecodeExactly) {
   run_set("gptq", true);
 }
 
-// The worked example of shared/specs/exl2_gptq.md §1.2.5, as the spec states it: 35 groups,
+// The worked example of docs/FORMATS.md §1.2.5, as the document states it: 35 groups,
 // q_groups starting [8,0, 8,8, 8,16, 8,24, 6,32, 6,44, 6,56, 6,68, 5,80, 5,85], Q = 262.
 TEST(QuantFormat, Exl2SpecWorkedExampleGroups) {
   const auto fixtures = load_quant_fixtures("exl2_numpy");

@@ -213,7 +213,7 @@ TEST(QuantizeJob, Exl2EndToEnd) {
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back().stage, QuantizeStage::kDone);
   EXPECT_DOUBLE_EQ(events.back().fraction, 1.0);
-  // Folder layout (spec §3.7): one shard, side files copied, quantization_config.
+  // Folder layout (docs/FORMATS.md §3.7): one shard, side files copied, quantization_config.
   EXPECT_TRUE(fs::exists(o.output / "output.safetensors"));
   EXPECT_TRUE(fs::exists(o.output / "tokenizer.json"));
   EXPECT_TRUE(fs::exists(o.output / "README.md"));
@@ -280,7 +280,7 @@ TEST(QuantizeJob, GptqEndToEnd) {
               "gptq");
     ModelBundle out = open_model(o.output, true);
     EXPECT_EQ(out.info.format, ModelFormat::kGptq);
-    // v1 symmetric zero words (spec §2.2).
+    // v1 symmetric zero words (FORMATS.md §2.2).
     const HostTensor z = out.weights->get("model.layers.0.mlp.up_proj.qzeros");
     EXPECT_EQ(z.as<uint32_t>()[0], 0x77777777u);
     check_layer_errors(o);

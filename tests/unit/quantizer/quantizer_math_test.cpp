@@ -1,6 +1,7 @@
 // The quantizer's numerical core against independent computations: bits-per-weight figures of
-// the spec's tables, Cholesky factors against a double-precision Gauss-Jordan inverse, GPTQ's
-// exact loss identity, and packed layers read back through Hearth's readers.
+// the tables in docs/FORMATS.md (§1.10, Appendix A), Cholesky factors against a double-precision
+// Gauss-Jordan inverse, GPTQ's exact loss identity, and packed layers read back through Hearth's
+// readers.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,7 +24,7 @@ double bpw(const Exl2QParams& qp, int64_t k, int64_t n) {
   return static_cast<double>(exl2_total_bits(qp, k, n)) / static_cast<double>(k * n);
 }
 
-// Spec §1.10 and Appendix A (figures computed by exllamav2's QParams.total_bits).
+// FORMATS.md §1.10 and Appendix A (figures computed by exllamav2's QParams.total_bits).
 TEST(Exl2QParams, BitsPerWeightMatchTheSpecTables) {
   EXPECT_NEAR(bpw(exl2_attention_ladder()[6][0], 4096, 4096), 4.039, 5e-4);
   EXPECT_NEAR(bpw(exl2_head_qparams(6), 4096, 32000), 6.345, 5e-4);
@@ -50,7 +51,7 @@ TEST(Exl2QParams, BitsPerWeightMatchTheSpecTables) {
   }
 }
 
-// Spec §1.2.5: 35 groups and Q = 262 for this mixed setting at K = 2048.
+// FORMATS.md §1.2.5: 35 groups and Q = 262 for this mixed setting at K = 2048.
 TEST(Exl2QParams, WorkedExampleLayout) {
   Exl2QParams qp;
   qp.parts = {{8, 0.05, 32}, {6, 0.1, 64},  {5, 0.15, 32},
@@ -244,7 +245,7 @@ TEST(Gptq, Exl2LayerPacksAndReadsBackExactly) {
   const std::vector<float> h = random_spd(K, 21, 600);
   HessianOptions ho;
   const PreparedHessian p = prepare_hessian(h, K, ho, "x", pool);
-  // N = 200 is padded to 224 in the file; every width of the spec's worked example.
+  // N = 200 is padded to 224 in the file; every width of the worked example (FORMATS.md §1.2.5).
   LinearWeights w = random_linear(200, K, 8);
   w.name = "lm_head";
   w.bias = std::vector<float>(200, 0.25f);
