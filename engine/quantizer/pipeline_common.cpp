@@ -243,8 +243,8 @@ std::vector<LinearWeights> QuantPipeline::Impl::module_linears(const std::string
   return w;
 }
 
-// Checks hidden states from a backend that computes in fp16 (spec §5.9): NaN is an error;
-// a few infinities are clamped with a warning, many are an error.
+// Checks hidden states from a backend that computes in fp16 (docs/FORMATS.md §5.9): NaN is an
+// error; a few infinities are clamped with a warning, many are an error.
 void QuantPipeline::Impl::check_states(std::vector<float>& v, const std::string& module) {
   int64_t inf = 0;
   for (float& x : v) {

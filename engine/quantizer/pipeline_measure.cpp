@@ -112,9 +112,9 @@ void QuantPipeline::Impl::measure_module(int64_t m, std::vector<float>& states) 
                                             w[j].bias ? w[j].out_features : 0);
       opt_row.settings.emplace_back(attn ? kAttnProj[j] : kMlpProj[j], qp);
     }
-    // Relative output error per row, averaged (spec §3.3.6): ‖out − target‖ / ‖target‖, where
-    // out − target is the difference of the module outputs (the residual cancels), summed on
-    // the device.
+    // Relative output error per row, averaged (docs/FORMATS.md §3.3.6): ‖out − target‖ /
+    // ‖target‖, where out − target is the difference of the module outputs (the residual
+    // cancels), summed on the device.
     double error_sum = 0;
     for (int64_t r = 0; r < R; ++r) {
       cancel.throw_if_cancelled();
