@@ -1,4 +1,6 @@
-// Creates the backend for a device kind and reports a device's memory, for load plans.
+// The kinds of device a model runs on and, for each, what a load plan asks before anything is
+// allocated (is it there, how much memory it has, how much scratch its backend takes) and the
+// backend itself.
 #pragma once
 
 #include <cstddef>

@@ -22,7 +22,7 @@ namespace {
 
 std::string layer_prefix(int64_t i) { return "model.layers." + std::to_string(i) + "."; }
 
-void check_shape(const TensorInfo& info, std::vector<int64_t> expected) {
+void check_shape(const TensorInfo& info, const std::vector<int64_t>& expected) {
   if (info.shape != expected) {
     std::string want = "[";
     for (size_t i = 0; i < expected.size(); ++i) want += (i ? ", " : "") + std::to_string(expected[i]);
@@ -34,13 +34,13 @@ void check_shape(const TensorInfo& info, std::vector<int64_t> expected) {
 }
 
 void check_tensor(const TensorSource& weights, const std::string& name,
-                  std::vector<int64_t> expected) {
+                  const std::vector<int64_t>& expected) {
   if (!weights.has(name)) fail(ErrorCode::kInvalidFile, "the model has no tensor " + name);
-  check_shape(weights.info(name), std::move(expected));
+  check_shape(weights.info(name), expected);
 }
 
 HostTensor read_tensor(const TensorSource& weights, const std::string& name,
-                       std::vector<int64_t> expected) {
+                       const std::vector<int64_t>& expected) {
   check_tensor(weights, name, expected);
   return weights.get(name);
 }
