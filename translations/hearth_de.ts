@@ -1997,30 +1997,10 @@
         </message>
     </context>
     <context>
-        <name>hearth::app::QuantizeWizard</name>
+        <name>hearth::app::QuantizeForm</name>
         <message>
             <source>Choose a model to quantize.</source>
             <translation>Wählen Sie ein Modell zum Quantisieren.</translation>
-        </message>
-        <message>
-            <source>This model cannot be read: %1</source>
-            <translation>Dieses Modell kann nicht gelesen werden: %1</translation>
-        </message>
-        <message>
-            <source>The quantizer cannot take this model: %1</source>
-            <translation>Der Quantisierer kann dieses Modell nicht verarbeiten: %1</translation>
-        </message>
-        <message>
-            <source>EXL2, %1 bits per weight, head %2 bits</source>
-            <translation>EXL2, %1 Bit pro Gewicht, Kopf %2 Bit</translation>
-        </message>
-        <message>
-            <source>GPTQ, %1 bits, one group per column</source>
-            <translation>GPTQ, %1 Bit, eine Gruppe pro Spalte</translation>
-        </message>
-        <message>
-            <source>GPTQ, %1 bits, group size %2</source>
-            <translation>GPTQ, %1 Bit, Gruppengröße %2</translation>
         </message>
         <message>
             <source>Reading the model…</source>
@@ -2087,10 +2067,6 @@
             <translation>Der Zielordner muss ein vollständiger Pfad sein, etwa %1.</translation>
         </message>
         <message>
-            <source>An interrupted job is writing to this folder: resume it or discard it first.</source>
-            <translation>Ein unterbrochener Auftrag schreibt in diesen Ordner: Setzen Sie ihn zuerst fort oder verwerfen Sie ihn.</translation>
-        </message>
-        <message>
             <source>%1 exists and is not a folder.</source>
             <translation>%1 existiert und ist kein Ordner.</translation>
         </message>
@@ -2101,6 +2077,21 @@
         <message>
             <source>%1 is not writable.</source>
             <translation>%1 ist nicht beschreibbar.</translation>
+        </message>
+    </context>
+    <context>
+        <name>hearth::app::QuantizeJobs</name>
+        <message>
+            <source>“%1” is loaded on the GPU. Starting the job unloads it, so that the quantizer has the GPU's memory; while the job runs, models load on the CPU only.</source>
+            <translation>„%1“ ist auf der GPU geladen. Der Start des Auftrags entlädt es, damit der Quantisierer den Speicher der GPU hat; solange der Auftrag läuft, werden Modelle nur auf der CPU geladen.</translation>
+        </message>
+        <message>
+            <source>While the job runs, models load on the CPU only: the quantizer needs the GPU's memory.</source>
+            <translation>Solange der Auftrag läuft, werden Modelle nur auf der CPU geladen: Der Quantisierer braucht den Speicher der GPU.</translation>
+        </message>
+        <message>
+            <source>The job uses every CPU core: a model answering on the CPU is slower until it finishes.</source>
+            <translation>Der Auftrag nutzt alle CPU-Kerne: Ein Modell, das auf der CPU antwortet, ist langsamer, bis er fertig ist.</translation>
         </message>
         <message>
             <source>A quantization job is already running.</source>
@@ -2119,18 +2110,6 @@
             <translation>Wählen Sie die GPU oder die CPU.</translation>
         </message>
         <message>
-            <source>“%1” is loaded on the GPU. Starting the job unloads it, so that the quantizer has the GPU's memory; while the job runs, models load on the CPU only.</source>
-            <translation>„%1“ ist auf der GPU geladen. Der Start des Auftrags entlädt es, damit der Quantisierer den Speicher der GPU hat; solange der Auftrag läuft, werden Modelle nur auf der CPU geladen.</translation>
-        </message>
-        <message>
-            <source>While the job runs, models load on the CPU only: the quantizer needs the GPU's memory.</source>
-            <translation>Solange der Auftrag läuft, werden Modelle nur auf der CPU geladen: Der Quantisierer braucht den Speicher der GPU.</translation>
-        </message>
-        <message>
-            <source>The job uses every CPU core: a model answering on the CPU is slower until it finishes.</source>
-            <translation>Der Auftrag nutzt alle CPU-Kerne: Ein Modell, das auf der CPU antwortet, ist langsamer, bis er fertig ist.</translation>
-        </message>
-        <message>
             <source>Unloading the chat model to free the GPU…</source>
             <translation>Chatmodell wird entladen, um die GPU freizugeben…</translation>
         </message>
@@ -2145,6 +2124,37 @@
         <message>
             <source>Stopped. The work done so far is kept in %1.</source>
             <translation>Angehalten. Die bisherige Arbeit bleibt in %1 erhalten.</translation>
+        </message>
+    </context>
+    <context>
+        <name>hearth::app::QuantizeWizard</name>
+        <message>
+            <source>Choose a model to quantize.</source>
+            <translation>Wählen Sie ein Modell zum Quantisieren.</translation>
+        </message>
+        <message>
+            <source>This model cannot be read: %1</source>
+            <translation>Dieses Modell kann nicht gelesen werden: %1</translation>
+        </message>
+        <message>
+            <source>The quantizer cannot take this model: %1</source>
+            <translation>Der Quantisierer kann dieses Modell nicht verarbeiten: %1</translation>
+        </message>
+        <message>
+            <source>EXL2, %1 bits per weight, head %2 bits</source>
+            <translation>EXL2, %1 Bit pro Gewicht, Kopf %2 Bit</translation>
+        </message>
+        <message>
+            <source>GPTQ, %1 bits, one group per column</source>
+            <translation>GPTQ, %1 Bit, eine Gruppe pro Spalte</translation>
+        </message>
+        <message>
+            <source>GPTQ, %1 bits, group size %2</source>
+            <translation>GPTQ, %1 Bit, Gruppengröße %2</translation>
+        </message>
+        <message>
+            <source>An interrupted job is writing to this folder: resume it or discard it first.</source>
+            <translation>Ein unterbrochener Auftrag schreibt in diesen Ordner: Setzen Sie ihn zuerst fort oder verwerfen Sie ihn.</translation>
         </message>
     </context>
     <context>

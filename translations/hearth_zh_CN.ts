@@ -1996,30 +1996,10 @@
         </message>
     </context>
     <context>
-        <name>hearth::app::QuantizeWizard</name>
+        <name>hearth::app::QuantizeForm</name>
         <message>
             <source>Choose a model to quantize.</source>
             <translation>请选择要量化的模型。</translation>
-        </message>
-        <message>
-            <source>This model cannot be read: %1</source>
-            <translation>无法读取此模型：%1</translation>
-        </message>
-        <message>
-            <source>The quantizer cannot take this model: %1</source>
-            <translation>量化器无法处理此模型：%1</translation>
-        </message>
-        <message>
-            <source>EXL2, %1 bits per weight, head %2 bits</source>
-            <translation>EXL2，每权重 %1 位，输出头 %2 位</translation>
-        </message>
-        <message>
-            <source>GPTQ, %1 bits, one group per column</source>
-            <translation>GPTQ，%1 位，每列一组</translation>
-        </message>
-        <message>
-            <source>GPTQ, %1 bits, group size %2</source>
-            <translation>GPTQ，%1 位，组大小 %2</translation>
         </message>
         <message>
             <source>Reading the model…</source>
@@ -2086,10 +2066,6 @@
             <translation>输出文件夹必须是完整路径，例如 %1。</translation>
         </message>
         <message>
-            <source>An interrupted job is writing to this folder: resume it or discard it first.</source>
-            <translation>有一个已中断的任务正在写入此文件夹：请先继续或丢弃它。</translation>
-        </message>
-        <message>
             <source>%1 exists and is not a folder.</source>
             <translation>%1 已存在且不是文件夹。</translation>
         </message>
@@ -2100,6 +2076,21 @@
         <message>
             <source>%1 is not writable.</source>
             <translation>%1 不可写入。</translation>
+        </message>
+    </context>
+    <context>
+        <name>hearth::app::QuantizeJobs</name>
+        <message>
+            <source>“%1” is loaded on the GPU. Starting the job unloads it, so that the quantizer has the GPU's memory; while the job runs, models load on the CPU only.</source>
+            <translation>“%1”已加载在 GPU 上。开始任务时会将其卸载，以便量化器使用 GPU 显存；任务运行期间，模型只能在 CPU 上加载。</translation>
+        </message>
+        <message>
+            <source>While the job runs, models load on the CPU only: the quantizer needs the GPU's memory.</source>
+            <translation>任务运行期间，模型只能在 CPU 上加载：量化器需要 GPU 显存。</translation>
+        </message>
+        <message>
+            <source>The job uses every CPU core: a model answering on the CPU is slower until it finishes.</source>
+            <translation>任务会使用所有 CPU 核心：在它完成之前，在 CPU 上回答的模型会变慢。</translation>
         </message>
         <message>
             <source>A quantization job is already running.</source>
@@ -2118,18 +2109,6 @@
             <translation>请选择 GPU 或 CPU。</translation>
         </message>
         <message>
-            <source>“%1” is loaded on the GPU. Starting the job unloads it, so that the quantizer has the GPU's memory; while the job runs, models load on the CPU only.</source>
-            <translation>“%1”已加载在 GPU 上。开始任务时会将其卸载，以便量化器使用 GPU 显存；任务运行期间，模型只能在 CPU 上加载。</translation>
-        </message>
-        <message>
-            <source>While the job runs, models load on the CPU only: the quantizer needs the GPU's memory.</source>
-            <translation>任务运行期间，模型只能在 CPU 上加载：量化器需要 GPU 显存。</translation>
-        </message>
-        <message>
-            <source>The job uses every CPU core: a model answering on the CPU is slower until it finishes.</source>
-            <translation>任务会使用所有 CPU 核心：在它完成之前，在 CPU 上回答的模型会变慢。</translation>
-        </message>
-        <message>
             <source>Unloading the chat model to free the GPU…</source>
             <translation>正在卸载聊天模型以释放 GPU…</translation>
         </message>
@@ -2144,6 +2123,37 @@
         <message>
             <source>Stopped. The work done so far is kept in %1.</source>
             <translation>已停止。目前的进度保存在 %1 中。</translation>
+        </message>
+    </context>
+    <context>
+        <name>hearth::app::QuantizeWizard</name>
+        <message>
+            <source>Choose a model to quantize.</source>
+            <translation>请选择要量化的模型。</translation>
+        </message>
+        <message>
+            <source>This model cannot be read: %1</source>
+            <translation>无法读取此模型：%1</translation>
+        </message>
+        <message>
+            <source>The quantizer cannot take this model: %1</source>
+            <translation>量化器无法处理此模型：%1</translation>
+        </message>
+        <message>
+            <source>EXL2, %1 bits per weight, head %2 bits</source>
+            <translation>EXL2，每权重 %1 位，输出头 %2 位</translation>
+        </message>
+        <message>
+            <source>GPTQ, %1 bits, one group per column</source>
+            <translation>GPTQ，%1 位，每列一组</translation>
+        </message>
+        <message>
+            <source>GPTQ, %1 bits, group size %2</source>
+            <translation>GPTQ，%1 位，组大小 %2</translation>
+        </message>
+        <message>
+            <source>An interrupted job is writing to this folder: resume it or discard it first.</source>
+            <translation>有一个已中断的任务正在写入此文件夹：请先继续或丢弃它。</translation>
         </message>
     </context>
     <context>

@@ -51,12 +51,12 @@ Dialog {
             }
             Button {
                 objectName: "quantizeButton"
-                text: QuantizeWizard.running
-                      ? qsTr("Quantizing… %1 %").arg(Math.round(QuantizeWizard.fraction * 100))
+                text: QuantizeWizard.jobs.running
+                      ? qsTr("Quantizing… %1 %").arg(Math.round(QuantizeWizard.jobs.fraction * 100))
                       : qsTr("Quantize…")
                 icon.source: "qrc:/hearth/icons/chip.svg"
-                Accessible.name: QuantizeWizard.running ? qsTr("Show the running quantization")
-                                                        : qsTr("Quantize a model")
+                Accessible.name: QuantizeWizard.jobs.running ? qsTr("Show the running quantization")
+                                                             : qsTr("Quantize a model")
                 onClicked: dialog.quantizeRequested()
             }
         }

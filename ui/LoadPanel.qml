@@ -348,7 +348,7 @@ Pane {
             }
         }
 
-        // A quantization job holds the GPU (see QuantizeWizard): say so before Load is pressed.
+        // A quantization job holds the GPU (see QuantizeJobs): say so before Load is pressed.
         Label {
             Layout.fillWidth: true
             visible: panel.gpuReserved

@@ -124,16 +124,16 @@ ApplicationWindow {
         anchors.topMargin: 8
         anchors.right: parent.right
         anchors.rightMargin: sidePanel.visible ? sidePanel.width + 12 : 12
-        visible: !quantizeDialog.opened && (QuantizeWizard.running || !resultSeen)
-        highlighted: !QuantizeWizard.running
+        visible: !quantizeDialog.opened && (QuantizeWizard.jobs.running || !resultSeen)
+        highlighted: !QuantizeWizard.jobs.running
         icon.source: "qrc:/hearth/icons/chip.svg"
-        text: QuantizeWizard.running ? qsTr("Quantizing… %1 %").arg(Math.round(QuantizeWizard.fraction * 100))
-                                     : qsTr("Quantization finished")
-        Accessible.name: QuantizeWizard.running ? qsTr("Show the running quantization")
-                                                : qsTr("Show the result of the quantization")
+        text: QuantizeWizard.jobs.running ? qsTr("Quantizing… %1 %").arg(Math.round(QuantizeWizard.jobs.fraction * 100))
+                                          : qsTr("Quantization finished")
+        Accessible.name: QuantizeWizard.jobs.running ? qsTr("Show the running quantization")
+                                                     : qsTr("Show the result of the quantization")
         onClicked: quantizeDialog.open()
         Connections {
-            target: QuantizeWizard
+            target: QuantizeWizard.jobs
             function onFinished() { quantizeChip.resultSeen = quantizeDialog.opened }
             function onFailed() { quantizeChip.resultSeen = quantizeDialog.opened }
         }

@@ -8,7 +8,7 @@ import Hearth
 ColumnLayout {
     id: page
     spacing: 10
-    readonly property bool ownFile: QuantizeWizard.calibrationFile.length > 0 || ownRadio.checked
+    readonly property bool ownFile: QuantizeWizard.form.calibrationFile.length > 0 || ownRadio.checked
 
     function focusFirst() {
         (page.ownFile ? ownRadio : builtinRadio).forceActiveFocus()
@@ -33,10 +33,10 @@ ColumnLayout {
         id: builtinRadio
         objectName: "builtinCalibration"
         text: qsTr("Hearth's built-in set")
-        checked: QuantizeWizard.calibrationFile.length === 0 && !ownRadio.checked
+        checked: QuantizeWizard.form.calibrationFile.length === 0 && !ownRadio.checked
         ButtonGroup.group: choice
         Accessible.name: qsTr("Use Hearth's built-in calibration set")
-        onClicked: { ownRadio.checked = false; QuantizeWizard.calibrationFile = "" }
+        onClicked: { ownRadio.checked = false; QuantizeWizard.form.calibrationFile = "" }
     }
     Label {
         Layout.fillWidth: true
@@ -51,9 +51,9 @@ ColumnLayout {
         objectName: "ownCalibration"
         text: qsTr("A file of my own")
         ButtonGroup.group: choice
-        checked: QuantizeWizard.calibrationFile.length > 0
+        checked: QuantizeWizard.form.calibrationFile.length > 0
         Accessible.name: qsTr("Use a calibration file of my own")
-        onClicked: if (QuantizeWizard.calibrationFile.length === 0) fileDialog.open()
+        onClicked: if (QuantizeWizard.form.calibrationFile.length === 0) fileDialog.open()
     }
     RowLayout {
         Layout.fillWidth: true
@@ -64,13 +64,13 @@ ColumnLayout {
             objectName: "calibrationField"
             Layout.fillWidth: true
             placeholderText: qsTr("Path to a .txt, .md or .jsonl file")
-            text: QuantizeWizard.calibrationFile
+            text: QuantizeWizard.form.calibrationFile
             selectByMouse: true
             Accessible.name: qsTr("Path of the calibration file")
             // Enter applies the text here; it does not go on to the next step.
-            Keys.onReturnPressed: QuantizeWizard.calibrationFile = text
-            Keys.onEnterPressed: QuantizeWizard.calibrationFile = text
-            onEditingFinished: if (text !== QuantizeWizard.calibrationFile) QuantizeWizard.calibrationFile = text
+            Keys.onReturnPressed: QuantizeWizard.form.calibrationFile = text
+            Keys.onEnterPressed: QuantizeWizard.form.calibrationFile = text
+            onEditingFinished: if (text !== QuantizeWizard.form.calibrationFile) QuantizeWizard.form.calibrationFile = text
         }
         Button {
             text: qsTr("Choose…")
@@ -106,8 +106,8 @@ ColumnLayout {
             from: 0
             to: 100000
             editable: true
-            value: QuantizeWizard.calibrationRows
-            onValueModified: QuantizeWizard.calibrationRows = value
+            value: QuantizeWizard.form.calibrationRows
+            onValueModified: QuantizeWizard.form.calibrationRows = value
             textFromValue: (v, locale) => v === 0 ? qsTr("Automatic") : Number(v).toLocaleString(locale, "f", 0)
             valueFromText: (t, locale) => t === qsTr("Automatic") ? 0 : Number.fromLocaleString(locale, t)
             Accessible.name: qsTr("Rows of calibration text, 0 for automatic")
@@ -122,8 +122,8 @@ ColumnLayout {
             to: 65536
             stepSize: 256
             editable: true
-            value: QuantizeWizard.calibrationLength
-            onValueModified: QuantizeWizard.calibrationLength = value
+            value: QuantizeWizard.form.calibrationLength
+            onValueModified: QuantizeWizard.form.calibrationLength = value
             textFromValue: (v, locale) => v === 0 ? qsTr("Automatic") : Number(v).toLocaleString(locale, "f", 0)
             valueFromText: (t, locale) => t === qsTr("Automatic") ? 0 : Number.fromLocaleString(locale, t)
             Accessible.name: qsTr("Tokens per calibration row, 0 for automatic")
@@ -142,7 +142,7 @@ ColumnLayout {
         id: fileDialog
         title: qsTr("Choose a calibration file")
         nameFilters: [qsTr("Text (*.txt *.md *.jsonl)")]
-        onAccepted: QuantizeWizard.chooseCalibration(selectedFile)
-        onRejected: if (QuantizeWizard.calibrationFile.length === 0) { ownRadio.checked = false; builtinRadio.checked = true }
+        onAccepted: QuantizeWizard.form.chooseCalibration(selectedFile)
+        onRejected: if (QuantizeWizard.form.calibrationFile.length === 0) { ownRadio.checked = false; builtinRadio.checked = true }
     }
 }

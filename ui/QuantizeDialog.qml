@@ -29,7 +29,7 @@ Dialog {
     }
 
     onOpened: {
-        QuantizeWizard.scanForJobs()
+        QuantizeWizard.jobs.scanForJobs()
         Qt.callLater(focusPage)
     }
     onStepChanged: Qt.callLater(focusPage)
@@ -97,7 +97,7 @@ Dialog {
             Layout.fillWidth: true
             visible: dialog.step <= QuantizeWizard.Review && QuantizeWizard.stepProblem.length > 0
             wrapMode: Text.Wrap
-            color: QuantizeWizard.step === QuantizeWizard.Source && QuantizeWizard.sourcePath.length === 0
+            color: QuantizeWizard.step === QuantizeWizard.Source && QuantizeWizard.form.sourcePath.length === 0
                    ? Theme.textMuted : Theme.danger
             text: QuantizeWizard.stepProblem
         }
@@ -108,20 +108,20 @@ Dialog {
             Button {
                 objectName: "closeButton"
                 flat: true
-                text: QuantizeWizard.running ? qsTr("Hide") : qsTr("Close")
-                Accessible.name: QuantizeWizard.running ? qsTr("Hide the wizard; the job goes on")
-                                                        : qsTr("Close the wizard")
+                text: QuantizeWizard.jobs.running ? qsTr("Hide") : qsTr("Close")
+                Accessible.name: QuantizeWizard.jobs.running ? qsTr("Hide the wizard; the job goes on")
+                                                             : qsTr("Close the wizard")
                 onClicked: dialog.close()
             }
             Label {
                 Layout.fillWidth: true
-                visible: QuantizeWizard.running
+                visible: QuantizeWizard.jobs.running
                 text: qsTr("The job goes on when you hide this window.")
                 color: Theme.textMuted
                 font.pointSize: Theme.smallFont
                 elide: Text.ElideRight
             }
-            Item { Layout.fillWidth: true; visible: !QuantizeWizard.running }
+            Item { Layout.fillWidth: true; visible: !QuantizeWizard.jobs.running }
 
             // Steps before the run.
             Button {
@@ -154,33 +154,33 @@ Dialog {
             // The run.
             Button {
                 objectName: "cancelButton"
-                visible: dialog.step === QuantizeWizard.Run && QuantizeWizard.running
-                enabled: !QuantizeWizard.cancelling
-                text: QuantizeWizard.cancelling ? qsTr("Stopping…") : qsTr("Stop")
+                visible: dialog.step === QuantizeWizard.Run && QuantizeWizard.jobs.running
+                enabled: !QuantizeWizard.jobs.cancelling
+                text: QuantizeWizard.jobs.cancelling ? qsTr("Stopping…") : qsTr("Stop")
                 Accessible.name: qsTr("Stop the job; it can be resumed later")
-                onClicked: QuantizeWizard.cancel()
+                onClicked: QuantizeWizard.jobs.cancel()
             }
             Button {
                 objectName: "settingsButton"
-                visible: dialog.step === QuantizeWizard.Run && !QuantizeWizard.running
+                visible: dialog.step === QuantizeWizard.Run && !QuantizeWizard.jobs.running
                 text: qsTr("Back to the settings")
                 Accessible.name: text
                 onClicked: QuantizeWizard.back()
             }
             Button {
                 objectName: "discardButton"
-                visible: dialog.step === QuantizeWizard.Run && !QuantizeWizard.running && QuantizeWizard.resumable
+                visible: dialog.step === QuantizeWizard.Run && !QuantizeWizard.jobs.running && QuantizeWizard.jobs.resumable
                 flat: true
                 text: qsTr("Discard")
                 Accessible.name: qsTr("Discard the stopped job and its intermediate files")
                 onClicked: {
-                    QuantizeWizard.discard()
+                    QuantizeWizard.jobs.discard()
                     QuantizeWizard.back()
                 }
             }
             Button {
                 objectName: "resumeButton"
-                visible: dialog.step === QuantizeWizard.Run && !QuantizeWizard.running && QuantizeWizard.resumable
+                visible: dialog.step === QuantizeWizard.Run && !QuantizeWizard.jobs.running && QuantizeWizard.jobs.resumable
                 highlighted: true
                 text: qsTr("Resume")
                 Accessible.name: qsTr("Resume the stopped job")
@@ -202,7 +202,7 @@ Dialog {
                 text: qsTr("Load now")
                 Accessible.name: qsTr("Load the quantized model now")
                 onClicked: {
-                    QuantizeWizard.loadResult()
+                    QuantizeWizard.jobs.loadResult()
                     dialog.close()
                 }
             }
@@ -210,7 +210,7 @@ Dialog {
     }
 
     Connections {
-        target: QuantizeWizard
+        target: QuantizeWizard.jobs
         function onLoadRequested() { dialog.loadRequested() }
     }
 }

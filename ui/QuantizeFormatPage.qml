@@ -9,7 +9,7 @@ ColumnLayout {
     spacing: 12
 
     function focusFirst() {
-        (QuantizeWizard.format === "gptq" ? gptq : exl2).forceActiveFocus()
+        (QuantizeWizard.form.format === "gptq" ? gptq : exl2).forceActiveFocus()
     }
 
     Label {
@@ -34,7 +34,7 @@ ColumnLayout {
         border.color: radio.checked ? Theme.accent : Theme.border
         MouseArea {
             anchors.fill: parent
-            onClicked: QuantizeWizard.format = choice.value
+            onClicked: QuantizeWizard.form.format = choice.value
         }
         ColumnLayout {
             id: column
@@ -46,11 +46,11 @@ ColumnLayout {
                 objectName: "format_" + choice.value
                 text: choice.title
                 font.bold: true
-                checked: QuantizeWizard.format === choice.value
+                checked: QuantizeWizard.form.format === choice.value
                 ButtonGroup.group: formats
                 Accessible.name: choice.title
                 Accessible.description: choice.description
-                onClicked: QuantizeWizard.format = choice.value
+                onClicked: QuantizeWizard.form.format = choice.value
             }
             Label {
                 Layout.fillWidth: true

@@ -59,7 +59,7 @@ ColumnLayout {
                     text: qsTr("Resume")
                     highlighted: true
                     visible: !card.modelData.damaged
-                    enabled: !QuantizeWizard.running
+                    enabled: !QuantizeWizard.jobs.running
                     Accessible.name: qsTr("Resume the job for %1").arg(card.modelData.outputName)
                     onClicked: QuantizeWizard.resumeJob(card.modelData.workDir)
                 }
@@ -67,9 +67,9 @@ ColumnLayout {
                     objectName: "discardJobButton" + card.index
                     text: qsTr("Discard")
                     flat: true
-                    enabled: !QuantizeWizard.running
+                    enabled: !QuantizeWizard.jobs.running
                     Accessible.name: qsTr("Discard the job for %1 and its intermediate files").arg(card.modelData.outputName)
-                    onClicked: QuantizeWizard.discardJob(card.modelData.workDir)
+                    onClicked: QuantizeWizard.jobs.discardJob(card.modelData.workDir)
                 }
             }
         }

@@ -8,7 +8,7 @@ import Hearth
 ColumnLayout {
     id: page
     spacing: 10
-    readonly property var r: QuantizeWizard.result
+    readonly property var r: QuantizeWizard.jobs.result
 
     function focusFirst() { pathField.forceActiveFocus() }
 

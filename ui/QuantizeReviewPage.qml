@@ -9,7 +9,7 @@ import Hearth
 ColumnLayout {
     id: page
     spacing: 10
-    readonly property var est: QuantizeWizard.estimate
+    readonly property var est: QuantizeWizard.form.estimate
 
     function focusFirst() { outputField.forceActiveFocus() }
 
@@ -30,7 +30,7 @@ ColumnLayout {
         Label { text: qsTr("Model"); color: Theme.textMuted }
         Label {
             Layout.fillWidth: true
-            text: QuantizeWizard.sourceInfo.name || QuantizeWizard.sourcePath
+            text: QuantizeWizard.form.sourceInfo.name || QuantizeWizard.form.sourcePath
             color: Theme.text
             elide: Text.ElideMiddle
         }
@@ -40,20 +40,20 @@ ColumnLayout {
             Layout.fillWidth: true
             color: Theme.text
             wrapMode: Text.Wrap
-            text: QuantizeWizard.format === "gptq"
-                  ? (QuantizeWizard.groupSize > 0
-                     ? qsTr("GPTQ, %1 bits, group size %2%3").arg(QuantizeWizard.bits).arg(QuantizeWizard.groupSize)
-                           .arg(QuantizeWizard.actOrder ? qsTr(", act-order") : "")
-                     : qsTr("GPTQ, %1 bits, one group per column%2").arg(QuantizeWizard.bits)
-                           .arg(QuantizeWizard.actOrder ? qsTr(", act-order") : ""))
-                  : qsTr("EXL2, %1 bits per weight, head %2 bits").arg(words.bpw(QuantizeWizard.bpw)).arg(QuantizeWizard.headBits)
+            text: QuantizeWizard.form.format === "gptq"
+                  ? (QuantizeWizard.form.groupSize > 0
+                     ? qsTr("GPTQ, %1 bits, group size %2%3").arg(QuantizeWizard.form.bits).arg(QuantizeWizard.form.groupSize)
+                           .arg(QuantizeWizard.form.actOrder ? qsTr(", act-order") : "")
+                     : qsTr("GPTQ, %1 bits, one group per column%2").arg(QuantizeWizard.form.bits)
+                           .arg(QuantizeWizard.form.actOrder ? qsTr(", act-order") : ""))
+                  : qsTr("EXL2, %1 bits per weight, head %2 bits").arg(words.bpw(QuantizeWizard.form.bpw)).arg(QuantizeWizard.form.headBits)
         }
         Label { text: qsTr("Estimated size"); color: Theme.textMuted }
         Label {
             color: Theme.text
             text: est.valid === true ? qsTr("≈ %1 on disk, ≈ %2 of GPU memory at %3 tokens")
                                            .arg(Ui.formatBytes(est.outputBytes)).arg(Ui.formatBytes(est.vramNeeded))
-                                           .arg(QuantizeWizard.context)
+                                           .arg(QuantizeWizard.form.context)
                                      : "–"
         }
         Label { text: qsTr("Calibration"); color: Theme.textMuted }
@@ -61,7 +61,7 @@ ColumnLayout {
             Layout.fillWidth: true
             color: Theme.text
             elide: Text.ElideMiddle
-            text: QuantizeWizard.calibrationFile.length > 0 ? QuantizeWizard.calibrationFile : qsTr("Hearth's built-in set")
+            text: QuantizeWizard.form.calibrationFile.length > 0 ? QuantizeWizard.form.calibrationFile : qsTr("Hearth's built-in set")
         }
     }
 
@@ -77,13 +77,13 @@ ColumnLayout {
             id: outputField
             objectName: "outputField"
             Layout.fillWidth: true
-            text: QuantizeWizard.outputPath
+            text: QuantizeWizard.form.outputPath
             selectByMouse: true
             Accessible.name: qsTr("Folder to write the quantized model to")
             // Enter applies the text here; it does not go on to the next step.
-            Keys.onReturnPressed: QuantizeWizard.outputPath = text
-            Keys.onEnterPressed: QuantizeWizard.outputPath = text
-            onEditingFinished: if (text !== QuantizeWizard.outputPath) QuantizeWizard.outputPath = text
+            Keys.onReturnPressed: QuantizeWizard.form.outputPath = text
+            Keys.onEnterPressed: QuantizeWizard.form.outputPath = text
+            onEditingFinished: if (text !== QuantizeWizard.form.outputPath) QuantizeWizard.form.outputPath = text
         }
         Button {
             text: qsTr("Choose…")
@@ -93,8 +93,8 @@ ColumnLayout {
     }
     QuantizeJobList {
         Layout.fillWidth: true
-        visible: QuantizeWizard.outputJob.workDir !== undefined
-        jobs: QuantizeWizard.outputJob.workDir !== undefined ? [QuantizeWizard.outputJob] : []
+        visible: QuantizeWizard.jobs.outputJob.workDir !== undefined
+        jobs: QuantizeWizard.jobs.outputJob.workDir !== undefined ? [QuantizeWizard.jobs.outputJob] : []
     }
 
     Label {
@@ -107,9 +107,9 @@ ColumnLayout {
         RadioButton {
             objectName: "deviceGpu"
             text: qsTr("GPU")
-            checked: QuantizeWizard.device === "gpu"
-            enabled: QuantizeWizard.cudaAvailable
-            onClicked: QuantizeWizard.device = "gpu"
+            checked: QuantizeWizard.form.device === "gpu"
+            enabled: QuantizeWizard.form.cudaAvailable
+            onClicked: QuantizeWizard.form.device = "gpu"
             Accessible.name: qsTr("Quantize on the GPU")
             ToolTip.visible: hovered && !enabled
             ToolTip.text: qsTr("No CUDA GPU is available here (no device, no driver, or a build without CUDA).")
@@ -117,8 +117,8 @@ ColumnLayout {
         RadioButton {
             objectName: "deviceCpu"
             text: qsTr("CPU")
-            checked: QuantizeWizard.device === "cpu"
-            onClicked: QuantizeWizard.device = "cpu"
+            checked: QuantizeWizard.form.device === "cpu"
+            onClicked: QuantizeWizard.form.device = "cpu"
             Accessible.name: qsTr("Quantize on the CPU")
         }
     }
@@ -128,13 +128,13 @@ ColumnLayout {
         wrapMode: Text.Wrap
         color: Theme.textMuted
         font.pointSize: Theme.smallFont
-        text: QuantizeWizard.deviceNotice
+        text: QuantizeWizard.jobs.deviceNotice
     }
     CheckBox {
         objectName: "evaluateBox"
         text: qsTr("Afterwards, measure perplexity and KL divergence against the source on held-out text")
-        checked: QuantizeWizard.evaluate
-        onToggled: QuantizeWizard.evaluate = checked
+        checked: QuantizeWizard.form.evaluate
+        onToggled: QuantizeWizard.form.evaluate = checked
         Accessible.name: qsTr("Measure the quality of the result afterwards")
     }
     Item { Layout.fillHeight: true }
@@ -142,6 +142,6 @@ ColumnLayout {
     FolderDialog {
         id: folderDialog
         title: qsTr("Where should the quantized model go?")
-        onAccepted: QuantizeWizard.chooseOutputFolder(selectedFolder)
+        onAccepted: QuantizeWizard.form.chooseOutputFolder(selectedFolder)
     }
 }

@@ -8,9 +8,9 @@ import Hearth
 ColumnLayout {
     id: page
     spacing: 10
-    readonly property var failure: QuantizeWizard.failure
-    readonly property bool stopped: !QuantizeWizard.running && failure.message !== undefined
-    readonly property bool perLayer: QuantizeWizard.stage === "measure" || QuantizeWizard.stage === "quantize"
+    readonly property var failure: QuantizeWizard.jobs.failure
+    readonly property bool stopped: !QuantizeWizard.jobs.running && failure.message !== undefined
+    readonly property bool perLayer: QuantizeWizard.jobs.stage === "measure" || QuantizeWizard.jobs.stage === "quantize"
 
     function focusFirst() { logView.forceActiveFocus() }
 
@@ -23,8 +23,8 @@ ColumnLayout {
         color: Theme.text
         wrapMode: Text.Wrap
         text: {
-            if (QuantizeWizard.cancelling) return qsTr("Stopping…")
-            if (QuantizeWizard.running) return qsTr("Quantizing %1").arg(QuantizeWizard.sourceInfo.name || "")
+            if (QuantizeWizard.jobs.cancelling) return qsTr("Stopping…")
+            if (QuantizeWizard.jobs.running) return qsTr("Quantizing %1").arg(QuantizeWizard.form.sourceInfo.name || "")
             if (page.failure.cancelled) return qsTr("Stopped")
             if (page.stopped) return qsTr("The job failed")
             return ""
@@ -38,14 +38,14 @@ ColumnLayout {
         Accessible.role: Accessible.List
         Accessible.name: qsTr("Stages")
         Repeater {
-            model: QuantizeWizard.stages
+            model: QuantizeWizard.jobs.stages
             Row {
                 id: stageItem
                 required property string modelData
                 required property int index
-                readonly property int current: QuantizeWizard.stages.indexOf(QuantizeWizard.stage)
-                readonly property bool done: QuantizeWizard.stage === "done" || index < current
-                readonly property bool active: index === current && QuantizeWizard.running
+                readonly property int current: QuantizeWizard.jobs.stages.indexOf(QuantizeWizard.jobs.stage)
+                readonly property bool done: QuantizeWizard.jobs.stage === "done" || index < current
+                readonly property bool active: index === current && QuantizeWizard.jobs.running
                 spacing: 5
                 Accessible.role: Accessible.ListItem
                 Accessible.name: words.stage(modelData) + ": " + (done ? qsTr("done") : active ? qsTr("in progress") : qsTr("waiting"))
@@ -68,10 +68,10 @@ ColumnLayout {
         Layout.fillWidth: true
         from: 0
         to: 1
-        value: QuantizeWizard.fraction
-        indeterminate: QuantizeWizard.running && QuantizeWizard.fraction <= 0
+        value: QuantizeWizard.jobs.fraction
+        indeterminate: QuantizeWizard.jobs.running && QuantizeWizard.jobs.fraction <= 0
         Accessible.name: qsTr("Progress of the whole job")
-        Accessible.description: qsTr("%1 percent").arg(Math.round(QuantizeWizard.fraction * 100))
+        Accessible.description: qsTr("%1 percent").arg(Math.round(QuantizeWizard.jobs.fraction * 100))
     }
     RowLayout {
         Layout.fillWidth: true
@@ -81,16 +81,16 @@ ColumnLayout {
             color: Theme.text
             elide: Text.ElideRight
             text: {
-                const stage = words.stage(QuantizeWizard.stage)
-                if (QuantizeWizard.stageSteps > 0)
-                    return qsTr("%1 — step %2 of %3").arg(stage).arg(Math.min(QuantizeWizard.stageStep + 1, QuantizeWizard.stageSteps))
-                                                     .arg(QuantizeWizard.stageSteps)
+                const stage = words.stage(QuantizeWizard.jobs.stage)
+                if (QuantizeWizard.jobs.stageSteps > 0)
+                    return qsTr("%1 — step %2 of %3").arg(stage).arg(Math.min(QuantizeWizard.jobs.stageStep + 1, QuantizeWizard.jobs.stageSteps))
+                                                     .arg(QuantizeWizard.jobs.stageSteps)
                 return stage
             }
         }
         Label {
             objectName: "percent"
-            text: qsTr("%1 %").arg(Math.round(QuantizeWizard.fraction * 100))
+            text: qsTr("%1 %").arg(Math.round(QuantizeWizard.jobs.fraction * 100))
             font.bold: true
             color: Theme.text
         }
@@ -98,35 +98,35 @@ ColumnLayout {
     Label {
         objectName: "itemLine"
         Layout.fillWidth: true
-        visible: QuantizeWizard.item.length > 0
+        visible: QuantizeWizard.jobs.item.length > 0
         color: Theme.textMuted
         elide: Text.ElideMiddle
         font.family: Theme.monoFamily
         font.pointSize: Theme.smallFont
-        text: QuantizeWizard.layer > 0 && QuantizeWizard.layerCount > 0
-              ? qsTr("Layer %1 of %2 · %3").arg(QuantizeWizard.layer).arg(QuantizeWizard.layerCount).arg(QuantizeWizard.item)
-              : QuantizeWizard.item
+        text: QuantizeWizard.jobs.layer > 0 && QuantizeWizard.jobs.layerCount > 0
+              ? qsTr("Layer %1 of %2 · %3").arg(QuantizeWizard.jobs.layer).arg(QuantizeWizard.jobs.layerCount).arg(QuantizeWizard.jobs.item)
+              : QuantizeWizard.jobs.item
     }
 
     // One cell per decoder layer: done, current and to come, in the stage that goes by layer.
     Flow {
         Layout.fillWidth: true
-        visible: page.perLayer && QuantizeWizard.layerCount > 0
+        visible: page.perLayer && QuantizeWizard.jobs.layerCount > 0
         spacing: 3
         Accessible.role: Accessible.ProgressBar
         Accessible.name: qsTr("Layers")
-        Accessible.description: qsTr("Layer %1 of %2").arg(QuantizeWizard.layer).arg(QuantizeWizard.layerCount)
+        Accessible.description: qsTr("Layer %1 of %2").arg(QuantizeWizard.jobs.layer).arg(QuantizeWizard.jobs.layerCount)
         Repeater {
-            model: QuantizeWizard.layerCount
+            model: QuantizeWizard.jobs.layerCount
             Rectangle {
                 required property int index
-                width: Math.max(6, Math.min(18, (page.width - 3 * QuantizeWizard.layerCount) / Math.max(1, QuantizeWizard.layerCount)))
+                width: Math.max(6, Math.min(18, (page.width - 3 * QuantizeWizard.jobs.layerCount) / Math.max(1, QuantizeWizard.jobs.layerCount)))
                 height: 14
                 radius: 2
-                color: index + 1 < QuantizeWizard.layer ? Theme.accent
-                       : index + 1 === QuantizeWizard.layer ? (QuantizeWizard.running ? Theme.accentSoft : Theme.border)
+                color: index + 1 < QuantizeWizard.jobs.layer ? Theme.accent
+                       : index + 1 === QuantizeWizard.jobs.layer ? (QuantizeWizard.jobs.running ? Theme.accentSoft : Theme.border)
                        : Theme.free
-                border.color: index + 1 === QuantizeWizard.layer ? Theme.accent : "transparent"
+                border.color: index + 1 === QuantizeWizard.jobs.layer ? Theme.accent : "transparent"
             }
         }
     }
@@ -137,16 +137,16 @@ ColumnLayout {
         Label { text: qsTr("Elapsed"); color: Theme.textMuted }
         Label {
             objectName: "elapsed"
-            text: words.duration(QuantizeWizard.elapsedSeconds)
+            text: words.duration(QuantizeWizard.jobs.elapsedSeconds)
             color: Theme.text
             font.bold: true
         }
         Label { text: qsTr("Remaining"); color: Theme.textMuted; Layout.leftMargin: 24 }
         Label {
             objectName: "remaining"
-            text: QuantizeWizard.running ? (QuantizeWizard.remainingSeconds >= 0 ? qsTr("about %1").arg(words.duration(QuantizeWizard.remainingSeconds))
-                                                                                : qsTr("working it out…"))
-                                         : "–"
+            text: QuantizeWizard.jobs.running ? (QuantizeWizard.jobs.remainingSeconds >= 0 ? qsTr("about %1").arg(words.duration(QuantizeWizard.jobs.remainingSeconds))
+                                                                                           : qsTr("working it out…"))
+                                              : "–"
             color: Theme.text
             font.bold: true
         }
@@ -174,10 +174,10 @@ ColumnLayout {
                 wrapMode: Text.Wrap
                 color: Theme.text
                 text: page.failure.cancelled
-                      ? (QuantizeWizard.resumable
+                      ? (QuantizeWizard.jobs.resumable
                          ? qsTr("The job was stopped. Its work so far is kept: resume it now or later, even after restarting Hearth.")
                          : qsTr("The job was stopped before it began."))
-                      : (QuantizeWizard.resumable
+                      : (QuantizeWizard.jobs.resumable
                          ? qsTr("The job stopped with an error. Its work so far is kept; once the cause is fixed, it can resume.")
                          : qsTr("The job stopped with an error."))
             }
@@ -204,7 +204,7 @@ ColumnLayout {
         Layout.fillHeight: true
         Layout.minimumHeight: 60
         clip: true
-        model: QuantizeWizard.log
+        model: QuantizeWizard.jobs.log
         activeFocusOnTab: true
         ScrollBar.vertical: ScrollBar {}
         Accessible.role: Accessible.List

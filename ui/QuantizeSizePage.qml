@@ -8,12 +8,12 @@ import Hearth
 ColumnLayout {
     id: page
     spacing: 10
-    readonly property bool exl2: QuantizeWizard.format !== "gptq"
-    readonly property var est: QuantizeWizard.estimate
+    readonly property bool exl2: QuantizeWizard.form.format !== "gptq"
+    readonly property var est: QuantizeWizard.form.estimate
     readonly property bool estValid: est.valid === true
 
     function focusFirst() {
-        (exl2 ? bpwSlider : bitsRepeater.itemAt(Math.max(0, [2, 3, 4, 8].indexOf(QuantizeWizard.bits)))).forceActiveFocus()
+        (exl2 ? bpwSlider : bitsRepeater.itemAt(Math.max(0, [2, 3, 4, 8].indexOf(QuantizeWizard.form.bits)))).forceActiveFocus()
     }
 
     QuantizeText { id: words }
@@ -39,7 +39,7 @@ ColumnLayout {
             Item { Layout.fillWidth: true }
             Label {
                 objectName: "bpwValue"
-                text: qsTr("%1 bpw").arg(words.bpw(QuantizeWizard.bpw))
+                text: qsTr("%1 bpw").arg(words.bpw(QuantizeWizard.form.bpw))
                 font.bold: true
                 font.pointSize: Theme.fontSize + 2
                 color: Theme.accent
@@ -53,10 +53,10 @@ ColumnLayout {
             to: 8.0
             stepSize: 0.05
             snapMode: Slider.SnapAlways
-            value: QuantizeWizard.bpw
-            onMoved: QuantizeWizard.bpw = value
+            value: QuantizeWizard.form.bpw
+            onMoved: QuantizeWizard.form.bpw = value
             Accessible.name: qsTr("Bits per weight, from 2 to 8")
-            Accessible.description: qsTr("%1 bits per weight").arg(words.bpw(QuantizeWizard.bpw))
+            Accessible.description: qsTr("%1 bits per weight").arg(words.bpw(QuantizeWizard.form.bpw))
 
             // Below the model's cheapest setting: out of reach.
             Rectangle {
@@ -98,8 +98,8 @@ ColumnLayout {
                 objectName: "headBitsBox"
                 model: [2, 3, 4, 5, 6, 8]
                 displayText: qsTr("%1 bits").arg(currentValue)
-                currentIndex: Math.max(0, model.indexOf(QuantizeWizard.headBits))
-                onActivated: QuantizeWizard.headBits = currentValue
+                currentIndex: Math.max(0, model.indexOf(QuantizeWizard.form.headBits))
+                onActivated: QuantizeWizard.form.headBits = currentValue
                 Accessible.name: qsTr("Bits of the output layer")
             }
             Item { Layout.fillWidth: true }
@@ -121,8 +121,8 @@ ColumnLayout {
                     required property int modelData
                     objectName: "gptqBits" + modelData
                     text: qsTr("%1 bits").arg(modelData)
-                    checked: QuantizeWizard.bits === modelData
-                    onClicked: QuantizeWizard.bits = modelData
+                    checked: QuantizeWizard.form.bits === modelData
+                    onClicked: QuantizeWizard.form.bits = modelData
                     Accessible.name: qsTr("%1 bits per weight").arg(modelData)
                 }
             }
@@ -148,16 +148,16 @@ ColumnLayout {
                     { value: 256, text: "256" },
                     { value: -1, text: qsTr("One group per column") }
                 ]
-                currentIndex: Math.max(0, indexOfValue(QuantizeWizard.groupSize))
-                onActivated: QuantizeWizard.groupSize = currentValue
+                currentIndex: Math.max(0, indexOfValue(QuantizeWizard.form.groupSize))
+                onActivated: QuantizeWizard.form.groupSize = currentValue
                 Accessible.name: qsTr("Group size")
             }
         }
         CheckBox {
             objectName: "actOrderBox"
             text: qsTr("Act-order: quantize the most important columns first")
-            checked: QuantizeWizard.actOrder
-            onToggled: QuantizeWizard.actOrder = checked
+            checked: QuantizeWizard.form.actOrder
+            onToggled: QuantizeWizard.form.actOrder = checked
             Accessible.name: text
         }
     }
@@ -183,7 +183,7 @@ ColumnLayout {
                 }
                 Item { Layout.fillWidth: true }
                 BusyIndicator {
-                    running: QuantizeWizard.estimating
+                    running: QuantizeWizard.form.estimating
                     implicitWidth: 20
                     implicitHeight: 20
                     Accessible.name: qsTr("Working out the size")
@@ -198,15 +198,15 @@ ColumnLayout {
             }
             Label {
                 Layout.fillWidth: true
-                visible: page.estValid && QuantizeWizard.sourceInfo.fileBytes > 0
+                visible: page.estValid && QuantizeWizard.form.sourceInfo.fileBytes > 0
                 color: Theme.textMuted
                 font.pointSize: Theme.smallFont
                 wrapMode: Text.Wrap
                 text: qsTr("The source takes %1 on disk; the decoder's %2 weights become %3 bits each on average.")
-                          .arg(Ui.formatBytes(QuantizeWizard.sourceInfo.fileBytes))
+                          .arg(Ui.formatBytes(QuantizeWizard.form.sourceInfo.fileBytes))
                           .arg(Ui.formatCount(page.est.decoderWeights))
-                          .arg(page.exl2 ? words.bpw(QuantizeWizard.bpw)
-                                         : words.bpw(QuantizeWizard.bits + (QuantizeWizard.groupSize > 0 ? (16 + QuantizeWizard.bits) / QuantizeWizard.groupSize : 0)))
+                          .arg(page.exl2 ? words.bpw(QuantizeWizard.form.bpw)
+                                         : words.bpw(QuantizeWizard.form.bits + (QuantizeWizard.form.groupSize > 0 ? (16 + QuantizeWizard.form.bits) / QuantizeWizard.form.groupSize : 0)))
             }
             RowLayout {
                 Layout.fillWidth: true
@@ -221,8 +221,8 @@ ColumnLayout {
                     to: 1048576
                     stepSize: 1024
                     editable: true
-                    value: QuantizeWizard.context
-                    onValueModified: QuantizeWizard.context = value
+                    value: QuantizeWizard.form.context
+                    onValueModified: QuantizeWizard.form.context = value
                     Accessible.name: qsTr("Context length in tokens for the memory estimate")
                 }
                 Label {

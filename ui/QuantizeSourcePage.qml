@@ -30,15 +30,15 @@ ColumnLayout {
     }
 
     Label {
-        visible: QuantizeWizard.interruptedJobs.length > 0
+        visible: QuantizeWizard.jobs.interruptedJobs.length > 0
         text: qsTr("Interrupted jobs")
         font.bold: true
         color: Theme.text
     }
     QuantizeJobList {
         Layout.fillWidth: true
-        visible: QuantizeWizard.interruptedJobs.length > 0
-        jobs: QuantizeWizard.interruptedJobs
+        visible: QuantizeWizard.jobs.interruptedJobs.length > 0
+        jobs: QuantizeWizard.jobs.interruptedJobs
     }
 
     Label {
@@ -54,7 +54,7 @@ ColumnLayout {
         Layout.minimumHeight: 80
         clip: true
         spacing: 4
-        model: QuantizeWizard.sourceCandidates
+        model: QuantizeWizard.form.sourceCandidates
         activeFocusOnTab: true
         keyNavigationEnabled: true
         currentIndex: -1
@@ -62,9 +62,9 @@ ColumnLayout {
         Accessible.role: Accessible.List
         Accessible.name: qsTr("Models in the library that can be quantized")
         onActiveFocusChanged: if (activeFocus && currentIndex < 0 && count > 0) currentIndex = 0
-        Keys.onSpacePressed: if (currentItem) QuantizeWizard.sourcePath = currentItem.path
+        Keys.onSpacePressed: if (currentItem) QuantizeWizard.form.sourcePath = currentItem.path
         Keys.onReturnPressed: (event) => {
-            if (currentItem && QuantizeWizard.sourcePath !== currentItem.path) QuantizeWizard.sourcePath = currentItem.path
+            if (currentItem && QuantizeWizard.form.sourcePath !== currentItem.path) QuantizeWizard.form.sourcePath = currentItem.path
             else event.accepted = false
         }
 
@@ -76,13 +76,13 @@ ColumnLayout {
             width: ListView.view.width
             highlighted: ListView.isCurrentItem && candidates.activeFocus
             checkable: true
-            checked: modelData.path === QuantizeWizard.sourcePath
+            checked: modelData.path === QuantizeWizard.form.sourcePath
             focusPolicy: Qt.NoFocus
             Accessible.role: Accessible.RadioButton
             Accessible.name: qsTr("%1, %2, %3 parameters").arg(modelData.name).arg(modelData.format.toUpperCase())
                              .arg(Ui.formatCount(modelData.parameters))
             Accessible.checked: checked
-            onClicked: { candidates.currentIndex = index; QuantizeWizard.sourcePath = modelData.path }
+            onClicked: { candidates.currentIndex = index; QuantizeWizard.form.sourcePath = modelData.path }
             contentItem: RowLayout {
                 spacing: 10
                 Rectangle {
@@ -148,13 +148,13 @@ ColumnLayout {
             objectName: "sourcePathField"
             Layout.fillWidth: true
             placeholderText: qsTr("Path to a model folder or a .gguf file")
-            text: QuantizeWizard.sourcePath
+            text: QuantizeWizard.form.sourcePath
             selectByMouse: true
             Accessible.name: qsTr("Path of the model to quantize")
             // Enter applies the text here; it does not go on to the next step.
-            Keys.onReturnPressed: QuantizeWizard.sourcePath = text
-            Keys.onEnterPressed: QuantizeWizard.sourcePath = text
-            onEditingFinished: if (text !== QuantizeWizard.sourcePath) QuantizeWizard.sourcePath = text
+            Keys.onReturnPressed: QuantizeWizard.form.sourcePath = text
+            Keys.onEnterPressed: QuantizeWizard.form.sourcePath = text
+            onEditingFinished: if (text !== QuantizeWizard.form.sourcePath) QuantizeWizard.form.sourcePath = text
         }
         Button {
             text: qsTr("Folder…")
@@ -173,9 +173,9 @@ ColumnLayout {
     // What the chosen model is, or why it cannot be used.
     RowLayout {
         Layout.fillWidth: true
-        visible: QuantizeWizard.sourcePath.length > 0
+        visible: QuantizeWizard.form.sourcePath.length > 0
         BusyIndicator {
-            running: QuantizeWizard.sourceChecking
+            running: QuantizeWizard.form.sourceChecking
             visible: running
             implicitWidth: 24
             implicitHeight: 24
@@ -185,11 +185,11 @@ ColumnLayout {
             objectName: "sourceSummary"
             Layout.fillWidth: true
             wrapMode: Text.Wrap
-            color: QuantizeWizard.sourceError.length > 0 ? Theme.danger : Theme.text
+            color: QuantizeWizard.form.sourceError.length > 0 ? Theme.danger : Theme.text
             text: {
-                if (QuantizeWizard.sourceChecking) return qsTr("Reading the model…")
-                if (QuantizeWizard.sourceError.length > 0) return QuantizeWizard.sourceError
-                const s = QuantizeWizard.sourceInfo
+                if (QuantizeWizard.form.sourceChecking) return qsTr("Reading the model…")
+                if (QuantizeWizard.form.sourceError.length > 0) return QuantizeWizard.form.sourceError
+                const s = QuantizeWizard.form.sourceInfo
                 if (!s.name) return ""
                 return qsTr("%1 · %2 · %3 parameters · %4 layers · trained for %5 tokens · %6 on disk")
                     .arg(s.name).arg(s.format.toUpperCase()).arg(Ui.formatCount(s.parameters))
@@ -199,22 +199,22 @@ ColumnLayout {
     }
     Label {
         Layout.fillWidth: true
-        visible: QuantizeWizard.sourceNote.length > 0 && !QuantizeWizard.sourceChecking
+        visible: QuantizeWizard.form.sourceNote.length > 0 && !QuantizeWizard.form.sourceChecking
         wrapMode: Text.Wrap
         color: Theme.textMuted
         font.pointSize: Theme.smallFont
-        text: QuantizeWizard.sourceNote
+        text: QuantizeWizard.form.sourceNote
     }
 
     FolderDialog {
         id: folderDialog
         title: qsTr("Choose a model folder")
-        onAccepted: QuantizeWizard.chooseSource(selectedFolder)
+        onAccepted: QuantizeWizard.form.chooseSource(selectedFolder)
     }
     FileDialog {
         id: fileDialog
         title: qsTr("Choose a GGUF file")
         nameFilters: [qsTr("GGUF models (*.gguf)")]
-        onAccepted: QuantizeWizard.chooseSource(selectedFile)
+        onAccepted: QuantizeWizard.form.chooseSource(selectedFile)
     }
 }

@@ -29,7 +29,7 @@ RowLayout {
                 objectName: "stepButton" + stepItem.index
                 Layout.fillWidth: true
                 implicitHeight: 34
-                enabled: stepItem.done && !QuantizeWizard.running && QuantizeWizard.step <= QuantizeWizard.Run
+                enabled: stepItem.done && !QuantizeWizard.jobs.running && QuantizeWizard.step <= QuantizeWizard.Run
                          && stepItem.index <= QuantizeWizard.Review
                 focusPolicy: Qt.TabFocus
                 Accessible.role: Accessible.PageTab

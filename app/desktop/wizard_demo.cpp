@@ -27,17 +27,17 @@ void WizardDemo::start() {
   QObject* dialog =
       window_ ? window_->findChild<QObject*>(QStringLiteral("quantizeDialog")) : nullptr;
   if (!dialog) return finish(false, QStringLiteral("no quantization dialog in the window"));
-  connect(&w, &QuantizeWizard::sourceChanged, this, &WizardDemo::onSourceChecked);
-  connect(&w, &QuantizeWizard::estimateChanged, this, &WizardDemo::onEstimate);
-  connect(&w, &QuantizeWizard::progressChanged, this, &WizardDemo::onProgress);
-  connect(&w, &QuantizeWizard::finished, this, [this] {
+  connect(w.form(), &QuantizeForm::sourceChanged, this, &WizardDemo::onSourceChecked);
+  connect(w.form(), &QuantizeForm::estimateChanged, this, &WizardDemo::onEstimate);
+  connect(w.jobs(), &QuantizeJobs::progressChanged, this, &WizardDemo::onProgress);
+  connect(w.jobs(), &QuantizeJobs::finished, this, [this] {
     phase_ = Phase::Done;
     QTimer::singleShot(kSettleMs, this, [this] {
       capture(QStringLiteral("result"));
       finish(true, {});
     });
   });
-  connect(&w, &QuantizeWizard::failed, this, [this](const QVariantMap& failure) {
+  connect(w.jobs(), &QuantizeJobs::failed, this, [this](const QVariantMap& failure) {
     QTimer::singleShot(kSettleMs, this, [this, failure] {
       capture(QStringLiteral("failed"));
       finish(false, failure.value(QStringLiteral("message")).toString());
@@ -45,19 +45,18 @@ void WizardDemo::start() {
   });
   timeout_.start();
   QMetaObject::invokeMethod(dialog, "open");
-  w.setSourcePath(options_.source);
+  w.form()->setSourcePath(options_.source);
 }
 
 void WizardDemo::onSourceChecked() {
-  QuantizeWizard& w = runtime_.quantizer();
-  if (phase_ != Phase::Source || w.sourceChecking()) return;
-  if (!w.sourceOk()) return finish(false, w.sourceError());
-  qInfo("hearth: wizard source ready: %s", qPrintable(w.sourcePath()));
+  QuantizeForm& form = *runtime_.quantizer().form();
+  if (phase_ != Phase::Source || form.sourceChecking()) return;
+  if (!form.sourceOk()) return finish(false, form.sourceError());
+  qInfo("hearth: wizard source ready: %s", qPrintable(form.sourcePath()));
   phase_ = Phase::Size;
   QTimer::singleShot(kSettleMs, this, [this] {
-    QuantizeWizard& w = runtime_.quantizer();
     capture(QStringLiteral("source"));
-    w.next();  // format: EXL2 by default
+    runtime_.quantizer().next();  // format: EXL2 by default
     QTimer::singleShot(kSettleMs, this, [this] {
       capture(QStringLiteral("format"));
       runtime_.quantizer().next();  // size: its estimate arrives in onEstimate
@@ -68,8 +67,8 @@ void WizardDemo::onSourceChecked() {
 
 void WizardDemo::onEstimate() {
   QuantizeWizard& w = runtime_.quantizer();
-  if (phase_ != Phase::Size || w.step() != QuantizeWizard::Size || w.estimating() ||
-      w.estimate().isEmpty())
+  if (phase_ != Phase::Size || w.step() != QuantizeWizard::Size || w.form()->estimating() ||
+      w.form()->estimate().isEmpty())
     return;
   phase_ = Phase::Running;
   QTimer::singleShot(kSettleMs, this, [this] {
@@ -77,14 +76,14 @@ void WizardDemo::onEstimate() {
     capture(QStringLiteral("size"));
     if (!options_.run) return finish(true, {});
     w.next();  // calibration: the built-in set, a little of it (a demo, not a good model)
-    w.setCalibrationRows(8);
-    w.setCalibrationLength(256);
+    w.form()->setCalibrationRows(8);
+    w.form()->setCalibrationLength(256);
     QTimer::singleShot(kSettleMs, this, [this] {
       QuantizeWizard& w = runtime_.quantizer();
       capture(QStringLiteral("calibration"));
       w.next();  // review: the proposed folder
-      w.setDevice(QStringLiteral("cpu"));
-      w.setEvaluationTokens(2048);
+      w.form()->setDevice(QStringLiteral("cpu"));
+      w.form()->setEvaluationTokens(2048);
       QTimer::singleShot(kSettleMs, this, [this] {
         QuantizeWizard& w = runtime_.quantizer();
         capture(QStringLiteral("review"));
@@ -95,8 +94,9 @@ void WizardDemo::onEstimate() {
 }
 
 void WizardDemo::onProgress() {
-  QuantizeWizard& w = runtime_.quantizer();
-  if (capturedRunning_ || !w.running() || w.stage() != u"quantize" || w.layer() < 2) return;
+  const QuantizeJobs& jobs = *runtime_.quantizer().jobs();
+  if (capturedRunning_ || !jobs.running() || jobs.stage() != u"quantize" || jobs.layer() < 2)
+    return;
   capturedRunning_ = true;
   capture(QStringLiteral("running"));
 }

@@ -1,9 +1,10 @@
-// QuantizeWizard, the quantization wizard's C++ side, with real jobs on a tiny synthetic Llama
-// (the quantizer tests' model): the steps and what each needs before the next; the size and GPU
-// memory estimates against the quantizer's estimate_quantize and an independent KV-cache
-// computation; start, progress through every stage and layer, the result (size on disk counted
-// here, quality measured) added to the library and loaded; cancel and resume in the same session
-// and after a restart give the bytes of an uninterrupted run; discard; the GPU reservation.
+// QuantizeWizard, the quantization wizard's C++ side (its steps, its form and its jobs), with
+// real jobs on a tiny synthetic Llama (the quantizer tests' model): the steps and what each needs
+// before the next; the size and GPU memory estimates against the quantizer's estimate_quantize and
+// an independent KV-cache computation; start, progress through every stage and layer, the result
+// (size on disk counted here, quality measured) added to the library and loaded; cancel and
+// resume in the same session and after a restart give the bytes of an uninterrupted run; discard;
+// the GPU reservation.
 #include <QDirIterator>
 #include <QFile>
 #include <QSemaphore>
@@ -67,40 +68,40 @@ class QuantizeWizardTest : public QObject {
   // Source → Review with small calibration settings, through the wizard's own navigation.
   void walkToReview(QuantizeWizard& w, const QString& format, const QString& output) {
     w.startOver();
-    w.setSourcePath(model_);
-    QTRY_VERIFY_WITH_TIMEOUT(w.sourceOk(), 20000);
+    w.form()->setSourcePath(model_);
+    QTRY_VERIFY_WITH_TIMEOUT(w.form()->sourceOk(), 20000);
     QVERIFY(w.next());
-    w.setFormat(format);
+    w.form()->setFormat(format);
     QVERIFY(w.next());
-    w.setBpw(4.0);
-    w.setHeadBits(6);
-    w.setBits(4);
-    w.setGroupSize(32);
+    w.form()->setBpw(4.0);
+    w.form()->setHeadBits(6);
+    w.form()->setBits(4);
+    w.form()->setGroupSize(32);
     QTRY_VERIFY_WITH_TIMEOUT(w.canGoNext(), 20000);
     QVERIFY(w.next());
-    w.setCalibrationFile(calibration_);
-    w.setCalibrationRows(3);
-    w.setCalibrationLength(48);
+    w.form()->setCalibrationFile(calibration_);
+    w.form()->setCalibrationRows(3);
+    w.form()->setCalibrationLength(48);
     QVERIFY(w.next());
     QCOMPARE(w.step(), QuantizeWizard::Review);
-    w.setDevice(QStringLiteral("cpu"));
-    if (!output.isEmpty()) w.setOutputPath(output);
-    w.setEvaluate(false);
+    w.form()->setDevice(QStringLiteral("cpu"));
+    if (!output.isEmpty()) w.form()->setOutputPath(output);
+    w.form()->setEvaluate(false);
   }
 
-  // Cancels the job through QuantizeWizard::cancel() when the worker reports `stage` step
+  // Cancels the job through QuantizeJobs::cancel() when the worker reports `stage` step
   // `step`: the worker thread waits until the UI thread has raised the cancel, so the job stops
   // right there whatever the machine's speed.
   QMetaObject::Connection cancelAt(QuantizeWizard& w, const QString& stage, qint64 step) {
     auto done = std::make_shared<bool>(false);
     return connect(
-        w.worker(), &QuantizeWorker::progressed, w.worker(),
+        w.jobs()->worker(), &QuantizeWorker::progressed, w.jobs()->worker(),
         [&w, stage, step, done](quint64, const QuantizeUpdate& u) {
           if (*done || u.stage != stage || u.step != step) return;
           *done = true;
           QSemaphore raised;
           QMetaObject::invokeMethod(&w, [&w, &raised] {
-            w.cancel();
+            w.jobs()->cancel();
             raised.release();
           });
           raised.tryAcquire(1, 30000);
@@ -145,34 +146,36 @@ class QuantizeWizardTest : public QObject {
     QVERIFY(w.stepProblem().contains(QStringLiteral("Choose a model")));
 
     const QString missing = path(QStringLiteral("missing"));
-    w.setSourcePath(missing);
-    QTRY_VERIFY_WITH_TIMEOUT(!w.sourceChecking(), 20000);
-    QVERIFY(!w.sourceOk());
-    QVERIFY2(w.sourceError().contains(missing), qPrintable(w.sourceError()));
+    w.form()->setSourcePath(missing);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.form()->sourceChecking(), 20000);
+    QVERIFY(!w.form()->sourceOk());
+    QVERIFY2(w.form()->sourceError().contains(missing), qPrintable(w.form()->sourceError()));
     QVERIFY(!w.canGoNext());
 
     // A folder without config.json.
     QDir().mkpath(path(QStringLiteral("empty")));
-    w.setSourcePath(path(QStringLiteral("empty")));
-    QTRY_VERIFY_WITH_TIMEOUT(!w.sourceChecking(), 20000);
-    QVERIFY(!w.sourceOk());
-    QVERIFY(!w.sourceError().isEmpty());
+    w.form()->setSourcePath(path(QStringLiteral("empty")));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.form()->sourceChecking(), 20000);
+    QVERIFY(!w.form()->sourceOk());
+    QVERIFY(!w.form()->sourceError().isEmpty());
 
     // A GGUF file is a source; a block-quantized one comes with a note.
     const QString gguf = QString::fromStdString(hearth::test::test_model().string());
-    w.setSourcePath(gguf);
-    QTRY_VERIFY_WITH_TIMEOUT(!w.sourceChecking(), 20000);
-    QVERIFY2(w.sourceOk(), qPrintable(w.sourceError()));
-    QCOMPARE(w.sourceInfo().value(QStringLiteral("format")).toString(), QStringLiteral("gguf"));
-    QVERIFY2(w.sourceNote().contains(QStringLiteral("Q4_1")), qPrintable(w.sourceNote()));
-    QCOMPARE(QFileInfo(w.outputPath()).fileName(),
+    w.form()->setSourcePath(gguf);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.form()->sourceChecking(), 20000);
+    QVERIFY2(w.form()->sourceOk(), qPrintable(w.form()->sourceError()));
+    QCOMPARE(w.form()->sourceInfo().value(QStringLiteral("format")).toString(),
+             QStringLiteral("gguf"));
+    QVERIFY2(w.form()->sourceNote().contains(QStringLiteral("Q4_1")),
+             qPrintable(w.form()->sourceNote()));
+    QCOMPARE(QFileInfo(w.form()->outputPath()).fileName(),
              QStringLiteral("SmolLM2-135M-Instruct.Q4_1-exl2-4.0bpw"));
 
     // "…/config.json" is taken as its folder.
-    w.setSourcePath(model_ + QStringLiteral("/config.json"));
-    QCOMPARE(w.sourcePath(), model_);
-    QTRY_VERIFY_WITH_TIMEOUT(w.sourceOk(), 20000);
-    const QVariantMap info = w.sourceInfo();
+    w.form()->setSourcePath(model_ + QStringLiteral("/config.json"));
+    QCOMPARE(w.form()->sourcePath(), model_);
+    QTRY_VERIFY_WITH_TIMEOUT(w.form()->sourceOk(), 20000);
+    const QVariantMap info = w.form()->sourceInfo();
     QCOMPARE(info.value(QStringLiteral("format")).toString(), QStringLiteral("fp16"));
     QCOMPARE(info.value(QStringLiteral("layers")).toLongLong(), spec_.layers);
     QCOMPARE(info.value(QStringLiteral("contextLength")).toLongLong(), 512);
@@ -181,9 +184,9 @@ class QuantizeWizardTest : public QObject {
     const qint64 params = V * H + spec_.layers * (2 * H + H * Q + 2 * H * KV + Q * H + 3 * H * I) +
                           H + (spec_.tied ? 0 : V * H);
     QCOMPARE(info.value(QStringLiteral("parameters")).toLongLong(), params);
-    QVERIFY(w.sourceNote().isEmpty());
+    QVERIFY(w.form()->sourceNote().isEmpty());
     // The context for the memory estimate follows the model's trained context.
-    QCOMPARE(w.context(), 512);
+    QCOMPARE(w.form()->context(), 512);
     QVERIFY(w.canGoNext());
   }
 
@@ -192,12 +195,12 @@ class QuantizeWizardTest : public QObject {
     QVERIFY(w.next());
     QCOMPARE(w.step(), QuantizeWizard::Format);
     QVERIFY(w.canGoBack());
-    w.setFormat(QStringLiteral("exl2"));
+    w.form()->setFormat(QStringLiteral("exl2"));
     QVERIFY(w.next());
     QCOMPARE(w.step(), QuantizeWizard::Size);
-    w.setBpw(4.0);
-    QTRY_VERIFY_WITH_TIMEOUT(!w.estimating() && !w.estimate().isEmpty(), 20000);
-    QVariantMap e = w.estimate();
+    w.form()->setBpw(4.0);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.form()->estimating() && !w.form()->estimate().isEmpty(), 20000);
+    QVariantMap e = w.form()->estimate();
     QVERIFY2(e.value(QStringLiteral("valid")).toBool(),
              qPrintable(e.value(QStringLiteral("error")).toString()));
 
@@ -221,53 +224,53 @@ class QuantizeWizardTest : public QObject {
     };
     QCOMPARE(e.value(QStringLiteral("vramCache")).toDouble(), cacheBytes(512));
     const double needed512 = e.value(QStringLiteral("vramNeeded")).toDouble();
-    w.setContext(2048);
-    QTRY_VERIFY_WITH_TIMEOUT(!w.estimating(), 20000);
-    e = w.estimate();
+    w.form()->setContext(2048);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.form()->estimating(), 20000);
+    e = w.form()->estimate();
     QCOMPARE(e.value(QStringLiteral("vramCache")).toDouble(), cacheBytes(2048));
     QCOMPARE(e.value(QStringLiteral("vramNeeded")).toDouble() - needed512,
              cacheBytes(2048) - cacheBytes(512));
     QVERIFY(!e.value(QStringLiteral("deviceKnown")).toBool());  // no CUDA in this build
 
     // More bits: the decoder's weights grow by Δbpw / 8 bytes each.
-    w.setBpw(6.0);
-    QTRY_VERIFY_WITH_TIMEOUT(!w.estimating(), 20000);
-    const double grown = w.estimate().value(QStringLiteral("outputBytes")).toDouble() -
+    w.form()->setBpw(6.0);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.form()->estimating(), 20000);
+    const double grown = w.form()->estimate().value(QStringLiteral("outputBytes")).toDouble() -
                          e.value(QStringLiteral("outputBytes")).toDouble();
     QVERIFY(std::abs(grown - 2.0 * double(q.decoder_weights) / 8.0) <= 1.0);
 
     // Below the cheapest setting, out of range, a head width EXL2 does not have.
-    w.setBpw(2.0);
+    w.form()->setBpw(2.0);
     QVERIFY(q.min_bpw > 2.0);  // this model's smallest layers cannot go that low
-    QTRY_VERIFY_WITH_TIMEOUT(!w.estimating(), 20000);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.form()->estimating(), 20000);
     QVERIFY(!w.canGoNext());
     QVERIFY2(w.stepProblem().contains(QStringLiteral("at least")), qPrintable(w.stepProblem()));
-    w.setBpw(8.5);
+    w.form()->setBpw(8.5);
     QVERIFY(!w.canGoNext());
-    w.setBpw(4.0);
-    w.setHeadBits(7);
+    w.form()->setBpw(4.0);
+    w.form()->setHeadBits(7);
     QVERIFY(w.stepProblem().contains(QStringLiteral("Head bits")));
-    w.setHeadBits(6);
+    w.form()->setHeadBits(6);
     QTRY_VERIFY_WITH_TIMEOUT(w.canGoNext(), 20000);
 
     // GPTQ: its own checks, and its own size.
-    w.setFormat(QStringLiteral("gptq"));
-    w.setBits(5);
+    w.form()->setFormat(QStringLiteral("gptq"));
+    w.form()->setBits(5);
     QVERIFY(w.stepProblem().contains(QStringLiteral("2, 3, 4 or 8")));
-    w.setBits(4);
-    w.setGroupSize(0);
+    w.form()->setBits(4);
+    w.form()->setGroupSize(0);
     QVERIFY(w.stepProblem().contains(QStringLiteral("group size")));
-    w.setGroupSize(32);
-    QTRY_VERIFY_WITH_TIMEOUT(!w.estimating() && w.canGoNext(), 20000);
+    w.form()->setGroupSize(32);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.form()->estimating() && w.canGoNext(), 20000);
     o.format = hearth::QuantizeFormat::kGptq;
     o.bits = 4;
     o.group_size = 32;
-    QCOMPARE(w.estimate().value(QStringLiteral("outputBytes")).toDouble(),
+    QCOMPARE(w.form()->estimate().value(QStringLiteral("outputBytes")).toDouble(),
              double(hearth::estimate_quantize(o).output_bytes));
-    w.setFormat(QStringLiteral("exl2"));
+    w.form()->setFormat(QStringLiteral("exl2"));
     // The proposed folder follows the settings.
-    QCOMPARE(QFileInfo(w.outputPath()).fileName(), QStringLiteral("tiny-exl2-4.0bpw"));
-    QCOMPARE(QFileInfo(w.outputPath()).absolutePath(), AppSettings::defaultModelsFolder());
+    QCOMPARE(QFileInfo(w.form()->outputPath()).fileName(), QStringLiteral("tiny-exl2-4.0bpw"));
+    QCOMPARE(QFileInfo(w.form()->outputPath()).absolutePath(), AppSettings::defaultModelsFolder());
   }
 
   void calibrationStepChecksTheFile() {
@@ -275,27 +278,27 @@ class QuantizeWizardTest : public QObject {
     QVERIFY(w.next());
     QCOMPARE(w.step(), QuantizeWizard::Calibration);
     QVERIFY(w.canGoNext());  // the built-in set
-    w.setCalibrationFile(path(QStringLiteral("nothing.txt")));
+    w.form()->setCalibrationFile(path(QStringLiteral("nothing.txt")));
     QVERIFY(w.stepProblem().contains(QStringLiteral("does not exist")));
     QFile pdf(path(QStringLiteral("calibration.pdf")));
     QVERIFY(pdf.open(QIODevice::WriteOnly));
     pdf.write("x");
     pdf.close();
-    w.setCalibrationFile(pdf.fileName());
+    w.form()->setCalibrationFile(pdf.fileName());
     QVERIFY(w.stepProblem().contains(QStringLiteral(".jsonl")));
     QFile empty(path(QStringLiteral("empty.md")));
     QVERIFY(empty.open(QIODevice::WriteOnly));
     empty.close();
-    w.setCalibrationFile(empty.fileName());
+    w.form()->setCalibrationFile(empty.fileName());
     QVERIFY(w.stepProblem().contains(QStringLiteral("is empty")));
-    w.setCalibrationFile(model_);
+    w.form()->setCalibrationFile(model_);
     QVERIFY(w.stepProblem().contains(QStringLiteral("not a file")));
-    w.setCalibrationFile(calibration_);
+    w.form()->setCalibrationFile(calibration_);
     QVERIFY(w.canGoNext());
-    w.setCalibrationRows(-3);
-    QCOMPARE(w.calibrationRows(), 0);
-    w.setCalibrationRows(3);  // as walkToReview, for the byte comparisons below
-    w.setCalibrationLength(48);
+    w.form()->setCalibrationRows(-3);
+    QCOMPARE(w.form()->calibrationRows(), 0);
+    w.form()->setCalibrationRows(3);  // as walkToReview, for the byte comparisons below
+    w.form()->setCalibrationLength(48);
   }
 
   void reviewStepChecksTheOutput() {
@@ -303,19 +306,19 @@ class QuantizeWizardTest : public QObject {
     QVERIFY(w.next());
     QCOMPARE(w.step(), QuantizeWizard::Review);
     QVERIFY(!w.canGoNext());  // Start, not Next
-    w.setDevice(QStringLiteral("gpu"));
+    w.form()->setDevice(QStringLiteral("gpu"));
     QVERIFY2(w.stepProblem().contains(QStringLiteral("CUDA")), qPrintable(w.stepProblem()));
     QVERIFY(!w.canStart());
-    w.setDevice(QStringLiteral("cpu"));
-    QVERIFY(w.deviceNotice().contains(QStringLiteral("CPU")));
-    const QString chosen = w.outputPath();
-    w.setOutputPath(QStringLiteral("relative/folder"));
+    w.form()->setDevice(QStringLiteral("cpu"));
+    QVERIFY(w.jobs()->deviceNotice().contains(QStringLiteral("CPU")));
+    const QString chosen = w.form()->outputPath();
+    w.form()->setOutputPath(QStringLiteral("relative/folder"));
     QVERIFY(w.stepProblem().contains(QStringLiteral("full path")));
     QDir().mkpath(path(QStringLiteral("occupied")));
     QFile(path(QStringLiteral("occupied/file"))).open(QIODevice::WriteOnly);
-    w.setOutputPath(path(QStringLiteral("occupied")));
+    w.form()->setOutputPath(path(QStringLiteral("occupied")));
     QVERIFY(w.stepProblem().contains(QStringLiteral("not empty")));
-    w.setOutputPath(chosen);
+    w.form()->setOutputPath(chosen);
     QVERIFY2(w.canStart(), qPrintable(w.stepProblem()));
     // The steps before can be revisited; later ones only through Next.
     QVERIFY(w.goToStep(QuantizeWizard::Format));
@@ -328,39 +331,40 @@ class QuantizeWizardTest : public QObject {
 
   void exl2JobRunsToTheResult() {
     QuantizeWizard& w = *wizard_;
-    w.setEvaluate(true);
-    w.setEvaluationTokens(600);
+    w.form()->setEvaluate(true);
+    w.form()->setEvaluationTokens(600);
     QStringList stagesSeen;
     int maxLayer = 0;
     int badFractions = 0;
     QObject context;
-    connect(&w, &QuantizeWizard::progressChanged, &context, [&] {
-      if (stagesSeen.isEmpty() || stagesSeen.last() != w.stage()) stagesSeen << w.stage();
-      if (w.stage() == u"quantize") maxLayer = std::max(maxLayer, w.layer());
-      if (!(w.fraction() >= 0 && w.fraction() <= 1)) ++badFractions;
+    connect(w.jobs(), &QuantizeJobs::progressChanged, &context, [&] {
+      if (stagesSeen.isEmpty() || stagesSeen.last() != w.jobs()->stage())
+        stagesSeen << w.jobs()->stage();
+      if (w.jobs()->stage() == u"quantize") maxLayer = std::max(maxLayer, w.jobs()->layer());
+      if (!(w.jobs()->fraction() >= 0 && w.jobs()->fraction() <= 1)) ++badFractions;
     });
-    QSignalSpy finished(&w, &QuantizeWizard::finished);
+    QSignalSpy finished(w.jobs(), &QuantizeJobs::finished);
     QVERIFY(w.start());
     QCOMPARE(w.step(), QuantizeWizard::Run);
-    QVERIFY(w.running());
+    QVERIFY(w.jobs()->running());
     QVERIFY(!w.canGoBack());
     QVERIFY(!w.start());
-    QCOMPARE(w.stages(),
+    QCOMPARE(w.jobs()->stages(),
              (QStringList{"prepare", "measure", "optimize", "quantize", "write", "evaluate"}));
-    QCOMPARE(w.layerCount(), int(spec_.layers));
+    QCOMPARE(w.jobs()->layerCount(), int(spec_.layers));
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
-    QVERIFY(!w.running());
+    QVERIFY(!w.jobs()->running());
     QCOMPARE(w.step(), QuantizeWizard::Result);
-    QVERIFY2(w.failure().isEmpty(),
-             qPrintable(w.failure().value(QStringLiteral("message")).toString()));
+    QVERIFY2(w.jobs()->failure().isEmpty(),
+             qPrintable(w.jobs()->failure().value(QStringLiteral("message")).toString()));
     // Every stage in order, every layer in the final pass.
     QStringList order = stagesSeen;
     order.removeAll(QStringLiteral("done"));
-    QCOMPARE(order, w.stages());
+    QCOMPARE(order, w.jobs()->stages());
     QCOMPARE(maxLayer, int(spec_.layers));
     QCOMPARE(badFractions, 0);
 
-    const QVariantMap r = w.result();
+    const QVariantMap r = w.jobs()->result();
     exl2Output_ = r.value(QStringLiteral("output")).toString();
     QCOMPARE(QFileInfo(exl2Output_).fileName(), QStringLiteral("tiny-exl2-4.0bpw"));
     QCOMPARE(quint64(r.value(QStringLiteral("bytesOnDisk")).toDouble()), bytesUnder(exl2Output_));
@@ -380,7 +384,7 @@ class QuantizeWizardTest : public QObject {
     QVERIFY(std::isfinite(pq) && pq > 1 && std::isfinite(ps) && ps > 1);
     QVERIFY(kl >= 0 && kl < 1.0);
     QVERIFY(r.value(QStringLiteral("evaluationTokens")).toLongLong() > 100);
-    QCOMPARE(w.fraction(), 1.0);
+    QCOMPARE(w.jobs()->fraction(), 1.0);
     // The work folder is gone; the model is in the library (found in the default folder).
     QTRY_VERIFY_WITH_TIMEOUT(!library_->scanning(), 20000);
     QVERIFY(!QFileInfo::exists(exl2Output_ + QStringLiteral(".hearth-quant")));
@@ -388,9 +392,9 @@ class QuantizeWizardTest : public QObject {
     QCOMPARE(library_->entry(exl2Output_).value(QStringLiteral("format")).toString(),
              QStringLiteral("exl2"));
     // The wizard does not offer an EXL2 model as a source, nor takes one.
-    for (const QVariant& c : w.sourceCandidates())
+    for (const QVariant& c : w.form()->sourceCandidates())
       QVERIFY(c.toMap().value(QStringLiteral("path")).toString() != exl2Output_);
-    QuantizeWizard other(nullptr, nullptr, nullptr);
+    QuantizeForm other(nullptr, nullptr);
     other.setSourcePath(exl2Output_);
     QTRY_VERIFY_WITH_TIMEOUT(!other.sourceChecking(), 20000);
     QVERIFY(!other.sourceOk());
@@ -398,9 +402,9 @@ class QuantizeWizardTest : public QObject {
              qPrintable(other.sourceError()));
 
     // "Load now": the engine loads it, and the load panel will show it.
-    QSignalSpy loadRequested(&w, &QuantizeWizard::loadRequested);
+    QSignalSpy loadRequested(w.jobs(), &QuantizeJobs::loadRequested);
     QSignalSpy loaded(engine_.get(), &EngineController::loadSucceeded);
-    w.loadResult();
+    w.jobs()->loadResult();
     QCOMPARE(loadRequested.count(), 1);
     QCOMPARE(settings_->lastModel(), exl2Output_);
     QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
@@ -415,34 +419,35 @@ class QuantizeWizardTest : public QObject {
     // An uninterrupted run.
     gptqOutput_ = path(QStringLiteral("gptq-straight"));
     walkToReview(w, QStringLiteral("gptq"), gptqOutput_);
-    QSignalSpy finished(&w, &QuantizeWizard::finished);
+    QSignalSpy finished(w.jobs(), &QuantizeJobs::finished);
     QVERIFY2(w.start(), qPrintable(w.stepProblem()));
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
     QVERIFY(QFileInfo::exists(gptqOutput_ + QStringLiteral("/model.safetensors")));
     // The same job, stopped in the middle of the final pass.
     const QString output = path(QStringLiteral("gptq-resumed"));
     walkToReview(w, QStringLiteral("gptq"), output);
-    QSignalSpy failed(&w, &QuantizeWizard::failed);
+    QSignalSpy failed(w.jobs(), &QuantizeJobs::failed);
     const auto stop = cancelAt(w, QStringLiteral("quantize"), 1);
     QVERIFY(w.start());
     QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 120000);
     disconnect(stop);
-    QVERIFY(!w.running());
+    QVERIFY(!w.jobs()->running());
     QCOMPARE(w.step(), QuantizeWizard::Run);
-    QVERIFY(w.failure().value(QStringLiteral("cancelled")).toBool());
-    QVERIFY(w.resumable());
-    QVERIFY(w.log().last().contains(QStringLiteral(".hearth-quant")));
+    QVERIFY(w.jobs()->failure().value(QStringLiteral("cancelled")).toBool());
+    QVERIFY(w.jobs()->resumable());
+    QVERIFY(w.jobs()->log().last().contains(QStringLiteral(".hearth-quant")));
     // Back at the review, the folder's job is in the way until resumed or discarded.
     QVERIFY(w.back());
     QCOMPARE(w.step(), QuantizeWizard::Review);
-    QVERIFY(!w.outputJob().isEmpty());
+    QVERIFY(!w.jobs()->outputJob().isEmpty());
     QVERIFY(w.stepProblem().contains(QStringLiteral("interrupted")));
-    QTRY_VERIFY_WITH_TIMEOUT(!w.outputJob().value(QStringLiteral("stage")).toString().isEmpty(),
-                             20000);
-    QCOMPARE(w.outputJob().value(QStringLiteral("stage")).toString(), QStringLiteral("quantize"));
+    QTRY_VERIFY_WITH_TIMEOUT(
+        !w.jobs()->outputJob().value(QStringLiteral("stage")).toString().isEmpty(), 20000);
+    QCOMPARE(w.jobs()->outputJob().value(QStringLiteral("stage")).toString(),
+             QStringLiteral("quantize"));
     // Resume: the same bytes as the uninterrupted run.
     QVERIFY(w.resume());
-    QVERIFY(w.running());
+    QVERIFY(w.jobs()->running());
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 120000);
     QCOMPARE(w.step(), QuantizeWizard::Result);
     for (const char* f : {"model.safetensors", "config.json", "quantize_config.json"}) {
@@ -458,18 +463,18 @@ class QuantizeWizardTest : public QObject {
     {
       auto w = makeWizard();
       walkToReview(*w, QStringLiteral("exl2"), output);
-      QSignalSpy failed(w.get(), &QuantizeWizard::failed);
+      QSignalSpy failed(w->jobs(), &QuantizeJobs::failed);
       cancelAt(*w, QStringLiteral("measure"), 1);
       QVERIFY(w->start());
       QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 120000);
-      QVERIFY(w->failure().value(QStringLiteral("cancelled")).toBool());
+      QVERIFY(w->jobs()->failure().value(QStringLiteral("cancelled")).toBool());
     }  // Hearth quits
     auto w = makeWizard();
-    w->scanForJobs();
+    w->jobs()->scanForJobs();
     QVariantMap job;
     QTRY_VERIFY_WITH_TIMEOUT(
         [&] {
-          for (const QVariant& j : w->interruptedJobs())
+          for (const QVariant& j : w->jobs()->interruptedJobs())
             if (j.toMap().value(QStringLiteral("output")).toString() == output) job = j.toMap();
           return !job.isEmpty();
         }(),
@@ -477,14 +482,14 @@ class QuantizeWizardTest : public QObject {
     QCOMPARE(job.value(QStringLiteral("stage")).toString(), QStringLiteral("measure"));
     QCOMPARE(job.value(QStringLiteral("format")).toString(), QStringLiteral("exl2"));
     QVERIFY(!job.value(QStringLiteral("damaged")).toBool());
-    QSignalSpy finished(w.get(), &QuantizeWizard::finished);
+    QSignalSpy finished(w->jobs(), &QuantizeJobs::finished);
     QVERIFY(w->resumeJob(job.value(QStringLiteral("workDir")).toString()));
-    for (const QVariant& j : w->interruptedJobs())  // no longer listed once it runs
+    for (const QVariant& j : w->jobs()->interruptedJobs())  // no longer listed once it runs
       QVERIFY(j.toMap().value(QStringLiteral("output")).toString() != output);
     // The wizard shows the job's own settings.
-    QCOMPARE(w->sourcePath(), model_);
-    QCOMPARE(w->format(), QStringLiteral("exl2"));
-    QCOMPARE(w->outputPath(), output);
+    QCOMPARE(w->form()->sourcePath(), model_);
+    QCOMPARE(w->form()->format(), QStringLiteral("exl2"));
+    QCOMPARE(w->form()->outputPath(), output);
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
     QCOMPARE(readAll(output + QStringLiteral("/output.safetensors")),
              readAll(exl2Output_ + QStringLiteral("/output.safetensors")));
@@ -495,7 +500,7 @@ class QuantizeWizardTest : public QObject {
     QuantizeWizard& w = *wizard_;
     const QString output = path(QStringLiteral("gptq-discarded"));
     walkToReview(w, QStringLiteral("gptq"), output);
-    QSignalSpy failed(&w, &QuantizeWizard::failed);
+    QSignalSpy failed(w.jobs(), &QuantizeJobs::failed);
     const auto stop = cancelAt(w, QStringLiteral("quantize"), 1);
     QVERIFY(w.start());
     QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 120000);
@@ -503,14 +508,14 @@ class QuantizeWizardTest : public QObject {
     const QString workDir = output + QStringLiteral(".hearth-quant");
     QVERIFY(QFileInfo::exists(workDir + QStringLiteral("/job.json")));
     // Only the quantizer's own folders are ever deleted.
-    QVERIFY(!w.discardJob(model_));
+    QVERIFY(!w.jobs()->discardJob(model_));
     QVERIFY(QFileInfo::exists(model_));
-    QVERIFY(w.discard());
+    QVERIFY(w.jobs()->discard());
     QVERIFY(!QFileInfo::exists(workDir));
     QVERIFY(!QFileInfo::exists(output));
-    QVERIFY(!w.resumable());
+    QVERIFY(!w.jobs()->resumable());
     QVERIFY(w.back());
-    QVERIFY(w.outputJob().isEmpty());
+    QVERIFY(w.jobs()->outputJob().isEmpty());
     QVERIFY2(w.canStart(), qPrintable(w.stepProblem()));
   }
 

@@ -35,7 +35,7 @@ Item {
         function test_a_walkThroughWithTheKeyboardAndRun() {
             openDialog()
             const next = child("nextButton")
-            QuantizeWizard.sourcePath = ""
+            QuantizeWizard.form.sourcePath = ""
             verify(!next.enabled)
 
             // Step 1: a path typed into the field, Enter (which applies it and stays).
@@ -44,7 +44,7 @@ Item {
             field.selectAll()
             field.text = tinyModelPath
             keyClick(Qt.Key_Return)
-            tryVerify(() => QuantizeWizard.sourceOk, 20000)
+            tryVerify(() => QuantizeWizard.form.sourceOk, 20000)
             verify(child("sourceSummary").text.indexOf("3 layers") >= 0, child("sourceSummary").text)
             tryVerify(() => next.enabled)
             compare(QuantizeWizard.step, QuantizeWizard.Source)
@@ -58,24 +58,24 @@ Item {
             keyClick(Qt.Key_Tab)
             verify(gptq.activeFocus)
             keyClick(Qt.Key_Space)
-            compare(QuantizeWizard.format, "gptq")
+            compare(QuantizeWizard.form.format, "gptq")
             keyClick(Qt.Key_Backtab)
             verify(exl2.activeFocus)
             keyClick(Qt.Key_Space)
-            compare(QuantizeWizard.format, "exl2")
+            compare(QuantizeWizard.form.format, "exl2")
 
             // Step 3: the slider has the focus; the arrow keys move it.
             keyClick(Qt.Key_Right, Qt.AltModifier)
             compare(QuantizeWizard.step, QuantizeWizard.Size)
             const slider = child("bpwSlider")
             tryVerify(() => slider.activeFocus)
-            QuantizeWizard.bpw = 4.0
+            QuantizeWizard.form.bpw = 4.0
             keyClick(Qt.Key_Right)
-            compare(QuantizeWizard.bpw, 4.05)
+            compare(QuantizeWizard.form.bpw, 4.05)
             compare(child("bpwValue").text, "4.05 bpw")
             keyClick(Qt.Key_Left)
-            compare(QuantizeWizard.bpw, 4.0)
-            tryVerify(() => !QuantizeWizard.estimating && QuantizeWizard.estimate.valid === true, 20000)
+            compare(QuantizeWizard.form.bpw, 4.0)
+            tryVerify(() => !QuantizeWizard.form.estimating && QuantizeWizard.form.estimate.valid === true, 20000)
             verify(child("sizeEstimate").text.indexOf("≈") === 0)
             verify(child("vramEstimate").text.indexOf("≈") === 0)
             // Alt+Left goes back, and forward again.
@@ -88,8 +88,8 @@ Item {
             keyClick(Qt.Key_Right, Qt.AltModifier)
             compare(QuantizeWizard.step, QuantizeWizard.Calibration)
             tryVerify(() => child("builtinCalibration").activeFocus)
-            QuantizeWizard.calibrationRows = 3
-            QuantizeWizard.calibrationLength = 48
+            QuantizeWizard.form.calibrationRows = 3
+            QuantizeWizard.form.calibrationLength = 48
 
             // Step 5: the output folder typed in; start with Alt+Right.
             keyClick(Qt.Key_Right, Qt.AltModifier)
@@ -99,12 +99,12 @@ Item {
             output.selectAll()
             output.text = scratchDir + "/tiny-view-exl2"
             keyClick(Qt.Key_Return)
-            compare(QuantizeWizard.outputPath, scratchDir + "/tiny-view-exl2")
+            compare(QuantizeWizard.form.outputPath, scratchDir + "/tiny-view-exl2")
             compare(QuantizeWizard.step, QuantizeWizard.Review)
             mouseClick(child("deviceCpu"))
-            compare(QuantizeWizard.device, "cpu")
+            compare(QuantizeWizard.form.device, "cpu")
             verify(child("deviceNotice").text.length > 0)
-            QuantizeWizard.evaluationTokens = 400
+            QuantizeWizard.form.evaluationTokens = 400
             const start = child("startButton")
             verify(start.enabled, QuantizeWizard.stepProblem)
             // Alt+Right does not start a job: only the Start button does (Tab to it, Space).
@@ -121,14 +121,14 @@ Item {
             verify(child("resultSize").text.length > 0)
             verify(child("resultPerplexity").visible)
             verify(child("resultKl").text.length > 0)
-            compare(child("resultPath").text, QuantizeWizard.result.output)
+            compare(child("resultPath").text, QuantizeWizard.jobs.result.output)
 
             // "Load now": loaded by the engine, the dialog closes.
             mouseClick(child("loadNowButton"))
             tryCompare(dialog, "opened", false)
             tryCompare(EngineController, "state", EngineController.Ready, 60000)
-            compare(EngineController.model.path, QuantizeWizard.result.output)
-            compare(AppSettings.lastModel, QuantizeWizard.result.output)
+            compare(EngineController.model.path, QuantizeWizard.jobs.result.output)
+            compare(AppSettings.lastModel, QuantizeWizard.jobs.result.output)
             EngineController.unload()
             tryCompare(EngineController, "state", EngineController.Empty, 20000)
         }
