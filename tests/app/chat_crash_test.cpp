@@ -16,7 +16,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "app/desktop/chat_store.h"
+#include "app/desktop/store/chat_store.h"
 #include "tests/app/crash_text.h"
 
 namespace {

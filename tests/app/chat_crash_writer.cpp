@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "app/desktop/chat_store.h"
+#include "app/desktop/store/chat_store.h"
 #include "tests/app/crash_text.h"
 
 using namespace hearth::app;

@@ -10,8 +10,8 @@
 #include <QTextBlock>
 #include <QTextDocument>
 
-#include "app/desktop/chat_export.h"
-#include "app/desktop/chat_store.h"
+#include "app/desktop/store/chat_export.h"
+#include "app/desktop/store/chat_store.h"
 
 using namespace hearth::app;
 

@@ -12,8 +12,8 @@
 #include <QTest>
 #include <QThread>
 
-#include "app/desktop/engine_controller.h"
-#include "app/desktop/engine_worker.h"
+#include "app/desktop/engine/engine_controller.h"
+#include "app/desktop/engine/engine_worker.h"
 #include "tests/common/test_paths.h"
 
 using namespace hearth::app;

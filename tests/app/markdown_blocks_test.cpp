@@ -4,7 +4,7 @@
 #include <QTextBlock>
 #include <QTextDocument>
 
-#include "app/desktop/markdown_blocks.h"
+#include "app/desktop/chat/markdown_blocks.h"
 
 using hearth::app::MarkdownBlock;
 using hearth::app::splitMarkdown;

@@ -15,10 +15,10 @@
 #include <fstream>
 #include <memory>
 
-#include "app/desktop/app_settings.h"
-#include "app/desktop/engine_controller.h"
-#include "app/desktop/model_library.h"
-#include "app/desktop/quantize_wizard.h"
+#include "app/desktop/engine/engine_controller.h"
+#include "app/desktop/library/model_library.h"
+#include "app/desktop/quantize/quantize_wizard.h"
+#include "app/desktop/settings/app_settings.h"
 #include "engine/quantizer/quantize_job.h"
 #include "tests/common/test_paths.h"
 #include "tests/unit/quantizer/quantizer_test_model.h"

@@ -9,9 +9,9 @@
 #include <QTemporaryDir>
 #include <memory>
 
-#include "app/desktop/app_runtime.h"
-#include "app/desktop/app_settings.h"
-#include "app/desktop/chat_store.h"
+#include "app/desktop/settings/app_settings.h"
+#include "app/desktop/shell/app_runtime.h"
+#include "app/desktop/store/chat_store.h"
 #include "tests/common/test_paths.h"
 #include "tests/unit/quantizer/quantizer_test_model.h"
 

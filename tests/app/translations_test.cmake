@@ -1,7 +1,7 @@
 # Every user-visible string of the current sources has a German and a Chinese translation:
 # lupdate refreshes copies of the committed .ts files from the sources; any entry it marks
 # unfinished (new, changed or untranslated) fails the test.
-file(GLOB sources "${SOURCE_DIR}/app/desktop/*.h" "${SOURCE_DIR}/app/desktop/*.cpp"
+file(GLOB_RECURSE sources "${SOURCE_DIR}/app/desktop/*.h" "${SOURCE_DIR}/app/desktop/*.cpp"
      "${SOURCE_DIR}/ui/*.qml")
 foreach(lang de zh_CN)
   set(copy "${WORK}/hearth_${lang}.ts")

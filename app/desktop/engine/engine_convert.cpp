@@ -1,0 +1,171 @@
+#include "app/desktop/engine/engine_convert.h"
+
+#include <cmath>
+
+namespace hearth::app {
+
+namespace {
+
+QString fromStd(const std::string& s) {
+  return QString::fromStdString(s);
+}
+
+double number(const QVariantMap& m, const char* key, double fallback) {
+  const QVariant v = m.value(QLatin1String(key));
+  if (!v.isValid() || v.isNull()) return fallback;
+  bool ok = false;
+  const double d = v.toDouble(&ok);
+  if (!ok || !std::isfinite(d))
+    hearth::fail(hearth::ErrorCode::kInvalidArgument,
+                 std::string("load setting \"") + key + "\" is not a number");
+  return d;
+}
+
+}  // namespace
+
+QVariantMap ropeToMap(const hearth::ModelConfig& c) {
+  const hearth::RopeScaling& r = c.rope_scaling;
+  return {{QStringLiteral("type"), QString::fromLatin1(hearth::rope_scaling_name(r.type))},
+          {QStringLiteral("factor"), r.factor},
+          {QStringLiteral("lowFreqFactor"), r.low_freq_factor},
+          {QStringLiteral("highFreqFactor"), r.high_freq_factor},
+          {QStringLiteral("originalContext"),
+           qint64(r.original_max_position_embeddings > 0 ? r.original_max_position_embeddings
+                                                         : c.max_position_embeddings)},
+          {QStringLiteral("betaFast"), r.beta_fast},
+          {QStringLiteral("betaSlow"), r.beta_slow},
+          {QStringLiteral("theta"), c.rope_theta},
+          {QStringLiteral("ntkAlpha"), c.ntk_alpha},
+          {QStringLiteral("trainedContext"), qint64(c.max_position_embeddings)}};
+}
+
+ModelSummary toSummary(const hearth::ModelInfo& info) {
+  ModelSummary s;
+  s.path = QString::fromStdString(info.path.string());
+  s.name = fromStd(info.name);
+  if (s.name.isEmpty()) s.name = QString::fromStdString(info.path.filename().string());
+  s.format = QString::fromLatin1(hearth::model_format_name(info.format));
+  s.parameters = info.parameters;
+  s.bitsPerWeight = info.bits_per_weight;
+  s.fileBytes = info.file_bytes;
+  s.trainedContext = info.config.max_position_embeddings;
+  s.storedTypes = fromStd(info.stored_types);
+  s.quantization = fromStd(info.quantization);
+  s.hasChatTemplate = info.has_chat_template;
+  s.rope = ropeToMap(info.config);
+  return s;
+}
+
+MemorySnapshot toSnapshot(const hearth::MemoryUsage& u) {
+  return {u.weights, u.kv_cache, u.activations, u.workspace, u.device_free, u.device_total};
+}
+
+QVariantMap planToMap(const hearth::MemoryPlan& p) {
+  return {{QStringLiteral("weights"), double(p.weights)},
+          {QStringLiteral("kvCache"), double(p.kv_cache)},
+          {QStringLiteral("activations"), double(p.activations)},
+          {QStringLiteral("workspace"), double(p.workspace)},
+          {QStringLiteral("needed"), double(p.needed())},
+          {QStringLiteral("deviceFree"), double(p.device_free)},
+          {QStringLiteral("deviceTotal"), double(p.device_total)},
+          {QStringLiteral("fits"), p.fits},
+          {QStringLiteral("advice"), fromStd(p.advice)},
+          {QStringLiteral("deviceName"), fromStd(p.device_name)},
+          {QStringLiteral("valid"), true}};
+}
+
+MessageStats toStats(const hearth::GenerationResult& r, const QString& model) {
+  MessageStats s;
+  s.promptTokens = r.stats.prompt_tokens;
+  s.generatedTokens = r.stats.generated_tokens;
+  s.promptSeconds = r.stats.prompt_seconds;
+  s.decodeSeconds = r.stats.decode_seconds;
+  s.finishReason = QString::fromLatin1(hearth::finish_reason_name(r.finish));
+  s.model = model;
+  return s;
+}
+
+EngineFailure toFailure(const hearth::Error& e) {
+  EngineFailure f;
+  f.code = QString::fromLatin1(hearth::error_code_name(e.code()));
+  f.message = QString::fromUtf8(e.what());
+  f.outOfMemory = e.code() == hearth::ErrorCode::kOutOfMemory;
+  return f;
+}
+
+EngineFailure toFailure(const std::exception& e) {
+  EngineFailure f;
+  f.code = QStringLiteral("internal");
+  f.message = QString::fromUtf8(e.what());
+  return f;
+}
+
+hearth::LoadOptions toLoadOptions(const QVariantMap& m) {
+  hearth::LoadOptions o;
+  const QString path = m.value(QStringLiteral("path")).toString();
+  if (path.isEmpty())
+    hearth::fail(hearth::ErrorCode::kInvalidArgument, "no model chosen (load setting \"path\")");
+  o.model_path = std::filesystem::path(path.toStdString());
+  const QString device = m.value(QStringLiteral("device"), QStringLiteral("cpu")).toString();
+  if (device == u"gpu")
+    o.device = hearth::DeviceKind::kCuda;
+  else if (device == u"cpu")
+    o.device = hearth::DeviceKind::kCpu;
+  else
+    hearth::fail(hearth::ErrorCode::kInvalidArgument,
+                 "load setting \"device\" must be cpu or gpu, not " + device.toStdString());
+  o.cuda_device = int(number(m, "cudaDevice", 0));
+  o.max_seq_len = qint64(number(m, "maxSeqLen", 0));
+  o.cache_tokens = qint64(number(m, "cacheTokens", 0));
+  o.cpu_threads = int(number(m, "cpuThreads", 0));
+  if (o.max_seq_len < 0 || o.cache_tokens < 0)
+    hearth::fail(hearth::ErrorCode::kInvalidArgument, "context and cache sizes cannot be negative");
+
+  const QString rope = m.value(QStringLiteral("rope"), QStringLiteral("model")).toString();
+  if (rope == u"model") return o;
+  hearth::RopeScaling r;
+  r.factor = number(m, "ropeFactor", 1.0);
+  r.original_max_position_embeddings = qint64(number(m, "originalContext", 0));
+  if (rope == u"none") {
+    r.type = hearth::RopeScalingType::kNone;
+    r.factor = 1.0;
+  } else if (rope == u"linear") {
+    r.type = hearth::RopeScalingType::kLinear;
+  } else if (rope == u"ntk") {
+    r.type = hearth::RopeScalingType::kNone;
+    r.factor = 1.0;
+    o.ntk_alpha = number(m, "ntkAlpha", 1.0);
+    if (*o.ntk_alpha < 1.0)
+      hearth::fail(hearth::ErrorCode::kInvalidArgument, "NTK alpha must be at least 1");
+  } else if (rope == u"yarn") {
+    r.type = hearth::RopeScalingType::kYarn;
+    r.beta_fast = number(m, "betaFast", 32.0);
+    r.beta_slow = number(m, "betaSlow", 1.0);
+  } else if (rope == u"llama3") {
+    r.type = hearth::RopeScalingType::kLlama3;
+    r.low_freq_factor = number(m, "lowFreqFactor", 1.0);
+    r.high_freq_factor = number(m, "highFreqFactor", 4.0);
+  } else {
+    hearth::fail(hearth::ErrorCode::kInvalidArgument,
+                 "unknown RoPE scaling \"" + rope.toStdString() + "\"");
+  }
+  if (r.factor < 1.0)
+    hearth::fail(hearth::ErrorCode::kInvalidArgument, "RoPE scaling factor must be at least 1");
+  o.rope_scaling = r;
+  return o;
+}
+
+hearth::SamplingParams toSampling(const QVariantMap& m) {
+  hearth::SamplingParams p;
+  p.temperature = float(number(m, "temperature", p.temperature));
+  p.top_k = int32_t(number(m, "topK", p.top_k));
+  p.top_p = float(number(m, "topP", p.top_p));
+  p.min_p = float(number(m, "minP", p.min_p));
+  p.repetition_penalty = float(number(m, "repetitionPenalty", p.repetition_penalty));
+  p.frequency_penalty = float(number(m, "frequencyPenalty", p.frequency_penalty));
+  p.presence_penalty = float(number(m, "presencePenalty", p.presence_penalty));
+  p.seed = uint64_t(number(m, "seed", 0));
+  return p;
+}
+
+}  // namespace hearth::app

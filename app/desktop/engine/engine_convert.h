@@ -1,0 +1,30 @@
+// Conversions between the engine's types and the app's: results to Qt values, and the load
+// panel's settings (a QVariantMap from QML) to hearth::LoadOptions.
+#pragma once
+
+#include <QVariantMap>
+
+#include "app/desktop/engine/engine_types.h"
+#include "engine/api/engine.h"
+#include "engine/core/error.h"
+
+namespace hearth::app {
+
+ModelSummary toSummary(const hearth::ModelInfo& info);
+QVariantMap ropeToMap(const hearth::ModelConfig& config);
+MemorySnapshot toSnapshot(const hearth::MemoryUsage& usage);
+QVariantMap planToMap(const hearth::MemoryPlan& plan);
+MessageStats toStats(const hearth::GenerationResult& result, const QString& model);
+EngineFailure toFailure(const hearth::Error& error);
+EngineFailure toFailure(const std::exception& error);
+
+// Keys: path, device ("cpu" | "gpu"), cudaDevice, maxSeqLen, cacheTokens, cpuThreads,
+// rope ("model" | "none" | "linear" | "ntk" | "yarn" | "llama3"), ropeFactor, ntkAlpha,
+// originalContext, lowFreqFactor, highFreqFactor, betaFast, betaSlow.
+// Throws hearth::Error(kInvalidArgument) naming the bad key.
+hearth::LoadOptions toLoadOptions(const QVariantMap& settings);
+
+// Keys: temperature, topK, topP, minP, repetitionPenalty, frequencyPenalty, presencePenalty, seed.
+hearth::SamplingParams toSampling(const QVariantMap& sampling);
+
+}  // namespace hearth::app

@@ -1,0 +1,67 @@
+// Owns the hearth::Engine on its own thread. Every engine call runs here, never on the UI
+// thread; requests arrive as queued calls (EngineController uses QMetaObject::invokeMethod),
+// results leave as queued signals. Generated text is batched (one signal per batch interval,
+// ~30 ms by default) so that a thousand tokens a second cost the UI thread ~33 updates.
+// Cancellation uses the CancelToken passed with each request; the UI thread raises it directly.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <memory>
+
+#include "app/desktop/engine/engine_types.h"
+#include "engine/api/engine.h"
+#include "engine/core/error.h"
+
+namespace hearth::app {
+
+struct LoadJob {
+  quint64 id = 0;
+  hearth::LoadOptions options;
+  hearth::CancelToken cancel;
+};
+
+struct GenerateJob {
+  quint64 id = 0;
+  hearth::GenerationRequest request;
+  hearth::CancelToken cancel;
+};
+
+class EngineWorker : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit EngineWorker(int batchIntervalMs = 30, QObject* parent = nullptr);
+  ~EngineWorker() override;
+
+  // Run on the worker thread.
+  void load(const LoadJob& job);
+  void unload();
+  void generate(const GenerateJob& job);
+  void sampleMemory();
+
+ signals:
+  void loadProgress(quint64 id, const QString& stage, qint64 done, qint64 total);
+  void loadFinished(quint64 id, const hearth::app::ModelSummary& summary,
+                    const hearth::app::MemorySnapshot& memory);
+  void loadFailed(quint64 id, const hearth::app::EngineFailure& failure, bool cancelled);
+  void unloaded();
+  // A batch of text; `pieces` and `seconds` count from the start of the request (for the live
+  // tokens/s chart), firstPieceSeconds is when the first piece came (prompt processing done).
+  void textStreamed(quint64 id, const QString& text, qint64 pieces, double seconds,
+                    double firstPieceSeconds);
+  void generationFinished(quint64 id, const QString& text, const hearth::app::MessageStats& stats,
+                          qint64 contextUsed);
+  void generationFailed(quint64 id, const hearth::app::EngineFailure& failure);
+  void memorySampled(const hearth::app::MemorySnapshot& memory);
+
+ private:
+  hearth::Engine& engine();
+  EngineFailure describeLoadFailure(const hearth::Error& e, const hearth::LoadOptions& options);
+
+  std::unique_ptr<hearth::Engine> engine_;  // created on the worker thread, on first use
+  int batchIntervalMs_;
+  QString modelName_;
+};
+
+}  // namespace hearth::app
