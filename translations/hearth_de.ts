@@ -163,6 +163,14 @@
             <source>Answers come from a language model and can be wrong.</source>
             <translation>Antworten stammen von einem Sprachmodell und können falsch sein.</translation>
         </message>
+        <message>
+            <source>Hearth is answering…</source>
+            <translation>Hearth antwortet…</translation>
+        </message>
+        <message>
+            <source>Loading the model…</source>
+            <translation>Modell wird geladen…</translation>
+        </message>
     </context>
     <context>
         <name>ConversationSettingsDialog</name>

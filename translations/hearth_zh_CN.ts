@@ -163,6 +163,14 @@
             <source>Answers come from a language model and can be wrong.</source>
             <translation>回答由语言模型生成，可能有误。</translation>
         </message>
+        <message>
+            <source>Hearth is answering…</source>
+            <translation>Hearth 正在回答…</translation>
+        </message>
+        <message>
+            <source>Loading the model…</source>
+            <translation>正在加载模型…</translation>
+        </message>
     </context>
     <context>
         <name>ConversationSettingsDialog</name>

@@ -44,8 +44,15 @@ Item {
                 TextArea {
                     id: input
                     objectName: "composerInput"
-                    placeholderText: composer.ready ? qsTr("Message Hearth…")
-                                                    : qsTr("Load a model to start chatting")
+                    // Generating is a loaded state too: each state gets its own true sentence.
+                    placeholderText: {
+                        switch (EngineController.state) {
+                        case EngineController.Ready: return qsTr("Message Hearth…")
+                        case EngineController.Generating: return qsTr("Hearth is answering…")
+                        case EngineController.Loading: return qsTr("Loading the model…")
+                        default: return qsTr("Load a model to start chatting")
+                        }
+                    }
                     wrapMode: TextArea.Wrap
                     selectByMouse: true
                     background: null

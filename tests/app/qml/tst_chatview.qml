@@ -130,5 +130,35 @@ Item {
             compare(answer.finishReason, "cancelled")
             verify(answer.content.length > 0)
         }
+
+        // The message box's placeholder says something true in every state of the engine.
+        function test_7_placeholderFollowsTheEngine() {
+            const input = findChild(chat, "composerInput")
+            compare(EngineController.state, EngineController.Ready)
+            compare(input.placeholderText, "Message Hearth…")
+
+            // While an answer streams, a model is loaded.
+            ChatSession.startNew()
+            ChatSession.sampling = { temperature: 0.8, maxTokens: 2000 }
+            input.forceActiveFocus()
+            input.text = "Tell me a long story about a lighthouse."
+            keyClick(Qt.Key_Return)
+            compare(EngineController.state, EngineController.Generating)
+            compare(input.placeholderText, "Hearth is answering…")
+            const before = finished.count
+            ChatSession.stop()
+            tryCompare(finished, "count", before + 1, 10000)
+            compare(input.placeholderText, "Message Hearth…")
+
+            EngineController.unload()
+            tryCompare(EngineController, "state", EngineController.Empty, 20000)
+            compare(input.placeholderText, "Load a model to start chatting")
+
+            EngineController.load({ path: testModelPath, device: "cpu", maxSeqLen: 1024 })
+            compare(EngineController.state, EngineController.Loading)
+            compare(input.placeholderText, "Loading the model…")
+            tryCompare(EngineController, "state", EngineController.Ready, 120000)
+            compare(input.placeholderText, "Message Hearth…")
+        }
     }
 }
