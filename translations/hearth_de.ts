@@ -636,6 +636,14 @@
             <source>Model configuration (config.json)</source>
             <translation>Modellkonfiguration (config.json)</translation>
         </message>
+        <message>
+            <source>The loaded model runs with this length.</source>
+            <translation>Das geladene Modell läuft mit dieser Länge.</translation>
+        </message>
+        <message>
+            <source>The loaded model runs with %1 tokens; this length applies when you reload.</source>
+            <translation>Das geladene Modell läuft mit %1 Token; diese Länge gilt, wenn Sie neu laden.</translation>
+        </message>
     </context>
     <context>
         <name>Main</name>

@@ -636,6 +636,14 @@
             <source>Model configuration (config.json)</source>
             <translation>模型配置（config.json）</translation>
         </message>
+        <message>
+            <source>The loaded model runs with this length.</source>
+            <translation>已加载的模型正以此长度运行。</translation>
+        </message>
+        <message>
+            <source>The loaded model runs with %1 tokens; this length applies when you reload.</source>
+            <translation>已加载的模型正以 %1 个词元运行；此长度在重新加载后生效。</translation>
+        </message>
     </context>
     <context>
         <name>Main</name>

@@ -31,16 +31,28 @@ Pane {
     property real betaFast: 32
     property real betaSlow: 1
 
-    // The model's own settings become the defaults whenever another model is chosen.
+    // The maximum sequence length the loaded model runs with when it is the chosen one, else 0.
+    readonly property int maxSeqLenInForce: EngineController.model.path !== undefined
+                                            ? loadedMaxSeqLen(modelBox.currentValue || "") : 0
+    function loadedMaxSeqLen(path) {
+        return EngineController.loaded && EngineController.isLoadedModel(path) ? EngineController.maxSeqLen : 0
+    }
+
+    // The model's own settings become the defaults whenever another model is chosen; for the
+    // loaded model, the length it runs with. Read from the entry itself: the bindings on it
+    // (trainedContext) may not have caught up yet when this handler runs.
     onEntryChanged: {
         const rope = entry && entry.rope ? entry.rope : {}
-        maxSeqLen = AppSettings.maxSeqLen > 0 ? AppSettings.maxSeqLen
-                                              : Math.min(trainedContext > 0 ? trainedContext : 4096, 8192)
+        const trained = entry && entry.contextLength ? entry.contextLength : 0
+        const inForce = loadedMaxSeqLen(modelBox.currentValue || "")
+        maxSeqLen = inForce > 0 ? inForce
+                  : AppSettings.maxSeqLen > 0 ? AppSettings.maxSeqLen
+                  : Math.min(trained > 0 ? trained : 4096, 8192)
         cacheTokens = 0
         ropeType = "model"
         ropeFactor = rope.factor !== undefined ? rope.factor : 1
         ntkAlpha = 1
-        originalContext = rope.originalContext !== undefined ? rope.originalContext : trainedContext
+        originalContext = rope.originalContext !== undefined ? rope.originalContext : trained
         lowFreqFactor = rope.lowFreqFactor !== undefined ? rope.lowFreqFactor : 1
         highFreqFactor = rope.highFreqFactor !== undefined ? rope.highFreqFactor : 4
         betaFast = rope.betaFast !== undefined ? rope.betaFast : 32
@@ -72,6 +84,15 @@ Pane {
     onRopeTypeChanged: requestPlan()
     onRopeFactorChanged: requestPlan()
     onNtkAlphaChanged: requestPlan()
+    // A load sets the length in force: show it (the engine may have settled on another value).
+    Connections {
+        target: EngineController
+        function onLoadSucceeded() {
+            const inForce = panel.loadedMaxSeqLen(modelBox.currentValue || "")
+            if (inForce > 0)
+                panel.maxSeqLen = inForce
+        }
+    }
     Timer {
         id: planTimer
         interval: 250
@@ -181,6 +202,19 @@ Pane {
                 onValueModified: panel.maxSeqLen = value
                 Accessible.name: qsTr("Maximum sequence length in tokens")
             }
+        }
+        // The model bar shows the length in force; this field is what the next load uses.
+        Label {
+            objectName: "maxSeqLenNote"
+            Layout.fillWidth: true
+            visible: panel.maxSeqLenInForce > 0
+            wrapMode: Text.Wrap
+            color: Theme.textMuted
+            font.pointSize: Theme.smallFont
+            text: panel.maxSeqLen === panel.maxSeqLenInForce
+                  ? qsTr("The loaded model runs with this length.")
+                  : qsTr("The loaded model runs with %1 tokens; this length applies when you reload.")
+                        .arg(Ui.formatNumber(panel.maxSeqLenInForce, 0))
         }
         Label {
             Layout.fillWidth: true

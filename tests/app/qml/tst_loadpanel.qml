@@ -15,6 +15,47 @@ Item {
         name: "LoadPanel"
         when: windowShown
 
+        // The maximum sequence length shown is the one in force for the loaded model, and a
+        // different value is named as what the next load will use.
+        function test_maxSeqLenOfTheLoadedModel() {
+            ModelLibrary.rescan()
+            tryCompare(ModelLibrary, "scanning", false, 60000)
+            AppSettings.lastModel = testModelPath
+            const box = findChild(panel, "modelBox")
+            tryCompare(box, "currentValue", testModelPath)
+
+            // Not loaded: the model's own context (8192 tokens, within the 8192 the panel
+            // proposes at most), whichever model was chosen before.
+            EngineController.unload()
+            tryCompare(EngineController, "state", EngineController.Empty, 20000)
+            box.currentIndex = -1
+            box.currentIndex = ModelLibrary.indexOfPath(testModelPath)
+            compare(panel.maxSeqLen, 8192)
+            const note = findChild(panel, "maxSeqLenNote")
+            verify(note !== null, "no maxSeqLenNote")
+            verify(!note.visible)
+
+            // Loaded with another length: the panel shows that one, as in force.
+            EngineController.load({ path: testModelPath, device: "cpu", maxSeqLen: 2048 })
+            tryCompare(EngineController, "state", EngineController.Ready, 120000)
+            compare(EngineController.maxSeqLen, 2048)
+            tryCompare(panel, "maxSeqLen", 2048)
+            verify(note.visible)
+            compare(note.text, "The loaded model runs with this length.")
+            box.currentIndex = -1
+            box.currentIndex = ModelLibrary.indexOfPath(testModelPath)
+            compare(panel.maxSeqLen, 2048)
+
+            // Changed here, it waits for the next load and says what is in force meanwhile.
+            panel.maxSeqLen = 4096
+            compare(note.text, "The loaded model runs with %1 tokens; this length applies when you reload."
+                                   .arg(Number(2048).toLocaleString(Qt.locale(), "f", 0)))
+            EngineController.load(panel.settings())
+            tryCompare(EngineController, "state", EngineController.Ready, 120000)
+            compare(EngineController.maxSeqLen, 4096)
+            compare(note.text, "The loaded model runs with this length.")
+        }
+
         function test_planForTheChosenModel() {
             ModelLibrary.rescan()
             tryCompare(ModelLibrary, "scanning", false, 60000)
