@@ -200,6 +200,15 @@ std::string Engine::render_chat(const std::vector<ChatMessage>& messages,
   return out;
 }
 
+std::vector<int32_t> Engine::encode_prompt(const GenerationRequest& request) const {
+  require_loaded(impl_.get());
+  if (!request.prompt_tokens.empty()) return request.prompt_tokens;
+  const Tokenizer& tok = *impl_->bundle.tokenizer;
+  // The template writes any BOS itself; special tokens in it are parsed.
+  if (!request.messages.empty()) return tok.encode(render_chat(request.messages, true), false);
+  return tok.encode(request.prompt, true);
+}
+
 GenerationResult Engine::generate(const GenerationRequest& request, const TextCallback& on_text,
                                   const CancelToken& cancel) {
   return std::move(generate_batch({request}, {on_text}, cancel).front());
@@ -221,14 +230,7 @@ std::vector<GenerationResult> Engine::generate_batch(
     for (size_t i = 0; i < requests.size(); ++i) {
       const GenerationRequest& r = requests[i];
       JobRequest job;
-      if (!r.prompt_tokens.empty()) {
-        job.prompt = r.prompt_tokens;
-      } else if (!r.messages.empty()) {
-        // The template writes any BOS itself; special tokens in it are parsed.
-        job.prompt = tok.encode(render_chat(r.messages, true), false);
-      } else {
-        job.prompt = tok.encode(r.prompt, true);
-      }
+      job.prompt = encode_prompt(r);
       job.sampling = r.sampling;
       job.max_tokens = r.max_tokens;
       job.stop_strings = r.stop_strings;

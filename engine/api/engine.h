@@ -123,6 +123,11 @@ class Engine {
   std::string render_chat(const std::vector<ChatMessage>& messages,
                           bool add_generation_prompt = true) const;
 
+  // The token ids generate() runs for `request`: its prompt_tokens as given, else its messages
+  // through the chat template, else its prompt text (after BOS). Passed back as prompt_tokens,
+  // they let a caller know a prompt's length before it runs without tokenizing twice.
+  std::vector<int32_t> encode_prompt(const GenerationRequest& request) const;
+
   // Runs one request to the end on the calling thread, streaming text pieces.
   GenerationResult generate(const GenerationRequest& request, const TextCallback& on_text = {},
                             const CancelToken& cancel = {});
