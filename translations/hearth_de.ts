@@ -390,16 +390,8 @@
             <translation>Prompt</translation>
         </message>
         <message>
-            <source>%1 tokens/s</source>
-            <translation>%1 Token/s</translation>
-        </message>
-        <message>
             <source>Generation</source>
             <translation>Generierung</translation>
-        </message>
-        <message>
-            <source>Now</source>
-            <translation>Jetzt</translation>
         </message>
         <message>
             <source>Context</source>
@@ -412,6 +404,22 @@
         <message>
             <source>%1 of %2 tokens used by the last answer</source>
             <translation>%1 von %2 Token durch die letzte Antwort belegt</translation>
+        </message>
+        <message>
+            <source>%1 tokens, %2 tokens/s</source>
+            <translation>%1 Token, %2 Token/s</translation>
+        </message>
+        <message>
+            <source>%1 tokens, processing…</source>
+            <translation>%1 Token, wird verarbeitet…</translation>
+        </message>
+        <message>
+            <source>%1 tokens</source>
+            <translation>%1 Token</translation>
+        </message>
+        <message>
+            <source>%1 of %2 tokens used by this answer</source>
+            <translation>%1 von %2 Token durch diese Antwort belegt</translation>
         </message>
     </context>
     <context>

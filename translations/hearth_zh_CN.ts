@@ -390,16 +390,8 @@
             <translation>提示词</translation>
         </message>
         <message>
-            <source>%1 tokens/s</source>
-            <translation>%1 词元/秒</translation>
-        </message>
-        <message>
             <source>Generation</source>
             <translation>生成</translation>
-        </message>
-        <message>
-            <source>Now</source>
-            <translation>当前</translation>
         </message>
         <message>
             <source>Context</source>
@@ -412,6 +404,22 @@
         <message>
             <source>%1 of %2 tokens used by the last answer</source>
             <translation>上一次回答使用了 %1 / %2 个词元</translation>
+        </message>
+        <message>
+            <source>%1 tokens, %2 tokens/s</source>
+            <translation>%1 个词元，%2 词元/秒</translation>
+        </message>
+        <message>
+            <source>%1 tokens, processing…</source>
+            <translation>%1 个词元，处理中…</translation>
+        </message>
+        <message>
+            <source>%1 tokens</source>
+            <translation>%1 个词元</translation>
+        </message>
+        <message>
+            <source>%1 of %2 tokens used by this answer</source>
+            <translation>本次回答使用了 %1 / %2 个词元</translation>
         </message>
     </context>
     <context>

@@ -255,6 +255,56 @@ class EngineWorkerTest : public QObject {
     QVERIFY(g.text.startsWith(g.streamed.left(1)));
   }
 
+  // The first answer of a session: its figures flow while it streams, not only at its end.
+  void liveFiguresDuringTheFirstAnswer() {
+    EngineController controller(nullptr);
+    controller.load({{QStringLiteral("path"), modelPath()},
+                     {QStringLiteral("device"), QStringLiteral("cpu")},
+                     {QStringLiteral("maxSeqLen"), 1024}});
+    QTRY_COMPARE_WITH_TIMEOUT(controller.state(), EngineController::Ready, 120000);
+
+    struct Figures {
+      qint64 promptTokens = 0, generatedTokens = 0, contextUsed = 0;
+      double promptTps = 0, decodeTps = 0;
+    };
+    QVector<Figures> seen;  // at each batch of text, while the answer streams
+    MessageStats stats;
+    bool done = false;
+    connect(&controller, &EngineController::generationText, this, [&](quint64, const QString&) {
+      QCOMPARE(controller.state(), EngineController::Generating);
+      seen.append({controller.promptTokens(), controller.generatedTokens(),
+                   controller.contextUsed(), controller.promptTps(), controller.decodeTps()});
+    });
+    connect(&controller, &EngineController::generationDone, this,
+            [&](quint64, const QString&, const MessageStats& s) {
+              stats = s;
+              done = true;
+            });
+    QVERIFY(controller.generate({{"user", "Write a long story about the sea."}},
+                                {{QStringLiteral("temperature"), 0}}, 48) != 0);
+    QTRY_VERIFY_WITH_TIMEOUT(done, 120000);
+    QVERIFY2(seen.size() >= 2, qPrintable(QString::number(seen.size())));
+    // Once the prompt is processed (the first text): its length, exactly as the engine counted
+    // it, its speed and the context it takes.
+    QCOMPARE(seen.first().promptTokens, stats.promptTokens);
+    QVERIFY(seen.first().promptTps > 0);
+    QCOMPARE(seen.first().generatedTokens, qint64(1));
+    QCOMPARE(seen.first().contextUsed, stats.promptTokens + 1);
+    // The generation's tokens, speed and context grow as the text streams.
+    for (int i = 1; i < seen.size(); ++i) {
+      QVERIFY(seen[i].generatedTokens > seen[i - 1].generatedTokens);
+      QCOMPARE(seen[i].contextUsed, seen[i].promptTokens + seen[i].generatedTokens);
+      QVERIFY(seen[i].decodeTps > 0);
+    }
+    QVERIFY(seen.last().generatedTokens <= stats.generatedTokens);
+    // At the end, the engine's own figures.
+    QCOMPARE(controller.promptTokens(), stats.promptTokens);
+    QCOMPARE(controller.generatedTokens(), stats.generatedTokens);
+    QCOMPARE(controller.contextUsed(), stats.promptTokens + stats.generatedTokens);
+    QCOMPARE(controller.promptTps(), stats.promptTokens / stats.promptSeconds);
+    QCOMPARE(controller.decodeTps(), stats.generatedTokens / stats.decodeSeconds);
+  }
+
   // The UI thread's view: states, streamed text, stop.
   void controllerDrivesTheWorker() {
     EngineController controller(nullptr);
@@ -287,7 +337,7 @@ class EngineWorkerTest : public QObject {
     QCOMPARE(streamed, finalText);
     QVERIFY(!finalText.isEmpty());
     QCOMPARE(controller.state(), EngineController::Ready);
-    QVERIFY(controller.lastDecodeTps() > 0);
+    QVERIFY(controller.decodeTps() > 0);
     QVERIFY(controller.contextUsed() > 0);
 
     // Stop while it runs.

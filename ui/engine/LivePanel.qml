@@ -1,5 +1,6 @@
-// While a model runs: the memory Hearth uses by category with free and total, the speed of the
-// last answer and a live chart during generation, and how much of the context is used.
+// While a model runs: the memory Hearth uses by category with free and total, the prompt and the
+// generation of the answer being written (else of the last one) with a live chart of its speed,
+// and how much of the context it uses.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -10,6 +11,7 @@ Pane {
     padding: 16
     background: null
     readonly property var memory: EngineController.memory
+    readonly property bool answering: EngineController.state === EngineController.Generating
 
     ColumnLayout {
         width: parent.width
@@ -62,22 +64,31 @@ Pane {
             Label { text: qsTr("Prompt"); color: Theme.textMuted }
             Label {
                 objectName: "promptSpeed"
-                text: EngineController.lastPromptTokensPerSecond > 0
-                      ? qsTr("%1 tokens/s").arg(Ui.formatNumber(EngineController.lastPromptTokensPerSecond, 1)) : "–"
+                text: {
+                    const tokens = Ui.formatNumber(EngineController.promptTokens, 0)
+                    if (EngineController.promptTokensPerSecond > 0)
+                        return qsTr("%1 tokens, %2 tokens/s").arg(tokens)
+                            .arg(Ui.formatNumber(EngineController.promptTokensPerSecond, 1))
+                    if (panel.answering && EngineController.promptTokens > 0)
+                        return qsTr("%1 tokens, processing…").arg(tokens)
+                    return "–"
+                }
                 color: Theme.text
             }
             Label { text: qsTr("Generation"); color: Theme.textMuted }
             Label {
                 objectName: "decodeSpeed"
-                text: EngineController.lastDecodeTokensPerSecond > 0
-                      ? qsTr("%1 tokens/s").arg(Ui.formatNumber(EngineController.lastDecodeTokensPerSecond, 1)) : "–"
-                color: Theme.text
-            }
-            Label { text: qsTr("Now"); color: Theme.textMuted; visible: ChatSession.generating }
-            Label {
-                visible: ChatSession.generating
-                text: qsTr("%1 tokens/s").arg(Ui.formatNumber(EngineController.liveTokensPerSecond, 1))
-                color: Theme.accent
+                text: {
+                    const tokens = Ui.formatNumber(EngineController.generatedTokens, 0)
+                    if (EngineController.decodeTokensPerSecond > 0)
+                        return qsTr("%1 tokens, %2 tokens/s").arg(tokens)
+                            .arg(Ui.formatNumber(EngineController.decodeTokensPerSecond, 1))
+                    if (EngineController.generatedTokens > 0)
+                        return qsTr("%1 tokens").arg(tokens)
+                    return "–"
+                }
+                // While the answer streams, the figure moves.
+                color: panel.answering ? Theme.accent : Theme.text
             }
         }
         RateChart {
@@ -99,10 +110,12 @@ Pane {
             Accessible.name: qsTr("Context used")
         }
         Label {
+            objectName: "contextLine"
             color: Theme.textMuted
             font.pointSize: Theme.smallFont
-            text: qsTr("%1 of %2 tokens used by the last answer").arg(EngineController.contextUsed)
-                      .arg(EngineController.maxSeqLen)
+            text: (panel.answering ? qsTr("%1 of %2 tokens used by this answer")
+                                   : qsTr("%1 of %2 tokens used by the last answer"))
+                      .arg(EngineController.contextUsed).arg(EngineController.maxSeqLen)
         }
     }
 }

@@ -41,6 +41,7 @@ EngineController::EngineController(QObject* parent) : QObject(parent) {
     emit memoryChanged();
     emit statsChanged();
   });
+  connect(worker_, &EngineWorker::promptReady, this, &EngineController::onPromptReady);
   connect(worker_, &EngineWorker::textStreamed, this, &EngineController::onText);
   connect(worker_, &EngineWorker::generationFinished, this, &EngineController::onFinished);
   connect(worker_, &EngineWorker::generationFailed, this, &EngineController::onGenerationFailed);
@@ -224,33 +225,55 @@ quint64 EngineController::generate(const std::vector<hearth::ChatMessage>& messa
   generationCancel_ = hearth::CancelToken();
   job.cancel = generationCancel_;
   generationId_ = job.id;
+  // From now on the figures are this answer's.
+  promptTokens_ = 0;
+  promptTps_ = 0;
+  generatedTokens_ = 0;
+  decodeTps_ = 0;
   liveTps_ = 0;
   rateHistory_.clear();
+  emit statsChanged();
   emit liveChanged();
   setState(Generating);
   QMetaObject::invokeMethod(worker_, [w = worker_, job] { w->generate(job); });
   return job.id;
 }
 
+void EngineController::onPromptReady(quint64 id, qint64 promptTokens) {
+  if (id != generationId_) return;
+  promptTokens_ = promptTokens;
+  contextUsed_ = promptTokens;
+  emit statsChanged();
+}
+
 void EngineController::onText(quint64 id, const QString& text, qint64 pieces, double seconds,
                               double firstPiece) {
   if (id != generationId_) return;
-  emit generationText(id, text);
+  // The figures first, so that whoever reacts to the text sees them.
+  if (firstPiece > 0) promptTps_ = double(promptTokens_) / firstPiece;
+  generatedTokens_ = pieces;
+  contextUsed_ = promptTokens_ + pieces;
   if (firstPiece >= 0 && seconds > firstPiece && pieces > 1) {
     liveTps_ = double(pieces - 1) / (seconds - firstPiece);
+    decodeTps_ = liveTps_;
     rateHistory_.append(liveTps_);
     while (rateHistory_.size() > kRateHistoryPoints) rateHistory_.removeFirst();
     emit liveChanged();
   }
+  emit statsChanged();
+  emit generationText(id, text);
 }
 
 void EngineController::onFinished(quint64 id, const QString& text, const MessageStats& stats,
                                   qint64 contextUsed) {
   if (id != generationId_) return;
   generationId_ = 0;
-  if (stats.promptSeconds > 0) lastPromptTps_ = stats.promptTokens / stats.promptSeconds;
-  if (stats.decodeSeconds > 0) lastDecodeTps_ = stats.generatedTokens / stats.decodeSeconds;
-  if (contextUsed >= 0) contextUsed_ = contextUsed;
+  // The engine's own figures; a stopped answer has none for its prompt, so the live ones stay.
+  if (stats.promptTokens > 0) promptTokens_ = stats.promptTokens;
+  if (stats.promptSeconds > 0) promptTps_ = stats.promptTokens / stats.promptSeconds;
+  generatedTokens_ = stats.generatedTokens;
+  if (stats.decodeSeconds > 0) decodeTps_ = stats.generatedTokens / stats.decodeSeconds;
+  contextUsed_ = contextUsed >= 0 ? contextUsed : promptTokens_ + generatedTokens_;
   emit statsChanged();
   setState(Ready);
   emit generationDone(id, text, stats);

@@ -42,11 +42,15 @@ class EngineController : public QObject {
   Q_PROPERTY(QVariantMap memory READ memory NOTIFY memoryChanged)
   Q_PROPERTY(QVariantMap plan READ plan NOTIFY planChanged)
   Q_PROPERTY(bool planning READ planning NOTIFY planChanged)
-  Q_PROPERTY(double lastPromptTokensPerSecond READ lastPromptTps NOTIFY statsChanged)
-  Q_PROPERTY(double lastDecodeTokensPerSecond READ lastDecodeTps NOTIFY statsChanged)
+  // The figures of the answer being generated, else of the last one: live while it streams
+  // (the prompt's once it is processed), the engine's own at its end.
+  Q_PROPERTY(qint64 promptTokens READ promptTokens NOTIFY statsChanged)
+  Q_PROPERTY(double promptTokensPerSecond READ promptTps NOTIFY statsChanged)  // 0: not yet
+  Q_PROPERTY(qint64 generatedTokens READ generatedTokens NOTIFY statsChanged)
+  Q_PROPERTY(double decodeTokensPerSecond READ decodeTps NOTIFY statsChanged)  // 0: not yet
+  Q_PROPERTY(qint64 contextUsed READ contextUsed NOTIFY statsChanged)
   Q_PROPERTY(double liveTokensPerSecond READ liveTps NOTIFY liveChanged)
   Q_PROPERTY(QVariantList rateHistory READ rateHistory NOTIFY liveChanged)
-  Q_PROPERTY(qint64 contextUsed READ contextUsed NOTIFY statsChanged)
   Q_PROPERTY(qint64 maxSeqLen READ maxSeqLen NOTIFY modelChanged)
   // Set while a quantization job holds the GPU: why GPU loads are refused now.
   Q_PROPERTY(QString gpuReservation READ gpuReservation NOTIFY gpuReservationChanged)
@@ -74,11 +78,13 @@ class EngineController : public QObject {
   QVariantMap memory() const { return memory_; }
   QVariantMap plan() const { return plan_; }
   bool planning() const { return planning_; }
-  double lastPromptTps() const { return lastPromptTps_; }
-  double lastDecodeTps() const { return lastDecodeTps_; }
+  qint64 promptTokens() const { return promptTokens_; }
+  double promptTps() const { return promptTps_; }
+  qint64 generatedTokens() const { return generatedTokens_; }
+  double decodeTps() const { return decodeTps_; }
+  qint64 contextUsed() const { return contextUsed_; }
   double liveTps() const { return liveTps_; }
   QVariantList rateHistory() const { return rateHistory_; }
-  qint64 contextUsed() const { return contextUsed_; }
   qint64 maxSeqLen() const { return model_.value(QStringLiteral("maxSeqLen")).toLongLong(); }
   QString gpuReservation() const { return gpuReservation_; }
   // The quantization wizard reserves the GPU for a job ("" releases it); GPU loads are refused
@@ -120,6 +126,7 @@ class EngineController : public QObject {
   QCoro::Task<void> computePlan(QVariantMap settings, quint64 serial);
   void onLoadFinished(quint64 id, const ModelSummary& summary, const MemorySnapshot& memory);
   void onLoadFailed(quint64 id, const EngineFailure& failure, bool cancelled);
+  void onPromptReady(quint64 id, qint64 promptTokens);
   void onText(quint64 id, const QString& text, qint64 pieces, double seconds, double firstPiece);
   void onFinished(quint64 id, const QString& text, const MessageStats& stats, qint64 contextUsed);
   void onGenerationFailed(quint64 id, const EngineFailure& failure);
@@ -140,11 +147,13 @@ class EngineController : public QObject {
   quint64 planSerial_ = 0;
   QString loadStage_;
   double loadFraction_ = 0;
-  double lastPromptTps_ = 0;
-  double lastDecodeTps_ = 0;
+  qint64 promptTokens_ = 0;
+  double promptTps_ = 0;
+  qint64 generatedTokens_ = 0;
+  double decodeTps_ = 0;
+  qint64 contextUsed_ = 0;
   double liveTps_ = 0;
   QVariantList rateHistory_;
-  qint64 contextUsed_ = 0;
   QString gpuReservation_;
 };
 

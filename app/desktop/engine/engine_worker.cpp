@@ -89,7 +89,8 @@ void EngineWorker::generate(const GenerateJob& job) {
     const QString text = QString::fromStdString(piece);
     batch += text;
     streamed += text;
-    if (sinceBatch.elapsed() >= batchIntervalMs_) flush();
+    // The first piece goes at once: it says the prompt is processed.
+    if (pieces == 1 || sinceBatch.elapsed() >= batchIntervalMs_) flush();
     // Live memory figures while a long answer runs (same thread, between two tokens).
     if (sinceMemory.elapsed() >= 1000) {
       sinceMemory.restart();
@@ -98,7 +99,12 @@ void EngineWorker::generate(const GenerateJob& job) {
   };
   try {
     if (!engine().loaded()) hearth::fail(hearth::ErrorCode::kInvalidArgument, "no model is loaded");
-    const hearth::GenerationResult result = engine().generate(job.request, onText, job.cancel);
+    // Tokenized here, once, so that the prompt's length is known while it runs.
+    hearth::GenerationRequest request = job.request;
+    request.prompt_tokens = engine().encode_prompt(request);
+    emit promptReady(job.id, qint64(request.prompt_tokens.size()));
+    clock.restart();
+    const hearth::GenerationResult result = engine().generate(request, onText, job.cancel);
     flush();
     const MessageStats stats = toStats(result, modelName_);
     emit generationFinished(job.id, QString::fromStdString(result.text), stats,

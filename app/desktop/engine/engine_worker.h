@@ -46,8 +46,11 @@ class EngineWorker : public QObject {
                     const hearth::app::MemorySnapshot& memory);
   void loadFailed(quint64 id, const hearth::app::EngineFailure& failure, bool cancelled);
   void unloaded();
-  // A batch of text; `pieces` and `seconds` count from the start of the request (for the live
-  // tokens/s chart), firstPieceSeconds is when the first piece came (prompt processing done).
+  // The request's prompt is tokenized: its length, before the engine processes it.
+  void promptReady(quint64 id, qint64 promptTokens);
+  // A batch of text (the first piece alone); `pieces` and `seconds` count from the start of the
+  // request (for the live figures), firstPieceSeconds is when the first piece came (prompt
+  // processing done).
   void textStreamed(quint64 id, const QString& text, qint64 pieces, double seconds,
                     double firstPieceSeconds);
   void generationFinished(quint64 id, const QString& text, const hearth::app::MessageStats& stats,
