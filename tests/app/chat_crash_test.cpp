@@ -1,10 +1,10 @@
-// kill -9 during chat writes (testing.md §5.6). A child process writes conversations as the app
-// does; after a uniformly random delay (0–100 ms, so kills land during startup recovery, inside
-// transactions, and during WAL checkpoints) it gets SIGKILL. Then, through a raw SQLite
-// connection: integrity_check is "ok", foreign_key_check is empty, the FTS index is consistent,
-// every message the child acknowledged as committed is there, complete and exact, every answer
-// that was streaming is absent or a flagged prefix of its text, and no text holds broken UTF-8.
-// The same database is reused, so each child also recovers what the previous kill left.
+// kill -9 during chat writes (docs/TESTING.md, "History survives a crash"). A child process writes
+// conversations as the app does; after a uniformly random delay (0–100 ms, so kills land during
+// startup recovery, inside transactions, and during WAL checkpoints) it gets SIGKILL. Then, through
+// a raw SQLite connection: integrity_check is "ok", foreign_key_check is empty, the FTS index is
+// consistent, every message the child acknowledged as committed is there, complete and exact, every
+// answer that was streaming is absent or a flagged prefix of its text, and no text holds broken
+// UTF-8. The same database is reused, so each child also recovers what the previous kill left.
 #include <sqlite3.h>
 
 #include <QElapsedTimer>
