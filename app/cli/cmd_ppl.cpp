@@ -57,8 +57,9 @@ int run_ppl(const std::vector<std::string>& raw) {
                      {"stride", o.stride}};
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("perplexity %.4f  (nll %.5f over %lld tokens, %lld windows)\n", r.perplexity, r.nll,
-                static_cast<long long>(r.tokens), static_cast<long long>(r.windows));
+    std::printf("perplexity %.4f  (nll %.5f over %lld tokens, %lld window%s)\n", r.perplexity,
+                r.nll, static_cast<long long>(r.tokens), static_cast<long long>(r.windows),
+                r.windows == 1 ? "" : "s");
   }
   return 0;
 }
