@@ -2,8 +2,8 @@
 // batches): quant_dequant_kernel writes fp16 weights in the tile layout's stored row order
 // (kernels/quant_tile_codec.cuh decodes them bit-identically to the reference dequantizers) and
 // quant_gather_x_kernel puts x in the same order, for a cuBLAS product
-// (engine/quant/cuda_quant_linear.cpp). Writing the weights in stored order keeps every output's
-// rows contiguous; the act-order permutation is applied to x, which is far smaller.
+// (engine/backend/cuda/cuda_quant_linear.cpp). Writing the weights in stored order keeps every
+// output's rows contiguous; the act-order permutation is applied to x, which is far smaller.
 #include <algorithm>
 
 #include "kernels/common.cuh"

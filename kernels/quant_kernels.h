@@ -4,7 +4,7 @@
 // the launch status).
 //
 // The weights are in the tile layout of kernels/quant_tile_codec.cuh, built at load time by
-// engine/quant/quant_tile_layout.cpp and copied to the device as they are.
+// engine/formats/quant_tile_layout.cpp and copied to the device as they are.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,5 +1,5 @@
 // The packed layout Hearth's quantized GEMM reads (EXL2 and GPTQ alike), shared by the host code
-// that builds it at load time (engine/quant/quant_tile_layout.cpp), the CUDA kernels
+// that builds it at load time (engine/formats/quant_tile_layout.cpp), the CUDA kernels
 // (kernels/quant_gemv.cu, kernels/quant_dequant.cu) and the CPU tests. Plain C++ when not
 // compiled by nvcc.
 //

@@ -1,5 +1,5 @@
 // Device kernels of the quantizer's GPTQ pass (kernels/quantizer_gptq.cu), launched by
-// engine/quant/quantizer/cuda_quant_math.cpp. Every matrix is row-major fp32 on the device;
+// engine/quantizer/cuda_quant_math.cpp. Every matrix is row-major fp32 on the device;
 // W is the permuted weight [K, N] (row = input feature), U the upper factor [K, K].
 #pragma once
 
@@ -9,7 +9,7 @@
 
 namespace hearth::kernels {
 
-// EXL2 group parameters on the device, as engine/quant/quantizer/group_quantizer.cpp computes
+// EXL2 group parameters on the device, as engine/quantizer/group_quantizer.cpp computes
 // them on the host (bit for bit): candidates from the column maxima `base` (qscale 1..16,
 // scale before the multiplier, smax) ...
 cudaError_t quantizer_exl2_candidates(cudaStream_t s, const float* base, int64_t n, uint8_t* qscale,

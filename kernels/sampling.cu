@@ -1,4 +1,4 @@
-// Token sampling on the GPU, with the semantics and order of engine/generate/sampler.cpp:
+// Token sampling on the GPU, with the semantics and order of engine/sampling/sampler.cpp:
 // penalties, then (greedy) the first maximum, or else candidates sorted by logit (ties: lower id
 // first), top-k, softmax at the temperature in double precision, top-p, min-p and one draw from
 // the renormalised mass. Only the chosen ids leave the device.

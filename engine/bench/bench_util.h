@@ -1,5 +1,5 @@
-// Measuring helpers shared by the GPU benchmarks (engine/backend/cuda/cuda_bench.cpp,
-// engine/quant/quant_bench.cpp): event timing, the device's copy bandwidth, prompt tokens.
+// Measuring helpers shared by the GPU benchmarks (engine/bench/cuda_bench.cpp,
+// engine/bench/quant_bench.cpp): event timing, the device's copy bandwidth, prompt tokens.
 #pragma once
 
 #include <chrono>

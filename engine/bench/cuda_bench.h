@@ -1,6 +1,6 @@
 // The GPU benchmark: synthetic models of real shapes (random weights made in memory) run
 // through the engine's own forward pass on the CUDA backend, next to the device's measured
-// limits. Used by tests/bench (hearth_bench) and `hearth-cli bench`.
+// limits. Used by tests/bench (backend_bench) and `hearth-cli bench`.
 //
 // For each model: prefill tokens/s at the given lengths and their share of the dense fp16 tensor
 // peak; decode tokens/s at the given batch sizes; for batch 1 the share of the memory-bandwidth

@@ -1,5 +1,5 @@
 // The quantized-model benchmark (CUDA): synthetic EXL2 and GPTQ models of real shapes
-// (engine/quant/synthetic_quant_source.h) through the engine's own forward pass on the CUDA
+// (engine/bench/synthetic_quant_source.h) through the engine's own forward pass on the CUDA
 // backend, next to the device's measured bandwidth. Driven by tests/gpu/quant_bench_main.cpp
 // (the quant_bench program); `hearth-cli bench` can call it the same way.
 //

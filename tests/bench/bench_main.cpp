@@ -1,4 +1,4 @@
-// backend_bench: the GPU benchmark (engine/backend/cuda/cuda_bench.h) from the command line.
+// backend_bench: the GPU benchmark (engine/bench/cuda_bench.h) from the command line.
 //
 //   backend_bench [--models llama3-8b,llama2-7b] [--dtype f16|bf16] [--prefill 512,2048,8192]
 //                [--batches 1,8,32,64] [--context 512] [--steps 32] [--device 0]

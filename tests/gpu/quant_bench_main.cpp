@@ -1,4 +1,4 @@
-// quant_bench: the quantized-model benchmark (engine/quant/quant_bench.h) from the command line.
+// quant_bench: the quantized-model benchmark (engine/bench/quant_bench.h) from the command line.
 //
 //   quant_bench [--models llama3-8b,llama2-7b] [--quants exl2:4.0,gptq:4:128]
 //               [--prefill 512,2048] [--batches 1,8,32] [--context 512] [--steps 32]

@@ -377,7 +377,7 @@ def reference(args):
 
 
 def eval_windows(n, ctx, stride):
-    """Hearth's sliding windows (engine/quant/quantizer/model_eval.cpp): (begin, end, first
+    """Hearth's sliding windows (engine/quantizer/model_eval.cpp): (begin, end, first
     scored row); window position j predicts token j + 1, each token is scored once."""
     out, prev_end, begin = [], 0, 0
     while begin < n:

@@ -2,7 +2,7 @@
 """Hearth's calibration rows as a parquet file for exllamav2's converter.
 
 Hearth's quantizer calibrates on token rows cut from its built-in text (resources/calibration;
-engine/quant/quantizer/calibration.cpp): the documents tokenized into one stream, each followed
+engine/quantizer/calibration.cpp): the documents tokenized into one stream, each followed
 by EOS, then `rows` windows of `length` tokens spread evenly over it (quant rows at phase 0,
 measurement rows at phase 0.5). With the CUDA defaults (100 x 2048, 16 measurement rows) the
 windows overlap: the text has ~25k tokens. The program tests/gpu/calibration_rows prints those

@@ -201,7 +201,7 @@ class CudaBackend final : public Backend {
   void launch_rope(const PendingRope& r);
   void flush_rope();
 
-  // EXL2 / GPTQ linear layers (defined in engine/quant/cuda_quant_linear.cpp).
+  // EXL2 / GPTQ linear layers (defined in engine/backend/cuda/cuda_quant_linear.cpp).
   std::unique_ptr<BackendWeight> upload_quantized_linear(const LinearSource& source);
   void linear_quantized(const BackendWeight& w, const DeviceTensor& x, const DeviceTensor& out);
   // Quantized linears of a few rows wait here while the next ones read the same x (q/k/v,

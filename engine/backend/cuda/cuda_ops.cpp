@@ -94,7 +94,7 @@ bool rows_overlap(const DeviceTensor& a, const DeviceTensor& b, int64_t rows) {
 
 void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTensor out) {
   flush_rope();
-  if (is_quantized_linear(weight)) {  // EXL2 / GPTQ (engine/quant/cuda_quant_linear.cpp)
+  if (is_quantized_linear(weight)) {  // EXL2 / GPTQ (engine/backend/cuda/cuda_quant_linear.cpp)
     linear_quantized(weight, x, out);
     return;
   }

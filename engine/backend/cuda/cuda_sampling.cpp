@@ -13,7 +13,7 @@
 namespace hearth::cuda {
 namespace {
 
-// The adjustments engine/generate/sampler.cpp's apply_penalties makes, one entry per token.
+// The adjustments engine/sampling/sampler.cpp's apply_penalties makes, one entry per token.
 void collect_penalties(const SampleRequest& request, int32_t row,
                        std::vector<kernels::PenaltyEntry>& out) {
   const SamplingParams& p = *request.params;

@@ -101,7 +101,7 @@ void CudaBackend::stream_quantized(const QuantizedWeight& q, void* dst, const st
 
 std::unique_ptr<BackendWeight> CudaBackend::upload_linear(const LinearSource& source) {
   DeviceGuard guard(options_.device);
-  // EXL2 / GPTQ layers run on their own kernels (fp16 activations; engine/quant). Other packed
+  // EXL2 / GPTQ layers run on their own kernels (fp16 activations; engine/formats). Other packed
   // weights (GGUF blocks) are expanded to dense below.
   const bool has_quant_kernels =
       source.quantized &&
