@@ -31,7 +31,8 @@ def declared_layers(root):
     engine = os.path.join(root, "engine")
     for name in sorted(os.listdir(engine)):
         folder = os.path.join(engine, name)
-        if not os.path.isdir(folder):
+        # An empty folder (git keeps none; a copied tree may) holds no code and is no layer.
+        if not os.path.isdir(folder) or not any(files for _, _, files in os.walk(folder)):
             continue
         cmake = os.path.join(folder, "CMakeLists.txt")
         text = open(cmake, encoding="utf-8").read() if os.path.exists(cmake) else ""
@@ -117,6 +118,8 @@ def self_test():
         with tempfile.TemporaryDirectory(prefix="hearth-layers-") as root:
             for path, text in files.items():
                 os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
+                if path.endswith("/"):
+                    continue  # an empty folder
                 with open(os.path.join(root, path), "w", encoding="utf-8") as f:
                     f.write(text)
             return check(root)[1]
@@ -139,8 +142,8 @@ def self_test():
         "kernels include the engine": {"kernels/k.cu": '#include "engine/core/a.h"\n'},
         "Qt in the engine": {"engine/io/b.h": "#include <QString>\n"},
     }
-    ok = not errors_of(clean)
-    print(("ok  " if ok else "FAIL") + " clean tree passes")
+    ok = not errors_of(clean) and not errors_of({**clean, "engine/leftover/": ""})
+    print(("ok  " if ok else "FAIL") + " clean tree passes, with an empty folder too")
     for name, change in faults.items():
         found = errors_of({**clean, **change})
         print(("ok  " if found else "FAIL") + f" {name}: " + (found[0] if found else "not found"))
