@@ -1,6 +1,8 @@
 #include "engine/api/engine.h"
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "engine/api/memory_planner.h"
 #include "engine/backend/backend_factory.h"
@@ -44,6 +46,7 @@ struct Engine::Impl {
   std::unique_ptr<LlamaModel> model;
   std::unique_ptr<KvCacheStorage> cache;
   std::unique_ptr<Generator> generator;
+  std::vector<int32_t> eos_ids;  // the config's and the tokenizer's end-of-sequence ids
 };
 
 Engine::Engine() = default;
@@ -139,6 +142,11 @@ void Engine::load(const LoadOptions& options, const ProgressCallback& progress,
   gen.max_batch_tokens = impl->resolved.max_batch_tokens;
   impl->generator = std::make_unique<Generator>(*impl->model, *impl->cache,
                                                 *impl->bundle.tokenizer, gen);
+  impl->eos_ids = info.config.eos_token_ids;
+  const std::optional<int32_t> eos = impl->bundle.tokenizer->eos_id();
+  if (eos && std::find(impl->eos_ids.begin(), impl->eos_ids.end(), *eos) == impl->eos_ids.end()) {
+    impl->eos_ids.push_back(*eos);
+  }
   report("ready", 1, 1);
   impl_ = std::move(impl);
 }
@@ -209,6 +217,51 @@ std::vector<int32_t> Engine::encode_prompt(const GenerationRequest& request) con
   return tok.encode(request.prompt, true);
 }
 
+RequestId Engine::submit(const GenerationRequest& request, RequestCallbacks callbacks) {
+  require_loaded(impl_.get());
+  JobRequest job;
+  job.prompt = encode_prompt(request);
+  job.sampling = request.sampling;
+  job.max_tokens = request.max_tokens;
+  job.stop_strings = request.stop_strings;
+  job.eos_ids = impl_->eos_ids;
+  job.ignore_eos = request.ignore_eos;
+  job.logprobs = request.logprobs;
+  job.on_text = std::move(callbacks.on_text);
+  job.on_logprobs = std::move(callbacks.on_logprobs);
+  return impl_->generator->submit(std::move(job));
+}
+
+void Engine::cancel(RequestId id) {
+  require_loaded(impl_.get());
+  impl_->generator->cancel(id);
+}
+
+bool Engine::step() {
+  require_loaded(impl_.get());
+  return impl_->generator->step();
+}
+
+bool Engine::idle() const {
+  return !impl_ || impl_->generator->idle();
+}
+
+std::optional<GenerationResult> Engine::take_result(RequestId id) {
+  require_loaded(impl_.get());
+  std::optional<JobResult> r = impl_->generator->take_result(id);
+  if (!r) return std::nullopt;
+  GenerationResult g;
+  g.text = std::move(r->text);
+  g.tokens = std::move(r->tokens);
+  g.logprobs = std::move(r->logprobs);
+  g.finish = to_finish_reason(r->end);
+  g.stats.prompt_tokens = r->prompt_tokens;
+  g.stats.generated_tokens = static_cast<int64_t>(g.tokens.size());
+  g.stats.prompt_seconds = r->prompt_seconds;
+  g.stats.decode_seconds = r->decode_seconds;
+  return g;
+}
+
 GenerationResult Engine::generate(const GenerationRequest& request, const TextCallback& on_text,
                                   const CancelToken& cancel) {
   return std::move(generate_batch({request}, {on_text}, cancel).front());
@@ -218,55 +271,33 @@ std::vector<GenerationResult> Engine::generate_batch(
     const std::vector<GenerationRequest>& requests, const std::vector<TextCallback>& on_text,
     const CancelToken& cancel) {
   require_loaded(impl_.get());
-  Impl& impl = *impl_;
-  const Tokenizer& tok = *impl.bundle.tokenizer;
-  std::vector<int32_t> eos = impl.bundle.info.config.eos_token_ids;
-  if (tok.eos_id() && std::find(eos.begin(), eos.end(), *tok.eos_id()) == eos.end()) {
-    eos.push_back(*tok.eos_id());
-  }
-
-  std::vector<int64_t> ids;
+  std::vector<RequestId> ids;
+  std::vector<std::optional<GenerationResult>> results(requests.size());
   try {
     for (size_t i = 0; i < requests.size(); ++i) {
-      const GenerationRequest& r = requests[i];
-      JobRequest job;
-      job.prompt = encode_prompt(r);
-      job.sampling = r.sampling;
-      job.max_tokens = r.max_tokens;
-      job.stop_strings = r.stop_strings;
-      job.eos_ids = eos;
-      job.ignore_eos = r.ignore_eos;
-      if (i < on_text.size()) job.on_text = on_text[i];
-      ids.push_back(impl.generator->submit(std::move(job)));
+      ids.push_back(submit(requests[i], {i < on_text.size() ? on_text[i] : TextCallback{}, {}}));
     }
-    while (!impl.generator->idle()) {
+    // Until each of these requests has ended (others submitted meanwhile advance too).
+    size_t pending = ids.size();
+    while (pending > 0) {
       if (cancel.cancelled()) {
-        for (int64_t id : ids) impl.generator->cancel(id);
+        for (RequestId id : ids) impl_->generator->cancel(id);
       }
-      impl.generator->step();
+      step();
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (!results[i] && (results[i] = take_result(ids[i]))) --pending;
+      }
     }
   } catch (...) {
     // Leave the generator clean for the next request.
-    for (int64_t id : ids) impl.generator->cancel(id);
-    while (!impl.generator->idle()) impl.generator->step();
-    for (int64_t id : ids) impl.generator->take_result(id);
+    for (RequestId id : ids) impl_->generator->cancel(id);
+    while (!impl_->generator->idle()) impl_->generator->step();
+    for (RequestId id : ids) impl_->generator->take_result(id);
     throw;
   }
-
-  std::vector<GenerationResult> results;
-  for (int64_t id : ids) {
-    JobResult r = *impl.generator->take_result(id);
-    GenerationResult g;
-    g.text = std::move(r.text);
-    g.tokens = std::move(r.tokens);
-    g.finish = to_finish_reason(r.end);
-    g.stats.prompt_tokens = r.prompt_tokens;
-    g.stats.generated_tokens = static_cast<int64_t>(g.tokens.size());
-    g.stats.prompt_seconds = r.prompt_seconds;
-    g.stats.decode_seconds = r.decode_seconds;
-    results.push_back(std::move(g));
-  }
-  return results;
+  std::vector<GenerationResult> out;
+  for (auto& r : results) out.push_back(std::move(*r));
+  return out;
 }
 
 }  // namespace hearth

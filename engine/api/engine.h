@@ -15,6 +15,7 @@
 #include "engine/backend/backend_factory.h"
 #include "engine/core/cancel.h"
 #include "engine/model/model_info.h"
+#include "engine/sampling/logprobs.h"
 #include "engine/sampling/sampling_params.h"
 #include "engine/template/chat_template.h"
 
@@ -67,6 +68,9 @@ struct GenerationRequest {
   int32_t max_tokens = 512;
   std::vector<std::string> stop_strings;
   bool ignore_eos = false;
+  // -1: none; else each generated token's log-probability and its `logprobs` most likely
+  // alternatives (0..kMaxTopLogprobs), from the model's distribution before sampling.
+  int32_t logprobs = -1;
 };
 
 struct GenerationStats {
@@ -81,6 +85,7 @@ struct GenerationStats {
 struct GenerationResult {
   std::string text;
   std::vector<int32_t> tokens;
+  std::vector<TokenLogprobs> logprobs;  // one per generated token, when asked for
   FinishReason finish = FinishReason::kEos;
   GenerationStats stats;
 };
@@ -88,7 +93,15 @@ struct GenerationResult {
 // Streamed while a request runs: each text piece as it becomes final (never a partial UTF-8
 // character, never a piece of a stop string).
 using TextCallback = std::function<void(const std::string& piece)>;
+// Each generated token's log-probabilities (requests with logprobs >= 0), before its text.
+using LogprobsCallback = std::function<void(const TokenLogprobs&)>;
 using ProgressCallback = std::function<void(const LoadProgress&)>;
+
+using RequestId = int64_t;
+struct RequestCallbacks {
+  TextCallback on_text;
+  LogprobsCallback on_logprobs;
+};
 
 class Engine {
  public:
@@ -127,6 +140,17 @@ class Engine {
   // through the chat template, else its prompt text (after BOS). Passed back as prompt_tokens,
   // they let a caller know a prompt's length before it runs without tokenizing twice.
   std::vector<int32_t> encode_prompt(const GenerationRequest& request) const;
+
+  // Incremental generation, for callers that take new requests while others run (a server):
+  // submit() queues a request, step() runs one forward pass over every queued and running
+  // request (new ones join the batch as room allows), take_result() hands a finished request's
+  // result over once. Callbacks run inside step(). Throws Error(kInvalidArgument) for a bad
+  // request (empty or too long a prompt, bad sampling values).
+  RequestId submit(const GenerationRequest& request, RequestCallbacks callbacks = {});
+  void cancel(RequestId id);  // it ends with FinishReason::kCancelled
+  bool step();                // false when nothing was queued or running
+  bool idle() const;
+  std::optional<GenerationResult> take_result(RequestId id);  // nullopt while it runs
 
   // Runs one request to the end on the calling thread, streaming text pieces.
   GenerationResult generate(const GenerationRequest& request, const TextCallback& on_text = {},

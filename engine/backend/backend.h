@@ -29,6 +29,10 @@ struct DeviceTensor {
   int64_t cols = 0;
 
   DeviceTensor first_rows(int64_t n) const { return {data, dtype, n, cols}; }
+  DeviceTensor row(int64_t i) const {
+    return {static_cast<char*>(data) + static_cast<size_t>(i * cols) * dtype_size(dtype), dtype, 1,
+            cols};
+  }
   size_t nbytes() const { return static_cast<size_t>(rows * cols) * dtype_size(dtype); }
 };
 

@@ -62,7 +62,11 @@ int64_t Generator::submit(JobRequest request) {
     }
   }
   if (request.max_tokens < 0) fail(ErrorCode::kInvalidArgument, "max_tokens must be >= 0");
-  request.sampling.validate();
+  if (request.logprobs < -1 || request.logprobs > kMaxTopLogprobs) {
+    fail(ErrorCode::kInvalidArgument,
+         "logprobs must be between 0 and " + std::to_string(kMaxTopLogprobs));
+  }
+  request.sampling.validate(vocab);
 
   auto job = std::make_unique<Job>();
   job->id = next_id_++;
@@ -223,16 +227,21 @@ bool Generator::step() {
     } else {
       ids.resize(requests.size());
       for (size_t i = 0; i < rows.size(); ++i) {
-        DeviceTensor row{static_cast<char*>(logits.data) +
-                             static_cast<size_t>(rows[i] * logits.cols) * dtype_size(logits.dtype),
-                         logits.dtype, 1, logits.cols};
-        ids[i] = model_.backend().sample(row, std::span(&requests[i], 1))[0];
+        ids[i] = model_.backend().sample(logits.row(rows[i]), std::span(&requests[i], 1))[0];
       }
     }
     const auto now = Clock::now();
+    std::vector<float> row_logits;
     for (size_t i = 0; i < ids.size(); ++i) {
       Job& job = *sampling_jobs[i];
       const int32_t id = ids[i];
+      if (job.request.logprobs >= 0) {
+        // Only jobs that ask read their row of logits back (one row per token).
+        row_logits.resize(static_cast<size_t>(logits.cols));
+        model_.backend().read_into(logits.row(rows[i]), 1, row_logits);
+        job.result.logprobs.push_back(token_logprobs(row_logits, id, job.request.logprobs));
+        if (job.request.on_logprobs) job.request.on_logprobs(job.result.logprobs.back());
+      }
       if (job.result.tokens.empty()) {
         job.first_token = now;
         job.result.prompt_seconds = seconds_between(job.admitted, now);

@@ -16,6 +16,7 @@
 #include "engine/generate/page_pool.h"
 #include "engine/generate/stop_matcher.h"
 #include "engine/model/llama_model.h"
+#include "engine/sampling/logprobs.h"
 #include "engine/sampling/sampling_params.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -30,13 +31,19 @@ struct JobRequest {
   std::vector<std::string> stop_strings;
   std::vector<int32_t> eos_ids;  // any of these ends the job (not emitted as text)
   bool ignore_eos = false;
+  // -1: none; else each generated token's log-probability and its `logprobs` most likely
+  // alternatives (0..kMaxTopLogprobs), in JobResult::logprobs and through on_logprobs.
+  int32_t logprobs = -1;
   // Text pieces as they become final (whole UTF-8 characters, stop strings held back).
   std::function<void(const std::string&)> on_text;
+  // Each generated token's log-probabilities as it is sampled, before its text.
+  std::function<void(const TokenLogprobs&)> on_logprobs;
 };
 
 struct JobResult {
   std::string text;
   std::vector<int32_t> tokens;  // generated ids (an ending eos id included)
+  std::vector<TokenLogprobs> logprobs;  // one per generated token, when asked for
   JobEnd end = JobEnd::kEos;
   int64_t prompt_tokens = 0;
   double prompt_seconds = 0;  // from admission until the first token was sampled

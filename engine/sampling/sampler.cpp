@@ -3,15 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
-#include <unordered_map>
+#include <string>
 #include <vector>
 
 #include "engine/core/error.h"
 
 namespace hearth {
 
-void SamplingParams::validate() const {
+void SamplingParams::validate(int64_t vocab) const {
   auto bad = [](const char* field, const char* why) {
     fail(ErrorCode::kInvalidArgument, std::string("sampling: ") + field + " " + why);
   };
@@ -27,37 +28,60 @@ void SamplingParams::validate() const {
   if (!std::isfinite(presence_penalty) || std::fabs(presence_penalty) > 100)
     bad("presence_penalty", "must be in [-100, 100]");
   if (penalty_last_n < 0) bad("penalty_last_n", "must be >= 0");
-}
-
-void apply_penalties(std::span<float> logits, const SampleRequest& request) {
-  const SamplingParams& p = *request.params;
-  if (p.penalty_last_n == 0 || request.history.empty()) return;
-  const bool repetition = p.repetition_penalty != 1.0f;
-  const bool additive = p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
-  if (!repetition && !additive) return;
-
-  const size_t window = std::min<size_t>(request.history.size(), p.penalty_last_n);
-  const auto recent = request.history.last(window);
-  const size_t generated = std::min<size_t>(window, std::max(0, request.generated_count));
-  const auto vocab = static_cast<int32_t>(logits.size());
-
-  if (repetition) {  // once per distinct token seen in the window (prompt and generated)
-    std::vector<int32_t> seen(recent.begin(), recent.end());
-    std::sort(seen.begin(), seen.end());
-    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
-    for (int32_t t : seen) {
-      if (t < 0 || t >= vocab) continue;
-      float& l = logits[t];
-      l = l > 0 ? l / p.repetition_penalty : l * p.repetition_penalty;
+  for (const auto& [token, bias] : logit_bias) {
+    if (!std::isfinite(bias) || std::fabs(bias) > 100)
+      bad("logit_bias", "values must be in [-100, 100]");
+    if (token < 0 || (vocab > 0 && token >= vocab)) {
+      fail(ErrorCode::kInvalidArgument, "sampling: logit_bias names token " +
+                                            std::to_string(token) + ", outside the vocabulary");
     }
   }
-  if (additive) {  // OpenAI: count over generated tokens only
-    std::unordered_map<int32_t, int32_t> counts;
-    for (int32_t t : recent.last(generated)) ++counts[t];
-    for (auto [t, c] : counts) {
-      if (t < 0 || t >= vocab) continue;
-      logits[t] -= static_cast<float>(c) * p.frequency_penalty + p.presence_penalty;
+}
+
+std::vector<LogitAdjustment> logit_adjustments(const SampleRequest& request, int64_t vocab) {
+  const SamplingParams& p = *request.params;
+  std::map<int32_t, LogitAdjustment> per_token;
+  auto entry = [&](int32_t t) -> LogitAdjustment& {
+    auto [it, inserted] = per_token.try_emplace(t);
+    if (inserted) it->second.token = t;
+    return it->second;
+  };
+  auto in_vocab = [&](int32_t t) { return t >= 0 && t < vocab; };
+  const bool repetition = p.repetition_penalty != 1.0f;
+  const bool additive = p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
+  if (p.penalty_last_n > 0 && !request.history.empty() && (repetition || additive)) {
+    const size_t window = std::min<size_t>(request.history.size(), p.penalty_last_n);
+    const auto recent = request.history.last(window);
+    if (repetition) {  // HF: once per distinct token seen in the window (prompt and generated)
+      for (int32_t t : recent) {
+        if (in_vocab(t)) entry(t).repetition = p.repetition_penalty;
+      }
     }
+    if (additive) {  // OpenAI: count over generated tokens only
+      const size_t generated = std::min<size_t>(window, std::max(0, request.generated_count));
+      std::map<int32_t, int32_t> counts;
+      for (int32_t t : recent.last(generated)) ++counts[t];
+      for (auto [t, c] : counts) {
+        if (in_vocab(t)) {
+          entry(t).subtract = static_cast<float>(c) * p.frequency_penalty + p.presence_penalty;
+        }
+      }
+    }
+  }
+  for (const auto& [t, bias] : p.logit_bias) {
+    if (in_vocab(t)) entry(t).subtract -= bias;
+  }
+  std::vector<LogitAdjustment> out;
+  out.reserve(per_token.size());
+  for (const auto& [t, a] : per_token) out.push_back(a);
+  return out;
+}
+
+void apply_logit_adjustments(std::span<float> logits, const SampleRequest& request) {
+  for (const LogitAdjustment& a : logit_adjustments(request, static_cast<int64_t>(logits.size()))) {
+    float& l = logits[static_cast<size_t>(a.token)];
+    if (a.repetition != 1.0f) l = l > 0 ? l / a.repetition : l * a.repetition;
+    if (a.subtract != 0.0f) l -= a.subtract;
   }
 }
 
@@ -77,7 +101,7 @@ int32_t sample_token(std::span<float> logits, const SampleRequest& request) {
   HEARTH_CHECK(request.params != nullptr, "sample request without params");
   HEARTH_CHECK(!logits.empty(), "empty logits");
   const SamplingParams& p = *request.params;
-  apply_penalties(logits, request);
+  apply_logit_adjustments(logits, request);
   if (p.temperature <= 0.0f || p.top_k == 1) return argmax(logits);
 
   // Candidates sorted by logit, descending (ties: lower id first, for determinism).

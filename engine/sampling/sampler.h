@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "engine/sampling/sampling_params.h"
 
@@ -12,7 +13,20 @@ namespace hearth {
 // `logits` is modified (penalties and filtering are applied in place).
 int32_t sample_token(std::span<float> logits, const SampleRequest& request);
 
-// Applies the repetition / frequency / presence penalties of `request` to `logits` in place.
-void apply_penalties(std::span<float> logits, const SampleRequest& request);
+// What the penalties and the logit bias do to one token's logit: first the repetition penalty
+// (logit / repetition when positive, logit * repetition otherwise; 1 is none), then
+// logit -= subtract.
+struct LogitAdjustment {
+  int32_t token = 0;
+  float repetition = 1.0f;
+  float subtract = 0.0f;
+};
+
+// The adjustments `request` makes to a row of `vocab` logits, one per token, in ascending token
+// order. Every backend applies exactly these, so penalties and bias give the same bits everywhere.
+std::vector<LogitAdjustment> logit_adjustments(const SampleRequest& request, int64_t vocab);
+
+// Applies logit_adjustments(request, logits.size()) to `logits` in place.
+void apply_logit_adjustments(std::span<float> logits, const SampleRequest& request);
 
 }  // namespace hearth

@@ -1,9 +1,12 @@
-// How the next token is chosen. Applied in this order: penalties, temperature, top-k, top-p,
-// min-p, then a draw from the renormalised distribution (temperature 0 means argmax).
+// How the next token is chosen. Applied in this order: penalties, logit bias, temperature,
+// top-k, top-p, min-p, then a draw from the renormalised distribution (temperature 0 means
+// argmax).
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <utility>
+#include <vector>
 
 namespace hearth {
 
@@ -17,8 +20,12 @@ struct SamplingParams {
   float presence_penalty = 0.0f;    // OpenAI style: minus p once per generated token present
   int32_t penalty_last_n = 1024;    // how many recent tokens the penalties look at (0: none)
   uint64_t seed = 0;
+  // Added to a token's logit after the penalties (OpenAI's logit_bias: -100 bans, +100 forces).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
-  void validate() const;  // throws Error(kInvalidArgument) naming the field
+  // Throws Error(kInvalidArgument) naming the field; with `vocab` > 0, logit_bias ids are checked
+  // against it too.
+  void validate(int64_t vocab = 0) const;
 };
 
 // One row of logits to sample from, with what the penalties and the random draw need.

@@ -612,9 +612,12 @@ TEST_F(GpuOps, SamplingPicksTheSameTokensAsTheCpuSampler) {
     params[4].repetition_penalty = 1.3f;
     params[4].frequency_penalty = 0.5f;
     params[4].presence_penalty = 0.3f;
+    // logit_bias on top of the penalties, on penalised and untouched tokens alike.
+    params[4].logit_bias = {{7, 3.5f}, {11, -100.0f}, {static_cast<int32_t>(vocab - 1), 12.0f}};
     params[5].temperature = 0.5f;
     params[5].top_k = 1;
     params[5].presence_penalty = 2.0f;
+    params[5].logit_bias = {{3, -100.0f}, {5, -0.25f}};  // a ban and a nudge in a greedy row
     for (int64_t r = 0; r < rows; ++r) params[static_cast<size_t>(r)].seed = 1000 + r;
     std::vector<int32_t> history;
     for (int i = 0; i < 300; ++i) history.push_back(static_cast<int32_t>((i * 37) % 50));

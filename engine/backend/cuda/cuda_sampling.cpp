@@ -1,50 +1,17 @@
 // Sampling on the GPU. The host turns each request into a few numbers (the draw, the filters)
-// and a list of penalty adjustments, computed exactly as the CPU sampler computes them; the
+// and the list of logit adjustments (penalties and bias) the CPU sampler applies too; the
 // GPU applies them to an f32 copy of the logits, then takes the first maximum (greedy) or sorts
 // every row and draws. Only the chosen token ids come back.
 #include <algorithm>
 #include <cstring>
-#include <map>
 
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/core/error.h"
+#include "engine/sampling/sampler.h"
 
 namespace hearth::cuda {
 namespace {
-
-// The adjustments engine/sampling/sampler.cpp's apply_penalties makes, one entry per token.
-void collect_penalties(const SampleRequest& request, int32_t row,
-                       std::vector<kernels::PenaltyEntry>& out) {
-  const SamplingParams& p = *request.params;
-  if (p.penalty_last_n == 0 || request.history.empty()) return;
-  const bool repetition = p.repetition_penalty != 1.0f;
-  const bool additive = p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
-  if (!repetition && !additive) return;
-  const size_t window = std::min<size_t>(request.history.size(), p.penalty_last_n);
-  const auto recent = request.history.last(window);
-  const size_t generated = std::min<size_t>(window, std::max(0, request.generated_count));
-  std::map<int32_t, kernels::PenaltyEntry> per_token;
-  auto entry = [&](int32_t t) -> kernels::PenaltyEntry& {
-    auto [it, inserted] = per_token.try_emplace(t);
-    if (inserted) {
-      it->second.row = row;
-      it->second.token = t;
-    }
-    return it->second;
-  };
-  if (repetition) {
-    for (int32_t t : recent) entry(t).repetition = p.repetition_penalty;
-  }
-  if (additive) {
-    std::map<int32_t, int32_t> counts;
-    for (int32_t t : recent.last(generated)) ++counts[t];
-    for (auto [t, c] : counts) {
-      entry(t).subtract = static_cast<float>(c) * p.frequency_penalty + p.presence_penalty;
-    }
-  }
-  for (const auto& [t, e] : per_token) out.push_back(e);
-}
 
 size_t align_up(size_t n) {
   return (n + 255) / 256 * 256;
@@ -76,7 +43,10 @@ std::vector<int32_t> CudaBackend::sample(DeviceTensor logits,
     q.min_p = p.min_p;
     q.uniform = sampling_uniform(p.seed, r.draw_index);
     all_greedy = all_greedy && (p.temperature <= 0.0f || p.top_k == 1);
-    collect_penalties(r, static_cast<int32_t>(i), penalties);
+    // The same adjustments the CPU sampler makes (engine/sampling/sampler.h).
+    for (const LogitAdjustment& a : logit_adjustments(r, vocab)) {
+      penalties.push_back({static_cast<int32_t>(i), a.token, a.repetition, a.subtract});
+    }
   }
 
   // Small inputs and the result travel through one pinned block and one device block.

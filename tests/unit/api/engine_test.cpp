@@ -164,6 +164,50 @@ TEST_F(EngineApi, ACancelledRequestEndsAndTheNextRunsAsBefore) {
   EXPECT_EQ(engine.generate(greedy("stop here", 16)).tokens, full.tokens);
 }
 
+// The incremental API: requests submitted while others run join the batch and get what they
+// get alone; logprobs ride along on the results.
+TEST_F(EngineApi, RequestsSubmittedWhileOthersRunGetWhatTheyGetAlone) {
+  Engine engine;
+  engine.load(options());
+  GenerationRequest first = greedy("first request", 10);
+  GenerationRequest second = greedy("a second, later one", 8);
+  second.logprobs = 2;
+  const GenerationResult first_alone = engine.generate(first);
+  const GenerationResult second_alone = engine.generate(second);
+  ASSERT_EQ(second_alone.logprobs.size(), second_alone.tokens.size());
+
+  std::string streamed;
+  int logprob_calls = 0;
+  const RequestId a = engine.submit(first, {[&](const std::string& s) { streamed += s; }, {}});
+  engine.step();
+  engine.step();  // the first request is decoding when the second arrives
+  const RequestId b = engine.submit(second, {{}, [&](const TokenLogprobs&) { ++logprob_calls; }});
+  EXPECT_FALSE(engine.take_result(a)) << "still running";
+  while (engine.step()) {
+  }
+  EXPECT_TRUE(engine.idle());
+  const std::optional<GenerationResult> ra = engine.take_result(a);
+  const std::optional<GenerationResult> rb = engine.take_result(b);
+  ASSERT_TRUE(ra && rb);
+  EXPECT_EQ(ra->tokens, first_alone.tokens);
+  EXPECT_EQ(streamed, ra->text);
+  EXPECT_EQ(rb->tokens, second_alone.tokens);
+  ASSERT_EQ(rb->logprobs.size(), rb->tokens.size());
+  EXPECT_EQ(logprob_calls, static_cast<int>(rb->tokens.size()));
+  for (size_t i = 0; i < rb->logprobs.size(); ++i) {
+    EXPECT_EQ(rb->logprobs[i].token, rb->tokens[i]);
+    EXPECT_NEAR(rb->logprobs[i].logprob, second_alone.logprobs[i].logprob, 1e-5);
+  }
+  EXPECT_FALSE(engine.take_result(a)) << "a result is handed over once";
+
+  const RequestId c = engine.submit(greedy("cancelled", 50));
+  engine.step();
+  engine.cancel(c);
+  while (engine.step()) {
+  }
+  EXPECT_EQ(engine.take_result(c)->finish, FinishReason::kCancelled);
+}
+
 TEST_F(EngineApi, AFailedLoadLeavesNothingLoadedAndTheEngineUsable) {
   Engine engine;
   try {

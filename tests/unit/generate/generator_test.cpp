@@ -139,6 +139,46 @@ TEST_F(GeneratorTest, RejectsBadRequests) {
   EXPECT_EQ(zero.end, JobEnd::kLength);
 }
 
+// Log-probabilities come from the logits the model gave for each generated token: recomputed
+// here by running the model over the prompt and the tokens generated before it.
+TEST_F(GeneratorTest, LogprobsAreTheModelsLogSoftmaxAtEachStep) {
+  build(64);
+  JobRequest r = request("logprobs", 6);
+  r.logprobs = 3;
+  std::vector<TokenLogprobs> streamed;
+  r.on_logprobs = [&](const TokenLogprobs& lp) { streamed.push_back(lp); };
+  const auto result = run({std::move(r)})[0];
+  ASSERT_EQ(result.logprobs.size(), result.tokens.size());
+  ASSERT_EQ(streamed.size(), result.tokens.size());
+  std::vector<int32_t> ids = tokenizer.encode("logprobs", false);
+  for (size_t i = 0; i < result.tokens.size(); ++i) {
+    const TokenLogprobs& lp = result.logprobs[i];
+    EXPECT_EQ(lp.token, result.tokens[i]);
+    ASSERT_EQ(lp.top.size(), 3u);
+    EXPECT_EQ(lp.top[0].first, lp.token) << "greedy takes the most likely token";
+    EXPECT_EQ(streamed[i].logprob, lp.logprob);
+    // The same logits again from a fresh cache: the whole sequence so far in one pass.
+    auto fresh = backend->create_kv_cache(model->kv_cache_spec(32, 16));
+    std::vector<int32_t> pages;
+    for (int32_t p = 0; p * 16 < static_cast<int32_t>(ids.size()); ++p) pages.push_back(p);
+    BatchDesc batch;
+    SequenceSlice s;
+    s.tokens = ids;
+    s.page_table = pages;
+    batch.seqs.push_back(s);
+    const std::vector<float> logits = backend->read(model->forward(batch, *fresh), 1);
+    const TokenLogprobs again = token_logprobs(logits, lp.token, 3);
+    EXPECT_NEAR(lp.logprob, again.logprob, 1e-4) << "token " << i;
+    ids.push_back(result.tokens[i]);
+  }
+  JobRequest bad = request("x", 2);
+  bad.logprobs = kMaxTopLogprobs + 1;
+  EXPECT_THROW(generator->submit(std::move(bad)), Error);
+  JobRequest biased = request("x", 2);
+  biased.sampling.logit_bias = {{static_cast<int32_t>(config.vocab_size), 1.0f}};
+  EXPECT_THROW(generator->submit(std::move(biased)), Error);
+}
+
 TEST_F(GeneratorTest, JobsWaitForCachePagesAndAllFinish) {
   // 6 pages of 16 tokens: each job reserves 2 pages, so at most 3 run at once.
   build(64, 128, 6);

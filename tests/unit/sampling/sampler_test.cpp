@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/sampling/logprobs.h"
 #include "engine/sampling/sampler.h"
 
 namespace hearth {
@@ -116,7 +117,7 @@ TEST(Sampler, PenaltiesFollowHuggingFaceAndOpenAi) {
   r.params = &p;
   std::vector<int32_t> hist = {0, 1, 1};
   r.history = hist;
-  apply_penalties(l, r);
+  apply_logit_adjustments(l, r);
   EXPECT_FLOAT_EQ(l[0], 1.0f);   // positive: divided
   EXPECT_FLOAT_EQ(l[1], -4.0f);  // negative: multiplied, once although seen twice
   EXPECT_FLOAT_EQ(l[2], 1.0f);
@@ -128,7 +129,7 @@ TEST(Sampler, PenaltiesFollowHuggingFaceAndOpenAi) {
   hist = {3, 2, 2, 0};
   r.history = hist;
   r.generated_count = 3;  // tokens 2, 2, 0
-  apply_penalties(l, r);
+  apply_logit_adjustments(l, r);
   EXPECT_FLOAT_EQ(l[0], 2.0f - 0.5f - 0.25f);
   EXPECT_FLOAT_EQ(l[2], 1.0f - 1.0f - 0.25f);
   EXPECT_FLOAT_EQ(l[3], 0.5f);  // prompt token: untouched
@@ -140,9 +141,39 @@ TEST(Sampler, PenaltiesFollowHuggingFaceAndOpenAi) {
   hist = {0, 2};
   r.history = hist;
   r.generated_count = 0;
-  apply_penalties(l, r);
+  apply_logit_adjustments(l, r);
   EXPECT_FLOAT_EQ(l[0], 2.0f);
   EXPECT_FLOAT_EQ(l[2], 0.5f);
+}
+
+TEST(Sampler, LogitBiasAddsAfterThePenaltiesAndCanBanOrForce) {
+  const std::vector<float> l = {2.0f, -2.0f, 1.0f, 0.5f};
+  SamplingParams p;
+  p.logit_bias = {{0, -100.0f}};  // bans the argmax
+  EXPECT_EQ(draw(l, p, 0), 2);
+  p.logit_bias = {{3, 100.0f}};  // forces a token, also when sampling
+  p.temperature = 1.0f;
+  for (uint64_t i = 0; i < 64; ++i) EXPECT_EQ(draw(l, p, i), 3);
+  // Bias on a penalised token: the penalty first, then the bias (OpenAI: added to the logits).
+  std::vector<float> adjusted = l;
+  SamplingParams q;
+  q.repetition_penalty = 2.0f;
+  q.presence_penalty = 0.5f;
+  q.logit_bias = {{0, 1.5f}, {1, -1.0f}};
+  SampleRequest r;
+  r.params = &q;
+  const std::vector<int32_t> hist = {0, 1};
+  r.history = hist;
+  r.generated_count = 1;  // token 1 was generated
+  apply_logit_adjustments(adjusted, r);
+  EXPECT_FLOAT_EQ(adjusted[0], 2.0f / 2.0f + 1.5f);
+  EXPECT_FLOAT_EQ(adjusted[1], -2.0f * 2.0f - 0.5f - 1.0f);
+  EXPECT_FLOAT_EQ(adjusted[2], 1.0f);
+  // One adjustment per token, in token order: what the GPU sampler applies too.
+  const auto list = logit_adjustments(r, 4);
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].token, 0);
+  EXPECT_EQ(list[1].token, 1);
 }
 
 TEST(Sampler, ValidateRejectsBadValues) {
@@ -159,7 +190,40 @@ TEST(Sampler, ValidateRejectsBadValues) {
   p.top_k = -3;
   EXPECT_THROW(p.validate(), Error);
   p = {};
+  p.logit_bias = {{3, 101.0f}};
+  EXPECT_THROW(p.validate(), Error);
+  p.logit_bias = {{3, std::nanf("")}};
+  EXPECT_THROW(p.validate(), Error);
+  p.logit_bias = {{-1, 1.0f}};
+  EXPECT_THROW(p.validate(), Error);
+  p.logit_bias = {{3, 1.0f}};
+  EXPECT_THROW(p.validate(/*vocab=*/3), Error);  // ids past the vocabulary
+  EXPECT_NO_THROW(p.validate(4));
+  p = {};
   EXPECT_NO_THROW(p.validate());
+}
+
+// Log-probabilities against the definition, log softmax, computed here in long double.
+TEST(Logprobs, ChosenAndTopAlternativesAreTheLogSoftmax) {
+  const std::vector<float> l = {1.0f, 3.0f, -2.0f, 3.0f, 0.5f};
+  long double sum = 0;
+  for (float x : l) sum += std::exp(static_cast<long double>(x));
+  auto expect = [&](int32_t t) {
+    return static_cast<double>(static_cast<long double>(l[t]) - std::log(sum));
+  };
+  const TokenLogprobs lp = token_logprobs(l, 4, 3);
+  EXPECT_EQ(lp.token, 4);
+  EXPECT_NEAR(lp.logprob, expect(4), 1e-6);
+  ASSERT_EQ(lp.top.size(), 3u);
+  EXPECT_EQ(lp.top[0].first, 1);  // tie with 3: the lower id first
+  EXPECT_EQ(lp.top[1].first, 3);
+  EXPECT_EQ(lp.top[2].first, 0);
+  for (const auto& [t, v] : lp.top) EXPECT_NEAR(v, expect(t), 1e-6);
+  EXPECT_TRUE(token_logprobs(l, 0, 0).top.empty());
+  // Extreme logits stay finite.
+  const TokenLogprobs far = token_logprobs(std::vector<float>{1000.0f, -1000.0f}, 1, 1);
+  EXPECT_NEAR(far.logprob, -2000.0f, 1e-2);
+  EXPECT_EQ(far.top[0].first, 0);
 }
 
 TEST(Sampler, UniformDrawIsInUnitIntervalAndSpread) {
