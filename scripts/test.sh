@@ -6,6 +6,10 @@ cd "$(dirname "$0")/.."
 stage() { echo "== $(date -u +%H:%M:%S) $*"; }
 stage "set-up"
 ./scripts/setup.sh
+# The Python packages the tests drive Hearth with (the OpenAI client for the server's tests).
+python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt ||
+  python3 -m pip install --quiet --disable-pip-version-check --user --break-system-packages \
+    -r tests/requirements.txt
 stage "build"
 ./scripts/build.sh
 stage "tests"

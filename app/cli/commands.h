@@ -14,5 +14,6 @@ int run_bench(const std::vector<std::string>& args);
 int run_ppl(const std::vector<std::string>& args);
 int run_kld(const std::vector<std::string>& args);
 int run_quantize(const std::vector<std::string>& args);
+int run_serve(const std::vector<std::string>& args);  // only with HEARTH_WITH_SERVER
 
 }  // namespace hearth::cli

@@ -1,5 +1,5 @@
 // hearth-cli: the engine from a terminal (info, generate, chat, tokenize, bench, ppl, kld,
-// quantize).
+// quantize, serve).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -36,6 +36,11 @@ commands:
             [--work-dir DIR] [--keep-work] [--resume] [--restart] [--evaluate]
             [--eval-data FILE] [--json-progress] [--backend cpu|cuda] [--threads N]
             (SRC: fp16/bf16 folder or GGUF; Ctrl-C stops, --resume continues)
+  serve     [--model PATH] [--port N] [--host ADDR] [--api-key KEY] [--cors-origin ORIGIN]
+            [--allowed-host NAME,...] [--max-concurrent N] [--max-body BYTES]
+            [--shutdown-grace S] [load flags]
+            (OpenAI-compatible API on http://127.0.0.1:8080/v1; a --host beyond loopback needs
+            --api-key or HEARTH_API_KEY; SIGINT/SIGTERM stop it cleanly)
 
 load flags (every command that runs the model):
   --backend cpu|cuda  --device N  --threads N  --max-seq-len N  --cache-tokens N
@@ -64,6 +69,13 @@ int main(int argc, char** argv) {
     if (command == "ppl") return hearth::cli::run_ppl(args);
     if (command == "kld") return hearth::cli::run_kld(args);
     if (command == "quantize") return hearth::cli::run_quantize(args);
+#if HEARTH_WITH_SERVER
+    if (command == "serve") return hearth::cli::run_serve(args);
+#else
+    if (command == "serve") {
+      throw hearth::cli::UsageError("this build has no server (cpp-httplib was not found)");
+    }
+#endif
     throw hearth::cli::UsageError("unknown command '" + command + "'");
   } catch (const hearth::cli::HelpRequested&) {
     std::fputs(kUsage, stdout);

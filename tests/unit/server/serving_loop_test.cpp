@@ -1,0 +1,142 @@
+// The serving loop over a real Engine (a tiny synthetic model on the CPU): requests submitted
+// from many threads at once are batched and each gets what it gets alone; cancelling and
+// stopping end requests cleanly.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "engine/server/serving_loop.h"
+#include "tests/unit/quantizer/quantizer_test_model.h"
+
+namespace hearth::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ServingLoopTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("hearth_serving_loop_" + std::to_string(getpid()));
+    quantizer::test::write_tiny_model(dir_, quantizer::test::TinySpec{});
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  void SetUp() override {
+    LoadOptions o;
+    o.model_path = dir_;
+    o.cpu_threads = 2;
+    o.max_seq_len = 256;
+    o.max_batch = 4;  // fewer slots than requests: some wait for room
+    engine_.load(o);
+  }
+  static GenerationRequest greedy(const std::string& prompt, int32_t max_tokens) {
+    GenerationRequest r;
+    r.prompt = prompt;
+    r.max_tokens = max_tokens;
+    r.ignore_eos = true;
+    return r;
+  }
+  // Every event of a stream until it finishes: the text per choice and the results.
+  static std::vector<GenerationResult> drain(RequestStream& stream, int choices,
+                                             std::vector<std::string>* texts = nullptr) {
+    std::vector<GenerationResult> results(static_cast<size_t>(choices));
+    if (texts) texts->assign(static_cast<size_t>(choices), "");
+    StreamEvent e;
+    while (!stream.finished()) {
+      if (!stream.next(e, std::chrono::seconds(30))) {
+        ADD_FAILURE() << "no event for 30 s";
+        break;
+      }
+      if (e.kind == StreamEvent::Kind::kText && texts) (*texts)[e.choice] += e.text;
+      if (e.kind == StreamEvent::Kind::kDone) results[e.choice] = e.result;
+      if (e.kind == StreamEvent::Kind::kFailed) ADD_FAILURE() << e.error;
+    }
+    return results;
+  }
+
+  static inline fs::path dir_;
+  Engine engine_;
+};
+
+TEST_F(ServingLoopTest, RequestsFromManyThreadsGetWhatTheyGetAlone) {
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < 12; ++i)
+    requests.push_back(greedy("request " + std::to_string(i), 6 + i % 4));
+  std::vector<GenerationResult> alone;
+  for (const auto& r : requests) alone.push_back(engine_.generate(r));
+
+  ServingLoop loop(engine_);
+  std::vector<GenerationResult> served(requests.size());
+  std::vector<std::string> streamed(requests.size());
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    clients.emplace_back([&, i] {
+      auto stream = loop.submit({requests[i]});
+      std::vector<std::string> texts;
+      served[i] = drain(*stream, 1, &texts)[0];
+      streamed[i] = texts[0];
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(served[i].tokens, alone[i].tokens) << i;
+    EXPECT_EQ(streamed[i], alone[i].text) << i;
+  }
+  EXPECT_EQ(loop.stats().waiting, 0);
+  EXPECT_EQ(loop.stats().completed, static_cast<int64_t>(requests.size()));
+}
+
+TEST_F(ServingLoopTest, SeveralChoicesShareOneStream) {
+  ServingLoop loop(engine_);
+  GenerationRequest a = greedy("abc", 5);
+  GenerationRequest b = greedy("a different prompt", 7);
+  b.logprobs = 1;
+  auto stream = loop.submit({a, b});
+  const auto results = drain(*stream, 2);
+  EXPECT_EQ(results[0].tokens.size(), 5u);
+  EXPECT_EQ(results[1].tokens.size(), 7u);
+  EXPECT_EQ(results[1].logprobs.size(), 7u);
+}
+
+TEST_F(ServingLoopTest, ARefusedRequestFailsAloneAndCancelEndsOne) {
+  ServingLoop loop(engine_);
+  GenerationRequest bad = greedy("x", 4);
+  bad.sampling.temperature = -1;  // the engine refuses it
+  auto stream = loop.submit({bad, greedy("fine", 3)});
+  StreamEvent e;
+  int failed = 0, done = 0;
+  while (!stream->finished() && stream->next(e, std::chrono::seconds(30))) {
+    failed += e.kind == StreamEvent::Kind::kFailed;
+    done += e.kind == StreamEvent::Kind::kDone;
+    if (e.kind == StreamEvent::Kind::kFailed) {
+      EXPECT_EQ(e.choice, 0);
+      EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
+    }
+  }
+  EXPECT_EQ(failed, 1);
+  EXPECT_EQ(done, 1);
+
+  auto long_one = loop.submit({greedy("long", 200)});
+  ASSERT_TRUE(long_one->next(e, std::chrono::seconds(30)));  // it runs
+  long_one->cancel();
+  const auto results = drain(*long_one, 1);
+  EXPECT_EQ(results[0].finish, FinishReason::kCancelled);
+  EXPECT_LT(results[0].tokens.size(), 200u);
+}
+
+TEST_F(ServingLoopTest, StopEndsRunningRequestsAndRefusesNewOnes) {
+  ServingLoop loop(engine_);
+  auto running = loop.submit({greedy("until stopped", 240)});
+  StreamEvent e;
+  ASSERT_TRUE(running->next(e, std::chrono::seconds(30)));
+  loop.stop(std::chrono::milliseconds(0));  // no grace: cancelled at once
+  const auto results = drain(*running, 1);
+  EXPECT_EQ(results[0].finish, FinishReason::kCancelled);
+  EXPECT_THROW(loop.submit({greedy("late", 2)}), Error);
+  EXPECT_TRUE(engine_.idle());
+}
+
+}  // namespace
+}  // namespace hearth::server
