@@ -298,6 +298,9 @@ ApiRequest parse_request(Endpoint endpoint, std::string_view body_text,
     s.seed = std::random_device{}() * 0x100000001ull + std::random_device{}();
   }
   base.stop_strings = stop_strings(body, limits.max_stops);
+  // Not OpenAI's: generate past the end-of-sequence token (as vLLM's ignore_eos), so that
+  // benchmarks get answers of the length they ask for.
+  base.ignore_eos = boolean(body, "ignore_eos", false);
   const json* max_tokens = field(body, "max_completion_tokens");
   const char* max_name = "max_completion_tokens";
   if (!max_tokens) {

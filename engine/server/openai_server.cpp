@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -109,12 +110,18 @@ struct Call {
 };
 
 struct OpenAiServer::Impl {
-  Impl(Engine& e, ServerOptions o) : engine(e), options(std::move(o)), loop(e) {}
+  Impl(std::unique_ptr<ServingLoop> own, ServingLoop& shared, ServerOptions o)
+      : owned_loop(std::move(own)), loop(shared), engine(shared.engine()), options(std::move(o)) {}
 
+  std::unique_ptr<ServingLoop> owned_loop;  // null when the loop is shared
+  ServingLoop& loop;
   Engine& engine;
   ServerOptions options;
-  ServingLoop loop;
   Metrics metrics;
+  std::atomic<bool> stopping{false};
+  std::atomic<int64_t> served{0};
+  std::mutex streams_mutex;
+  std::vector<std::weak_ptr<RequestStream>> streams;  // of calls that may still run
   httplib::Server http;
   std::thread listener;
   std::atomic<int> in_flight{0};
@@ -215,7 +222,7 @@ std::shared_ptr<Call> OpenAiServer::Impl::start_call(Endpoint endpoint,
     e.message = "the server is shutting down";
     return ApiException(e);
   };
-  if (loop.stopping()) throw unavailable();
+  if (stopping || loop.stopping()) throw unavailable();
 
   call->api = parse_request(endpoint, req.body, options.limits);
   const std::string param = endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
@@ -270,6 +277,11 @@ std::shared_ptr<Call> OpenAiServer::Impl::start_call(Endpoint endpoint,
     call->stream = loop.submit(std::move(requests));
   } catch (const Error&) {
     throw unavailable();
+  }
+  {
+    std::lock_guard lock(streams_mutex);
+    std::erase_if(streams, [](const std::weak_ptr<RequestStream>& w) { return w.expired(); });
+    streams.push_back(call->stream);
   }
   call->submitted = Clock::now();
   return call;
@@ -425,6 +437,18 @@ void OpenAiServer::Impl::generate(Endpoint endpoint, const httplib::Request& req
 }
 
 OpenAiServer::OpenAiServer(Engine& engine, ServerOptions options) {
+  if (!engine.loaded()) fail(ErrorCode::kInvalidArgument, "the server needs a loaded model");
+  auto loop = std::make_unique<ServingLoop>(engine);
+  ServingLoop& shared = *loop;
+  start(std::move(loop), shared, std::move(options));
+}
+
+OpenAiServer::OpenAiServer(ServingLoop& loop, ServerOptions options) {
+  start(nullptr, loop, std::move(options));
+}
+
+void OpenAiServer::start(std::unique_ptr<ServingLoop> owned, ServingLoop& loop,
+                         ServerOptions options) {
   if (!is_loopback(options.host) && options.api_key.empty()) {
     fail(ErrorCode::kInvalidArgument,
          "listening on " + options.host +
@@ -434,13 +458,12 @@ OpenAiServer::OpenAiServer(Engine& engine, ServerOptions options) {
     fail(ErrorCode::kInvalidArgument, "the port must be between 0 and 65535");
   }
   if (options.max_concurrent < 1) fail(ErrorCode::kInvalidArgument, "max_concurrent must be >= 1");
-  if (!engine.loaded()) fail(ErrorCode::kInvalidArgument, "the server needs a loaded model");
   // A client that disconnects must fail our write, not end the process.
   std::signal(SIGPIPE, SIG_IGN);
 
-  impl_ = std::make_unique<Impl>(engine, std::move(options));
+  impl_ = std::make_unique<Impl>(std::move(owned), loop, std::move(options));
   Impl& s = *impl_;
-  s.model_id = engine.info().name;
+  s.model_id = s.engine.info().name;
   s.created = static_cast<int64_t>(std::time(nullptr));
   httplib::Server& http = s.http;
   // Each request in flight holds a thread while it streams: room for all, and for /health.
@@ -459,6 +482,7 @@ OpenAiServer::OpenAiServer(Engine& engine, ServerOptions options) {
                               : req.path.rfind("/v1/models/", 0) == 0 ? "/v1/models/{id}"
                                                                       : "other";
     s.metrics.request_done(route, res.status);
+    ++s.served;
   });
   http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
@@ -488,7 +512,7 @@ OpenAiServer::OpenAiServer(Engine& engine, ServerOptions options) {
       });
 
   http.Get("/health", [&s](const httplib::Request&, httplib::Response& res) {
-    const bool up = !s.loop.stopping();
+    const bool up = !s.stopping && !s.loop.stopping();
     res.status = up ? 200 : 503;
     res.set_content(dump(json{{"status", up ? "ok" : "shutting down"}, {"model", s.model_id}}),
                     "application/json");
@@ -543,6 +567,14 @@ int OpenAiServer::port() const {
   return impl_->port;
 }
 
+int OpenAiServer::requests_in_flight() const {
+  return impl_->in_flight.load();
+}
+
+int64_t OpenAiServer::requests_served() const {
+  return impl_->served.load();
+}
+
 std::string OpenAiServer::url() const {
   const std::string& h = impl_->options.host;
   const std::string host = h.find(':') != std::string::npos ? "[" + h + "]" : h;
@@ -554,13 +586,26 @@ void OpenAiServer::stop() {
   if (s.stopped) return;
   s.stopped = true;
   // New generations are refused (503) from here on; running ones get the grace to finish.
-  s.loop.stop(s.options.shutdown_grace);
-  // Their responses write their last events before the connections close: cpp-httplib's stop()
-  // ends every response still being written.
-  const auto deadline = Clock::now() + std::chrono::seconds(5);
-  while (s.in_flight > 0 && Clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  s.stopping = true;
+  auto wait_for_calls = [&s](std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (s.in_flight > 0 && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  };
+  if (s.owned_loop) {
+    s.owned_loop->stop(s.options.shutdown_grace);
+  } else {
+    // The loop goes on serving its other users: end only this server's requests.
+    wait_for_calls(s.options.shutdown_grace);
+    std::lock_guard lock(s.streams_mutex);
+    for (const auto& weak : s.streams) {
+      if (auto stream = weak.lock()) stream->cancel();
+    }
   }
+  // The responses write their last events before the connections close: cpp-httplib's stop()
+  // ends every response still being written.
+  wait_for_calls(std::chrono::seconds(5));
   s.http.stop();
   if (s.listener.joinable()) s.listener.join();
 }

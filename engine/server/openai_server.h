@@ -19,6 +19,8 @@
 
 namespace hearth::server {
 
+class ServingLoop;
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: a free port the system picks (port() tells which)
@@ -40,17 +42,24 @@ class OpenAiServer {
   // it meanwhile. Throws Error(kInvalidArgument) for options that are not safe (an address
   // beyond loopback without an API key) and Error(kIo) when the address cannot be bound.
   OpenAiServer(Engine& engine, ServerOptions options);
+  // Serves through a loop that others share (the desktop app's chat): requests from both are
+  // batched together. `loop` must outlive the server; stop() leaves it running.
+  OpenAiServer(ServingLoop& loop, ServerOptions options);
   ~OpenAiServer();
   OpenAiServer(const OpenAiServer&) = delete;
   OpenAiServer& operator=(const OpenAiServer&) = delete;
 
   int port() const;
+  // Generation requests being served now, and HTTP requests answered since the start.
+  int requests_in_flight() const;
+  int64_t requests_served() const;
   std::string url() const;  // "http://127.0.0.1:8080/v1"
   // Refuses new generations (503), lets running ones finish for up to shutdown_grace (then
   // cancels them; their clients get a normal ending), and returns once the listener is closed.
   void stop();
 
  private:
+  void start(std::unique_ptr<ServingLoop> owned, ServingLoop& loop, ServerOptions options);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -83,6 +83,7 @@ class ServingLoop {
   void stop(std::chrono::milliseconds grace);
   bool stopping() const;
   LoopStats stats() const;
+  Engine& engine() const { return engine_; }
 
  private:
   struct Pending {
