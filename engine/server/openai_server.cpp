@@ -2,11 +2,16 @@
 
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <mutex>
 #include <random>
 #include <set>
@@ -84,6 +89,38 @@ ApiError engine_error(ErrorCode code, const std::string& message) {
     e.type = "server_error";
   }
   return e;
+}
+
+// cpp-httplib listens with a backlog of 5 (fixed when the library was built): a burst of
+// clients connecting at once overflows it, and connections whose handshake the kernel dropped
+// are reset once their request arrives. Find our listening socket and raise its backlog (Linux
+// applies a second listen() to a listening socket as a new backlog).
+void widen_listen_backlog(int port) {
+#ifdef __linux__
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    int fd = -1;
+    try {
+      fd = std::stoi(entry.path().filename().string());
+    } catch (const std::exception&) {
+      continue;
+    }
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
+    sockaddr_storage addr{};
+    socklen_t addr_len = sizeof addr;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0) continue;
+    int bound = -1;
+    if (addr.ss_family == AF_INET) bound = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    if (addr.ss_family == AF_INET6) {
+      bound = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+    }
+    if (bound == port) listen(fd, SOMAXCONN);
+  }
+#else
+  (void)port;
+#endif
 }
 
 }  // namespace
@@ -556,6 +593,7 @@ void OpenAiServer::start(std::unique_ptr<ServingLoop> owned, ServingLoop& loop,
                              std::to_string(s.options.port) +
                              " (in use, or not an address of this machine)");
   }
+  widen_listen_backlog(s.port);
   s.listener = std::thread([&http] { http.listen_after_bind(); });
 }
 

@@ -173,7 +173,8 @@ void run_client(int port, const Workload& w, uint64_t first_id, int stride, Resu
     };
     auto res = http.send(req);
     if (!res || res->status != 200 || tokens < 0) {
-      error = !res ? httplib::to_string(res.error())
+      error = !res ? httplib::to_string(res.error()) + " after " +
+                         std::to_string(seconds_since(start)) + " s"
                    : "status " + std::to_string(res->status) + " " + res->body;
       return;
     }

@@ -412,6 +412,31 @@ class RawHttpTest(ServerTestCase):
         t.join(timeout=120)
         self.assertTrue(answer.get("head", b"").startswith(b"HTTP/1.1 200"), answer)
 
+    def test_a_burst_of_connections_is_served(self):
+        # Many clients connecting at once while the engine keeps every core busy (an agent's
+        # parallel calls): none may be reset because the listen queue overflowed.
+        busy = threading.Thread(target=raw, args=(
+            self.server.port, "POST", "/v1/chat/completions",
+            chat_body("Write a long story.", max_tokens=300, ignore_eos=True, **GREEDY)))
+        busy.start()
+        time.sleep(0.5)
+        request = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        heads = [b""] * 64
+
+        def connect(i):
+            with socket.create_connection(("127.0.0.1", self.server.port), timeout=30) as s:
+                s.sendall(request)
+                heads[i] = s.recv(64)
+
+        threads = [threading.Thread(target=connect, args=(i,)) for i in range(64)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        busy.join()
+        for head in heads:
+            self.assertTrue(head.startswith(b"HTTP/1.1 200"), head)
+
     def test_a_client_that_sends_half_a_body_and_leaves(self):
         with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as s:
             s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"

@@ -113,5 +113,30 @@ TEST_F(SharedLoopServerTest, StoppingTheServerCancelsItsOwnRequestsOnly) {
   EXPECT_EQ(finish(*direct).finish, FinishReason::kLength);
 }
 
+TEST_F(SharedLoopServerTest, ABurstOfClientsIsServedWhileTheEngineIsBusy) {
+  // cpp-httplib's own listen backlog (5) reset connections of such a burst.
+  ServingLoop loop(engine_);
+  ServerOptions options;
+  options.port = 0;
+  OpenAiServer server(loop, options);
+  constexpr int kClients = 48;
+  std::vector<int> status(kClients, 0);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] {
+      httplib::Client client("127.0.0.1", server.port());
+      client.set_read_timeout(60, 0);
+      const json body = {{"prompt", "burst " + std::to_string(i)},
+                         {"max_tokens", 4},
+                         {"ignore_eos", true},
+                         {"stream", true}};
+      auto res = client.Post("/v1/completions", body.dump(), "application/json");
+      status[i] = res ? res->status : -static_cast<int>(res.error());
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (int i = 0; i < kClients; ++i) EXPECT_EQ(status[i], 200) << "client " << i;
+}
+
 }  // namespace
 }  // namespace hearth::server
