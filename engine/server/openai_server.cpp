@@ -381,7 +381,7 @@ void OpenAiServer::Impl::respond_whole(httplib::Response& res, std::shared_ptr<C
              event, std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()))) {
     apply(*call, event, nullptr);
   }
-  auto body = [this, call]() -> std::string {
+  auto body = [call]() -> std::string {
     if (call->failure) return error_body(*call->failure);
     std::vector<GenerationResult> results;
     for (auto& r : call->results) results.push_back(std::move(*r));
