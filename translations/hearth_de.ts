@@ -1811,6 +1811,86 @@
             <source>Add folders and import single models in the model library (Ctrl+L).</source>
             <translation>Ordner hinzufügen und einzelne Modelle importieren Sie in der Modellbibliothek (Strg+L).</translation>
         </message>
+        <message>
+            <source>Local server</source>
+            <translation>Lokaler Server</translation>
+        </message>
+        <message>
+            <source>Other programs on this computer can use the loaded model through an OpenAI-compatible API. Their requests and your chats run together on the same model; loading another model serves that one.</source>
+            <translation>Andere Programme auf diesem Computer können das geladene Modell über eine OpenAI-kompatible API nutzen. Ihre Anfragen und Ihre Chats laufen gemeinsam auf demselben Modell; wird ein anderes Modell geladen, wird dieses bereitgestellt.</translation>
+        </message>
+        <message>
+            <source>Let other programs use the loaded model</source>
+            <translation>Anderen Programmen das geladene Modell bereitstellen</translation>
+        </message>
+        <message>
+            <source>Running: serving %1.</source>
+            <translation>Läuft: stellt %1 bereit.</translation>
+        </message>
+        <message>
+            <source>Waiting for a model: the server starts when a model is loaded.</source>
+            <translation>Wartet auf ein Modell: Der Server startet, sobald ein Modell geladen ist.</translation>
+        </message>
+        <message>
+            <source>Port %1 is in use by another program or cannot be opened. Choose another port.</source>
+            <translation>Port %1 wird von einem anderen Programm verwendet oder kann nicht geöffnet werden. Wählen Sie einen anderen Port.</translation>
+        </message>
+        <message>
+            <source>The server could not start: %1</source>
+            <translation>Der Server konnte nicht starten: %1</translation>
+        </message>
+        <message>
+            <source>This build of Hearth has no local server.</source>
+            <translation>Diese Version von Hearth enthält keinen lokalen Server.</translation>
+        </message>
+        <message>
+            <source>Off.</source>
+            <translation>Aus.</translation>
+        </message>
+        <message>
+            <source>Requests running: %1 · answered: %2</source>
+            <translation>Laufende Anfragen: %1 · beantwortet: %2</translation>
+        </message>
+        <message>
+            <source>Address</source>
+            <translation>Adresse</translation>
+        </message>
+        <message>
+            <source>Address to give other programs</source>
+            <translation>Adresse für andere Programme</translation>
+        </message>
+        <message>
+            <source>Copy the address</source>
+            <translation>Adresse kopieren</translation>
+        </message>
+        <message>
+            <source>Port</source>
+            <translation>Port</translation>
+        </message>
+        <message>
+            <source>API key</source>
+            <translation>API-Schlüssel</translation>
+        </message>
+        <message>
+            <source>None</source>
+            <translation>Keiner</translation>
+        </message>
+        <message>
+            <source>Copy the API key</source>
+            <translation>API-Schlüssel kopieren</translation>
+        </message>
+        <message>
+            <source>Generate a key</source>
+            <translation>Schlüssel erzeugen</translation>
+        </message>
+        <message>
+            <source>Show the key</source>
+            <translation>Schlüssel anzeigen</translation>
+        </message>
+        <message>
+            <source>The server listens on this computer only (127.0.0.1). Without a key, any program here may use it; with one, programs send it as their API key.</source>
+            <translation>Der Server ist nur auf diesem Computer erreichbar (127.0.0.1). Ohne Schlüssel darf jedes Programm hier ihn nutzen; mit Schlüssel senden Programme ihn als ihren API-Schlüssel.</translation>
+        </message>
     </context>
     <context>
         <name>SidePanel</name>

@@ -1810,6 +1810,86 @@
             <source>Add folders and import single models in the model library (Ctrl+L).</source>
             <translation>请在模型库（Ctrl+L）中添加文件夹或导入单个模型。</translation>
         </message>
+        <message>
+            <source>Local server</source>
+            <translation>本地服务器</translation>
+        </message>
+        <message>
+            <source>Other programs on this computer can use the loaded model through an OpenAI-compatible API. Their requests and your chats run together on the same model; loading another model serves that one.</source>
+            <translation>本计算机上的其他程序可以通过兼容 OpenAI 的 API 使用已加载的模型。它们的请求与您的对话在同一个模型上一起运行；加载另一个模型后，服务器将提供该模型。</translation>
+        </message>
+        <message>
+            <source>Let other programs use the loaded model</source>
+            <translation>允许其他程序使用已加载的模型</translation>
+        </message>
+        <message>
+            <source>Running: serving %1.</source>
+            <translation>运行中：正在提供 %1。</translation>
+        </message>
+        <message>
+            <source>Waiting for a model: the server starts when a model is loaded.</source>
+            <translation>等待模型：加载模型后服务器即会启动。</translation>
+        </message>
+        <message>
+            <source>Port %1 is in use by another program or cannot be opened. Choose another port.</source>
+            <translation>端口 %1 已被其他程序占用或无法打开。请选择其他端口。</translation>
+        </message>
+        <message>
+            <source>The server could not start: %1</source>
+            <translation>服务器无法启动：%1</translation>
+        </message>
+        <message>
+            <source>This build of Hearth has no local server.</source>
+            <translation>此版本的 Hearth 不包含本地服务器。</translation>
+        </message>
+        <message>
+            <source>Off.</source>
+            <translation>已关闭。</translation>
+        </message>
+        <message>
+            <source>Requests running: %1 · answered: %2</source>
+            <translation>进行中的请求：%1 · 已应答：%2</translation>
+        </message>
+        <message>
+            <source>Address</source>
+            <translation>地址</translation>
+        </message>
+        <message>
+            <source>Address to give other programs</source>
+            <translation>提供给其他程序的地址</translation>
+        </message>
+        <message>
+            <source>Copy the address</source>
+            <translation>复制地址</translation>
+        </message>
+        <message>
+            <source>Port</source>
+            <translation>端口</translation>
+        </message>
+        <message>
+            <source>API key</source>
+            <translation>API 密钥</translation>
+        </message>
+        <message>
+            <source>None</source>
+            <translation>无</translation>
+        </message>
+        <message>
+            <source>Copy the API key</source>
+            <translation>复制 API 密钥</translation>
+        </message>
+        <message>
+            <source>Generate a key</source>
+            <translation>生成密钥</translation>
+        </message>
+        <message>
+            <source>Show the key</source>
+            <translation>显示密钥</translation>
+        </message>
+        <message>
+            <source>The server listens on this computer only (127.0.0.1). Without a key, any program here may use it; with one, programs send it as their API key.</source>
+            <translation>服务器仅在本计算机上监听（127.0.0.1）。未设置密钥时，本机的任何程序都可以使用它；设置密钥后，程序需将其作为 API 密钥发送。</translation>
+        </message>
     </context>
     <context>
         <name>SidePanel</name>

@@ -506,6 +506,13 @@ void OpenAiServer::start(std::unique_ptr<ServingLoop> owned, ServingLoop& loop,
   // Each request in flight holds a thread while it streams: room for all, and for /health.
   const size_t threads = static_cast<size_t>(s.options.max_concurrent) + 8;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // cpp-httplib's default socket options include SO_REUSEPORT, which lets a second server (the
+  // app and hearth-cli serve, say) bind the same port and silently take half its connections.
+  // SO_REUSEADDR alone still allows a quick restart on the port.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   http.set_payload_max_length(s.options.max_body_bytes);
   http.set_read_timeout(10, 0);
   http.set_write_timeout(10, 0);
@@ -595,6 +602,12 @@ void OpenAiServer::start(std::unique_ptr<ServingLoop> owned, ServingLoop& loop,
   }
   widen_listen_backlog(s.port);
   s.listener = std::thread([&http] { http.listen_after_bind(); });
+  // cpp-httplib's stop() does nothing before the listener has started, and the listener would
+  // then run forever: return only once it runs, so that a stop() right away still ends it.
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (!http.is_running() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 OpenAiServer::~OpenAiServer() {

@@ -100,15 +100,22 @@ void ServingLoop::start_pending(std::deque<Pending>& pending) {
         e.choice = choice;
         e.code = error.code();
         e.error = error.what();
+        {
+          // Counted before the caller can see the event (stats agree with what it saw).
+          std::lock_guard lock(mutex_);
+          --stats_.waiting;
+        }
         p.stream->push(std::move(e));
-        std::lock_guard lock(mutex_);
-        --stats_.waiting;
       }
     }
   }
 }
 
 void ServingLoop::fail_all(const Error& error) {
+  {
+    std::lock_guard lock(mutex_);
+    stats_.waiting -= static_cast<int64_t>(active_.size());
+  }
   for (const auto& a : active_) {
     engine_.cancel(a->id);
     StreamEvent e;
@@ -125,8 +132,6 @@ void ServingLoop::fail_all(const Error& error) {
   } catch (const Error&) {
   }
   for (const auto& a : active_) engine_.take_result(a->id);
-  std::lock_guard lock(mutex_);
-  stats_.waiting -= static_cast<int64_t>(active_.size());
   active_.clear();
 }
 
@@ -152,7 +157,7 @@ void ServingLoop::run() {
       fail_all(error);
       continue;
     }
-    int64_t ended = 0;
+    std::vector<std::pair<std::shared_ptr<RequestStream>, StreamEvent>> done;
     std::erase_if(active_, [&](const std::unique_ptr<Active>& a) {
       std::optional<GenerationResult> result = engine_.take_result(a->id);
       if (!result) return false;
@@ -160,8 +165,7 @@ void ServingLoop::run() {
       e.kind = StreamEvent::Kind::kDone;
       e.choice = a->choice;
       e.result = std::move(*result);
-      a->stream->push(std::move(e));
-      ++ended;
+      done.emplace_back(a->stream, std::move(e));
       return true;
     });
     const auto now = std::chrono::steady_clock::now();
@@ -171,10 +175,14 @@ void ServingLoop::run() {
       memory = engine_.memory_usage();
       last_memory = now;
     }
-    std::lock_guard lock(mutex_);
-    stats_.waiting -= ended;
-    stats_.completed += ended;
-    if (refresh_memory) stats_.memory = memory;
+    {
+      // Counted before the callers can see their results (stats agree with what they saw).
+      std::lock_guard lock(mutex_);
+      stats_.waiting -= static_cast<int64_t>(done.size());
+      stats_.completed += static_cast<int64_t>(done.size());
+      if (refresh_memory) stats_.memory = memory;
+    }
+    for (auto& [stream, event] : done) stream->push(std::move(event));
   }
 }
 

@@ -2,7 +2,8 @@
 // streamed through the worker equal Hugging Face transformers' continuations (decoded by its
 // tokenizer, tests/fixtures/app/worker_greedy.json), tokens arrive in batches, cancellation
 // works during load and during generation, and bad loads (missing file, corrupt file, a cache
-// that cannot fit) fail with readable errors while the worker stays usable.
+// that cannot fit) and a prompt longer than the context fail with readable errors while the
+// worker stays usable.
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -202,6 +203,21 @@ class EngineWorkerTest : public QObject {
     QCOMPARE(r.summary.trainedContext, 8192);
     QCOMPARE(r.summary.maxSeqLen, 1024);
     QVERIFY(r.memory.weights > 0);
+  }
+
+  // The engine refuses it when it is submitted (to the serving loop): the chat gets the error
+  // in words, and the worker and the loop stay usable (the tests below generate).
+  void aPromptLongerThanTheContextFailsInWords() {
+    hearth::GenerationRequest r;
+    for (int i = 0; i < 1500; ++i) r.prompt += "word ";
+    r.max_tokens = 4;
+    const GenerationOutcome g = generate(r);
+    QVERIFY(g.failed);
+    QCOMPARE(g.failure.code,
+             QString::fromLatin1(hearth::error_code_name(hearth::ErrorCode::kInvalidArgument)));
+    QVERIFY2(g.failure.message.contains(QStringLiteral("the context holds 1024")),
+             qPrintable(g.failure.message));
+    QVERIFY(g.streamed.isEmpty());
   }
 
   void greedyStreamsMatchTransformers() {

@@ -8,8 +8,9 @@ BELOW list and, transitively, theirs. This script fails (exit 1, one line per vi
   - the BELOW graph has a cycle;
   - a file in engine/<a>/ includes "engine/<b>/..." where b is neither a nor below a;
   - kernels/ includes anything from engine/ or app/, or the engine includes app/ or Qt;
-  - app/desktop includes an engine layer other than core, api and quantizer (the desktop app
-    talks to hearth::Engine, the quantizer's job API and core types only).
+  - app/desktop includes an engine layer other than core, api, quantizer and server (the
+    desktop app talks to hearth::Engine, the quantizer's job API, the local server's serving
+    loop and HTTP server, and core types only).
 
 Usage: check_layers.py [ROOT]      check the repository at ROOT (default: this file's repo)
        check_layers.py --self-test build small trees with known faults and check each is found
@@ -20,7 +21,7 @@ import sys
 import tempfile
 
 SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh", ".inc")
-DESKTOP_ALLOWED = {"core", "api", "quantizer"}
+DESKTOP_ALLOWED = {"core", "api", "quantizer", "server"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
 LAYER_CALL = re.compile(r"hearth_engine_layer\(\s*(\w+)([^)]*)\)", re.S)
 
@@ -130,7 +131,9 @@ def self_test():
         "engine/io/b.h": '#include "engine/core/a.h"\n',
         "engine/api/CMakeLists.txt": "hearth_engine_layer(api BELOW io SOURCES c.cpp)",
         "engine/api/c.h": '#include "engine/core/a.h"\n#include "engine/io/b.h"\n',
-        "app/desktop/d.cpp": '#include "engine/api/c.h"\n',
+        "engine/server/CMakeLists.txt": "hearth_engine_layer(server BELOW api SOURCES s.cpp)",
+        "engine/server/s.h": '#include "engine/api/c.h"\n',
+        "app/desktop/d.cpp": '#include "engine/api/c.h"\n#include "engine/server/s.h"\n',
         "kernels/k.cu": '#include "kernels/k.cuh"\n',
     }
     faults = {
@@ -139,6 +142,10 @@ def self_test():
         "unknown BELOW": {"engine/io/CMakeLists.txt": "hearth_engine_layer(io BELOW core nope)"},
         "cycle": {"engine/core/CMakeLists.txt": "hearth_engine_layer(core BELOW api)"},
         "desktop reaches below api": {"app/desktop/d.cpp": '#include "engine/io/b.h"\n'},
+        "desktop reaches a layer it may not use": {
+            "engine/bench/CMakeLists.txt": "hearth_engine_layer(bench BELOW io SOURCES f.cpp)",
+            "engine/bench/f.h": '#include "engine/io/b.h"\n',
+            "app/desktop/d.cpp": '#include "engine/bench/f.h"\n'},
         "kernels include the engine": {"kernels/k.cu": '#include "engine/core/a.h"\n'},
         "Qt in the engine": {"engine/io/b.h": "#include <QString>\n"},
     }

@@ -1,4 +1,5 @@
-// Settings: appearance and language, the default sampling for new conversations, model folders.
+// Settings: appearance and language, the default sampling for new conversations, model folders,
+// and the local server that lets other programs use the loaded model.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -19,10 +20,12 @@ Dialog {
         spacing: 8
         TabBar {
             id: tabs
+            objectName: "settingsTabs"
             Layout.fillWidth: true
             TabButton { text: qsTr("Appearance") }
             TabButton { text: qsTr("Generation") }
             TabButton { text: qsTr("Models") }
+            TabButton { text: qsTr("Local server") }
         }
         StackLayout {
             Layout.fillWidth: true
@@ -153,6 +156,149 @@ Dialog {
                     text: qsTr("Add folders and import single models in the model library (Ctrl+L).")
                 }
                 Item { Layout.fillHeight: true }
+            }
+
+            // --- local server ---
+            ScrollView {
+                contentWidth: availableWidth
+                ColumnLayout {
+                    width: parent.width
+                    spacing: 8
+                    Label {
+                        Layout.fillWidth: true
+                        wrapMode: Text.Wrap
+                        color: Theme.textMuted
+                        text: qsTr("Other programs on this computer can use the loaded model through an OpenAI-compatible API. Their requests and your chats run together on the same model; loading another model serves that one.")
+                    }
+                    Switch {
+                        objectName: "serverSwitch"
+                        text: qsTr("Let other programs use the loaded model")
+                        enabled: LocalServer.available
+                        checked: LocalServer.enabled
+                        onToggled: LocalServer.enabled = checked
+                    }
+                    Label {
+                        objectName: "serverStatus"
+                        Layout.fillWidth: true
+                        wrapMode: Text.Wrap
+                        color: LocalServer.status === LocalServer.Running ? Theme.success
+                             : LocalServer.status === LocalServer.PortUnavailable
+                               || LocalServer.status === LocalServer.Failed ? Theme.danger
+                             : Theme.text
+                        text: {
+                            switch (LocalServer.status) {
+                            case LocalServer.Running:
+                                return qsTr("Running: serving %1.").arg(LocalServer.model)
+                            case LocalServer.WaitingForModel:
+                                return qsTr("Waiting for a model: the server starts when a model is loaded.")
+                            case LocalServer.PortUnavailable:
+                                return qsTr("Port %1 is in use by another program or cannot be opened. Choose another port.").arg(LocalServer.port)
+                            case LocalServer.Failed:
+                                return qsTr("The server could not start: %1").arg(LocalServer.error)
+                            case LocalServer.Unavailable:
+                                return qsTr("This build of Hearth has no local server.")
+                            default:
+                                return qsTr("Off.")
+                            }
+                        }
+                    }
+                    Label {
+                        objectName: "serverRequests"
+                        visible: LocalServer.running || LocalServer.requestsServed > 0
+                        color: Theme.text
+                        text: qsTr("Requests running: %1 · answered: %2")
+                              .arg(LocalServer.requestsInFlight).arg(LocalServer.requestsServed)
+                    }
+
+                    GridLayout {
+                        Layout.fillWidth: true
+                        columns: 3
+                        columnSpacing: 8
+                        rowSpacing: 6
+                        enabled: LocalServer.available
+
+                        Label { text: qsTr("Address"); color: Theme.text }
+                        TextField {
+                            objectName: "serverUrlField"
+                            Layout.fillWidth: true
+                            readOnly: true
+                            selectByMouse: true
+                            text: LocalServer.url
+                            Accessible.name: qsTr("Address to give other programs")
+                        }
+                        IconButton {
+                            objectName: "copyUrlButton"
+                            iconName: "copy"
+                            tip: qsTr("Copy the address")
+                            onClicked: Ui.copyText(LocalServer.url)
+                        }
+
+                        Label { text: qsTr("Port"); color: Theme.text }
+                        // Digits only (no group separator, unlike NumberField); ports below 1024
+                        // are the system's.
+                        TextField {
+                            id: portField
+                            objectName: "serverPortField"
+                            Layout.preferredWidth: 96
+                            horizontalAlignment: TextInput.AlignRight
+                            inputMethodHints: Qt.ImhDigitsOnly
+                            validator: IntValidator { bottom: 1024; top: 65535 }
+                            selectByMouse: true
+                            text: String(LocalServer.port)
+                            Accessible.name: qsTr("Port")
+                            onEditingFinished: {
+                                const v = Number.fromLocaleString(Qt.locale(), text)
+                                if (!isNaN(v)) LocalServer.port = v
+                                text = Qt.binding(() => String(LocalServer.port))
+                            }
+                        }
+                        Item { Layout.fillWidth: true }
+
+                        Label { text: qsTr("API key"); color: Theme.text }
+                        TextField {
+                            id: keyField
+                            objectName: "apiKeyField"
+                            Layout.fillWidth: true
+                            echoMode: showKey.checked ? TextInput.Normal : TextInput.Password
+                            placeholderText: qsTr("None")
+                            selectByMouse: true
+                            text: LocalServer.apiKey
+                            Accessible.name: qsTr("API key")
+                            onEditingFinished: {
+                                LocalServer.apiKey = text
+                                text = Qt.binding(() => LocalServer.apiKey)
+                            }
+                        }
+                        IconButton {
+                            objectName: "copyKeyButton"
+                            iconName: "copy"
+                            tip: qsTr("Copy the API key")
+                            enabled: LocalServer.apiKey.length > 0
+                            onClicked: Ui.copyText(LocalServer.apiKey)
+                        }
+
+                        Item { width: 1 }
+                        RowLayout {
+                            Layout.columnSpan: 2
+                            Button {
+                                objectName: "generateKeyButton"
+                                text: qsTr("Generate a key")
+                                onClicked: LocalServer.generateApiKey()
+                            }
+                            CheckBox {
+                                id: showKey
+                                objectName: "showKeyBox"
+                                text: qsTr("Show the key")
+                            }
+                        }
+                    }
+                    Label {
+                        Layout.fillWidth: true
+                        wrapMode: Text.Wrap
+                        color: Theme.textMuted
+                        text: qsTr("The server listens on this computer only (127.0.0.1). Without a key, any program here may use it; with one, programs send it as their API key.")
+                    }
+                }
             }
         }
     }

@@ -20,6 +20,7 @@ constexpr int kRateHistoryPoints = 90;
 
 EngineController::EngineController(QObject* parent) : QObject(parent) {
   worker_ = new EngineWorker();
+  serverHost_ = worker_->serverHost();
   worker_->moveToThread(&thread_);
   connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
   connect(worker_, &EngineWorker::loadProgress, this,

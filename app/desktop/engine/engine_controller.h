@@ -12,6 +12,7 @@
 #include <QTimer>
 #include <QVariantList>
 #include <QVariantMap>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -26,6 +27,7 @@ class Task;
 namespace hearth::app {
 
 class EngineWorker;
+class ServerHost;
 
 class EngineController : public QObject {
   Q_OBJECT
@@ -100,6 +102,9 @@ class EngineController : public QObject {
   // Whether `path` names the loaded model's file or folder (through links too).
   Q_INVOKABLE bool isLoadedModel(const QString& path) const;
 
+  // For LocalServer: the local server's host, which serves the model the worker loads.
+  std::shared_ptr<ServerHost> serverHost() const { return serverHost_; }
+
   // For ChatSession: starts a request; the result arrives as generation* signals with this id.
   quint64 generate(const std::vector<hearth::ChatMessage>& messages, const QVariantMap& sampling,
                    int maxTokens);
@@ -133,6 +138,7 @@ class EngineController : public QObject {
 
   QThread thread_;
   QPointer<EngineWorker> worker_;
+  std::shared_ptr<ServerHost> serverHost_;
   QTimer memoryTimer_;
   State state_ = Empty;
   quint64 nextId_ = 1;

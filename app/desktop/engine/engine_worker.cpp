@@ -1,13 +1,26 @@
 #include "app/desktop/engine/engine_worker.h"
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "app/desktop/engine/engine_convert.h"
+#include "app/desktop/engine/server_host.h"
+
+#if HEARTH_WITH_SERVER
+#include "engine/server/serving_loop.h"
+#endif
 
 namespace hearth::app {
 
 EngineWorker::EngineWorker(int batchIntervalMs, QObject* parent)
-    : QObject(parent), batchIntervalMs_(batchIntervalMs) {}
+    : QObject(parent),
+      serverHost_(std::make_shared<ServerHost>()),
+      batchIntervalMs_(batchIntervalMs) {}
 
-EngineWorker::~EngineWorker() = default;
+EngineWorker::~EngineWorker() {
+  stopServing();
+}
 
 hearth::Engine& EngineWorker::engine() {
   if (!engine_) engine_ = std::make_unique<hearth::Engine>();
@@ -39,31 +52,114 @@ void EngineWorker::load(const LoadJob& job) {
     sinceProgress.restart();
     emit loadProgress(job.id, QString::fromStdString(p.stage), p.done, p.total);
   };
+  stopServing();
   try {
     engine().load(job.options, progress, job.cancel);
+    startServing();
     ModelSummary s = toSummary(engine().info());
     s.maxSeqLen = engine().max_seq_len();
     s.deviceName = job.options.device == hearth::DeviceKind::kCuda ? QStringLiteral("GPU")
                                                                    : QStringLiteral("CPU");
     modelName_ = s.name;
-    const MemorySnapshot memory = toSnapshot(engine().memory_usage());
-    emit loadFinished(job.id, s, memory);
+    emit loadFinished(job.id, s, currentMemory());
   } catch (const hearth::Error& e) {
+    stopServing();
+    if (engine_) engine_->unload();  // nothing stays loaded after a failure
     emit loadFailed(job.id, describeLoadFailure(e, job.options),
                     e.code() == hearth::ErrorCode::kCancelled || job.cancel.cancelled());
   } catch (const std::exception& e) {
+    stopServing();
+    if (engine_) engine_->unload();
     emit loadFailed(job.id, toFailure(e), false);
   }
 }
 
+void EngineWorker::startServing() {
+#if HEARTH_WITH_SERVER
+  loop_ = std::make_shared<hearth::server::ServingLoop>(engine());
+  serverHost_->attach(*loop_);
+#endif
+}
+
+void EngineWorker::stopServing() {
+#if HEARTH_WITH_SERVER
+  serverHost_->detach();
+  if (loop_) {
+    // Nothing of the chat runs here now (this thread waits on the chat's streams), so nothing
+    // is left for a grace period.
+    loop_->stop(std::chrono::milliseconds(0));
+    loop_.reset();
+  }
+#endif
+}
+
+MemorySnapshot EngineWorker::currentMemory() const {
+#if HEARTH_WITH_SERVER
+  if (loop_) {
+    // The engine is the loop's: its figures as of the loop's latest step, and the device's free
+    // memory now (a query of the device alone, safe beside the loop's thread).
+    hearth::MemoryUsage usage = loop_->stats().memory;
+    try {
+      const hearth::LoadOptions& o = engine_->load_options();
+      const hearth::DeviceMemoryInfo device =
+          hearth::Engine::device_memory(o.device, o.cuda_device);
+      usage.device_free = device.free_bytes;
+      usage.device_total = device.total_bytes;
+    } catch (const hearth::Error&) {
+      // The loop's figure stays.
+    }
+    return toSnapshot(usage);
+  }
+#endif
+  return toSnapshot(engine_->memory_usage());
+}
+
+hearth::GenerationResult EngineWorker::run(const hearth::GenerationRequest& request,
+                                           const std::function<void(const std::string&)>& onText,
+                                           const std::function<void()>& onIdle,
+                                           const hearth::CancelToken& cancel) {
+#if HEARTH_WITH_SERVER
+  using Kind = hearth::server::StreamEvent::Kind;
+  using std::chrono::milliseconds;
+  const std::shared_ptr<hearth::server::RequestStream> stream = loop_->submit({request});
+  const milliseconds pause(std::clamp(batchIntervalMs_, 1, 30));
+  bool texts = false;
+  hearth::server::StreamEvent event;
+  while (true) {
+    if (cancel.cancelled() && !stream->cancel_requested()) stream->cancel();
+    // Until the first piece, this thread is woken by it (its time says when the prompt was
+    // processed); after it, it wakes once a pause and takes what came meanwhile: woken at every
+    // token, it would take a core from the engine's threads each time (they spin, on every core).
+    if (stream->next(event, texts ? milliseconds(0) : milliseconds(10))) {
+      switch (event.kind) {
+        case Kind::kText:
+          texts = true;
+          onText(event.text);
+          continue;
+        case Kind::kDone:
+          return std::move(event.result);
+        case Kind::kFailed:
+          throw hearth::Error(event.code, event.error);
+      }
+    }
+    onIdle();
+    if (texts) std::this_thread::sleep_for(pause);
+  }
+#else
+  (void)onIdle;
+  return engine().generate(request, onText, cancel);
+#endif
+}
+
 void EngineWorker::unload() {
+  stopServing();
   if (engine_) engine_->unload();
   modelName_.clear();
   emit unloaded();
 }
 
 void EngineWorker::sampleMemory() {
-  if (engine_ && engine_->loaded()) emit memorySampled(toSnapshot(engine_->memory_usage()));
+  if (engine_ && engine_->loaded()) emit memorySampled(currentMemory());
 }
 
 void EngineWorker::generate(const GenerateJob& job) {
@@ -83,6 +179,12 @@ void EngineWorker::generate(const GenerateJob& job) {
     batch.clear();
     sinceBatch.restart();
   };
+  // Live memory figures while a long answer runs.
+  const auto sampleWhileRunning = [&] {
+    if (sinceMemory.elapsed() < 1000) return;
+    sinceMemory.restart();
+    emit memorySampled(currentMemory());
+  };
   const auto onText = [&](const std::string& piece) {
     if (firstPiece < 0) firstPiece = clock.nsecsElapsed() / 1e9;
     ++pieces;
@@ -91,11 +193,12 @@ void EngineWorker::generate(const GenerateJob& job) {
     streamed += text;
     // The first piece goes at once: it says the prompt is processed.
     if (pieces == 1 || sinceBatch.elapsed() >= batchIntervalMs_) flush();
-    // Live memory figures while a long answer runs (same thread, between two tokens).
-    if (sinceMemory.elapsed() >= 1000) {
-      sinceMemory.restart();
-      emit memorySampled(toSnapshot(engine_->memory_usage()));
-    }
+    sampleWhileRunning();
+  };
+  // Between pieces: text that waited a whole interval goes out without waiting for the next.
+  const auto onIdle = [&] {
+    if (sinceBatch.elapsed() >= batchIntervalMs_) flush();
+    sampleWhileRunning();
   };
   try {
     if (!engine().loaded()) hearth::fail(hearth::ErrorCode::kInvalidArgument, "no model is loaded");
@@ -104,7 +207,7 @@ void EngineWorker::generate(const GenerateJob& job) {
     request.prompt_tokens = engine().encode_prompt(request);
     emit promptReady(job.id, qint64(request.prompt_tokens.size()));
     clock.restart();
-    const hearth::GenerationResult result = engine().generate(request, onText, job.cancel);
+    const hearth::GenerationResult result = run(request, onText, onIdle, job.cancel);
     flush();
     const MessageStats stats = toStats(result, modelName_);
     emit generationFinished(job.id, QString::fromStdString(result.text), stats,
@@ -126,7 +229,7 @@ void EngineWorker::generate(const GenerateJob& job) {
     flush();
     emit generationFailed(job.id, toFailure(e));
   }
-  if (engine_ && engine_->loaded()) emit memorySampled(toSnapshot(engine_->memory_usage()));
+  if (engine_ && engine_->loaded()) emit memorySampled(currentMemory());
 }
 
 }  // namespace hearth::app

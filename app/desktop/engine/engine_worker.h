@@ -3,17 +3,31 @@
 // results leave as queued signals. Generated text is batched (one signal per batch interval,
 // ~30 ms by default) so that a thousand tokens a second cost the UI thread ~33 updates.
 // Cancellation uses the CancelToken passed with each request; the UI thread raises it directly.
+//
+// With the local server built in, a loaded model is driven by a ServingLoop (a thread of its
+// own) from the end of its load until the next load or unload: the chat submits its requests to
+// that loop and this thread waits on their streams, so the chat and the local server's requests
+// are batched together. The server's host (ServerHost) is attached to each new loop, and
+// detached before the loop stops: the server always serves the model loaded here.
 #pragma once
 
 #include <QElapsedTimer>
 #include <QObject>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "app/desktop/engine/engine_types.h"
 #include "engine/api/engine.h"
 #include "engine/core/error.h"
 
+namespace hearth::server {
+class ServingLoop;
+}
+
 namespace hearth::app {
+
+class ServerHost;
 
 struct LoadJob {
   quint64 id = 0;
@@ -40,6 +54,10 @@ class EngineWorker : public QObject {
   void generate(const GenerateJob& job);
   void sampleMemory();
 
+  // Any thread: the local server's host, which follows this worker's loads (LocalServer
+  // configures it).
+  std::shared_ptr<ServerHost> serverHost() const { return serverHost_; }
+
  signals:
   void loadProgress(quint64 id, const QString& stage, qint64 done, qint64 total);
   void loadFinished(quint64 id, const hearth::app::ModelSummary& summary,
@@ -61,8 +79,19 @@ class EngineWorker : public QObject {
  private:
   hearth::Engine& engine();
   EngineFailure describeLoadFailure(const hearth::Error& e, const hearth::LoadOptions& options);
+  void startServing();  // after a load: the loop, then the server over it
+  void stopServing();   // before the engine changes: the server, then the loop
+  // Runs one request to its end; `onText` gets its pieces, `onIdle` is called while none come.
+  hearth::GenerationResult run(const hearth::GenerationRequest& request,
+                               const std::function<void(const std::string&)>& onText,
+                               const std::function<void()>& onIdle,
+                               const hearth::CancelToken& cancel);
+  MemorySnapshot currentMemory() const;
 
+  const std::shared_ptr<ServerHost> serverHost_;
   std::unique_ptr<hearth::Engine> engine_;  // created on the worker thread, on first use
+  // While a model is loaded (server builds); only its thread steps the engine meanwhile.
+  std::shared_ptr<hearth::server::ServingLoop> loop_;
   int batchIntervalMs_;
   QString modelName_;
 };

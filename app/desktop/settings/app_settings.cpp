@@ -1,6 +1,7 @@
 #include "app/desktop/settings/app_settings.h"
 
 #include <QDir>
+#include <QFile>
 #include <QJSEngine>
 #include <QStandardPaths>
 
@@ -87,7 +88,22 @@ HEARTH_SETTING_IMPL(QString, systemPrompt, SystemPrompt, "chat/systemPrompt",
                     QStringLiteral("You are a helpful assistant."), toString)
 HEARTH_SETTING_IMPL(QStringList, quantizeFolders, QuantizeFolders, "quantize/folders",
                     QStringList(), toStringList)
+HEARTH_SETTING_IMPL(bool, serverEnabled, ServerEnabled, "server/enabled", false, toBool)
+HEARTH_SETTING_IMPL(int, serverPort, ServerPort, "server/port", 8080, toInt)
 #undef HEARTH_SETTING_IMPL
+
+QString AppSettings::serverApiKey() const {
+  return get("server/apiKey", QString()).toString();
+}
+
+void AppSettings::setServerApiKey(const QString& value) {
+  if (value == serverApiKey()) return;
+  put("server/apiKey", value);
+  // The key keeps other users of this machine off the server: they must not read it. Later
+  // writes keep the file's permissions (QSettings replaces it through QSaveFile).
+  QFile::setPermissions(settings_.fileName(), QFileDevice::ReadOwner | QFileDevice::WriteOwner);
+  emit serverApiKeyChanged();
+}
 
 QVariantMap AppSettings::defaultSampling() const {
   return {{QStringLiteral("temperature"), temperature()},

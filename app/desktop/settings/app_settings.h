@@ -43,6 +43,13 @@ class AppSettings : public QObject {
                  systemPromptChanged)  // for new conversations
   Q_PROPERTY(QStringList quantizeFolders READ quantizeFolders WRITE setQuantizeFolders NOTIFY
                  quantizeFoldersChanged)  // where quantization jobs wrote (to find them again)
+  // The local server (LocalServer applies them): on/off, its port on 127.0.0.1, its API key
+  // ("": none).
+  Q_PROPERTY(
+      bool serverEnabled READ serverEnabled WRITE setServerEnabled NOTIFY serverEnabledChanged)
+  Q_PROPERTY(int serverPort READ serverPort WRITE setServerPort NOTIFY serverPortChanged)
+  Q_PROPERTY(
+      QString serverApiKey READ serverApiKey WRITE setServerApiKey NOTIFY serverApiKeyChanged)
 
  public:
   QString theme() const;
@@ -79,6 +86,12 @@ class AppSettings : public QObject {
   void setSystemPrompt(const QString& value);
   QStringList quantizeFolders() const;
   void setQuantizeFolders(const QStringList& value);
+  bool serverEnabled() const;
+  void setServerEnabled(bool value);
+  int serverPort() const;
+  void setServerPort(int value);
+  QString serverApiKey() const;
+  void setServerApiKey(const QString& value);
 
  signals:
   void themeChanged();
@@ -98,6 +111,9 @@ class AppSettings : public QObject {
   void maxSeqLenChanged();
   void systemPromptChanged();
   void quantizeFoldersChanged();
+  void serverEnabledChanged();
+  void serverPortChanged();
+  void serverApiKeyChanged();
 
  public:
   // No default constructor: Qt 6.4 would build a second instance for QML instead of calling

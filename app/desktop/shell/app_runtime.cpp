@@ -5,6 +5,7 @@
 #include "app/desktop/chat/chat_session.h"
 #include "app/desktop/chat/conversation_list.h"
 #include "app/desktop/engine/engine_controller.h"
+#include "app/desktop/engine/local_server.h"
 #include "app/desktop/library/model_library.h"
 #include "app/desktop/quantize/quantize_wizard.h"
 #include "app/desktop/settings/app_settings.h"
@@ -36,10 +37,13 @@ AppRuntime::AppRuntime(const Paths& paths) {
   language_ = std::make_unique<LanguageManager>(nullptr);
   quantizer_ = std::make_unique<QuantizeWizard>(engine_.get(), library_.get(), settings_.get());
   QuantizeWizard::setInstance(quantizer_.get());
+  localServer_ = std::make_unique<LocalServer>(engine_->serverHost(), settings_.get());
+  LocalServer::setInstance(localServer_.get());
 }
 
 AppRuntime::~AppRuntime() {
-  quantizer_.reset();  // stops a running job (it stays resumable) before the engine goes
+  localServer_.reset();  // its server stops before the engine's loop goes
+  quantizer_.reset();    // stops a running job (it stays resumable) before the engine goes
   language_.reset();
   library_.reset();
   session_.reset();

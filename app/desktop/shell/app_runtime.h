@@ -1,7 +1,7 @@
 // Everything the app is made of, created in dependency order and destroyed in reverse: the
 // settings, the history store, the engine controller (and its worker thread), the conversation
-// list, the chat session, the model library, the language manager and the quantization
-// wizard. main() creates one; the Qt Quick tests create one on temporary files.
+// list, the chat session, the model library, the language manager, the quantization wizard and
+// the local server. main() creates one; the Qt Quick tests create one on temporary files.
 #pragma once
 
 #include <QString>
@@ -17,6 +17,7 @@ class ChatStore;
 class ConversationList;
 class EngineController;
 class LanguageManager;
+class LocalServer;
 class ModelLibrary;
 class QuantizeWizard;
 
@@ -43,6 +44,7 @@ class AppRuntime {
   ModelLibrary& library() { return *library_; }
   LanguageManager& language() { return *language_; }
   QuantizeWizard& quantizer() { return *quantizer_; }
+  LocalServer& localServer() { return *localServer_; }
 
  private:
   std::unique_ptr<AppSettings> settings_;
@@ -53,6 +55,7 @@ class AppRuntime {
   std::unique_ptr<ModelLibrary> library_;
   std::unique_ptr<LanguageManager> language_;
   std::unique_ptr<QuantizeWizard> quantizer_;
+  std::unique_ptr<LocalServer> localServer_;
   QString storeError_;
 };
 

@@ -290,7 +290,8 @@ class RawHttpTest(ServerTestCase):
     def test_server_sent_events_framing(self):
         status, headers, body = raw(self.server.port, "POST", "/v1/chat/completions",
                                     chat_body("Hello", max_tokens=6, stream=True,
-                                              stream_options={"include_usage": True}))
+                                              stream_options={"include_usage": True},
+                                              ignore_eos=True))
         self.assertEqual(status, 200)
         self.assertTrue(headers["Content-Type"].startswith("text/event-stream"))
         text = body.decode()
@@ -448,7 +449,7 @@ class RawHttpTest(ServerTestCase):
             with self.subTest(stream=stream):
                 body = json.dumps(chat_body("Write a very long story about the sea.",
                                             max_tokens=1500, stream=stream,
-                                            extra_field_ignored=True,
+                                            extra_field_ignored=True, ignore_eos=True,
                                             **GREEDY)).encode()
                 s = socket.create_connection(("127.0.0.1", self.server.port), timeout=30)
                 s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -521,7 +522,8 @@ class ApiKeyTest(unittest.TestCase):
             with self.assertRaises(openai.AuthenticationError):
                 server.client("wrong").models.list()
             r = server.client("s3cret-key").chat.completions.create(
-                model="hearth", messages=[{"role": "user", "content": "Hi"}], max_tokens=3)
+                model="hearth", messages=[{"role": "user", "content": "Hi"}], max_tokens=3,
+                **GREEDY)
             self.assertTrue(r.choices[0].message.content)
         finally:
             self.assertEqual(server.stop()[0], 0)
@@ -538,7 +540,7 @@ class ShutdownTest(unittest.TestCase):
     def test_sigterm_ends_running_streams_and_exits_cleanly(self):
         server = Server("--shutdown-grace", "1")
         body = json.dumps(chat_body("Write a very long story.", max_tokens=1500, stream=True,
-                                    **GREEDY)).encode()
+                                    ignore_eos=True, **GREEDY)).encode()
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
         conn.request("POST", "/v1/chat/completions", body=body,
                      headers={"Content-Type": "application/json"})

@@ -113,6 +113,22 @@ TEST_F(SharedLoopServerTest, StoppingTheServerCancelsItsOwnRequestsOnly) {
   EXPECT_EQ(finish(*direct).finish, FinishReason::kLength);
 }
 
+TEST_F(SharedLoopServerTest, APortInUseIsRefused) {
+  // cpp-httplib's SO_REUSEPORT let a second server bind the port and take half its clients.
+  ServingLoop loop(engine_);
+  ServerOptions options;
+  options.port = 0;
+  OpenAiServer first(loop, options);
+  options.port = first.port();
+  try {
+    OpenAiServer second(loop, options);
+    ADD_FAILURE() << "a second server bound port " << options.port;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(std::string(e.what()).find(std::to_string(options.port)), std::string::npos);
+  }
+}
+
 TEST_F(SharedLoopServerTest, ABurstOfClientsIsServedWhileTheEngineIsBusy) {
   // cpp-httplib's own listen backlog (5) reset connections of such a burst.
   ServingLoop loop(engine_);
