@@ -1,7 +1,7 @@
 #include "app/cli/cli_common.h"
 
-#include <cstdio>
 #include <unistd.h>
+#include <cstdio>
 
 #include "engine/api/paths.h"
 
@@ -12,10 +12,24 @@ std::set<std::string> merge(std::set<std::string> a, const std::set<std::string>
   return a;
 }
 
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = s.find(',', start);
+    const std::string item =
+        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 std::set<std::string> load_flags() {
-  return {"model",         "backend",      "threads",      "max-seq-len", "cache-tokens",
-          "device",        "max-batch",    "rope-scaling", "rope-factor", "ntk-alpha",
-          "rope-original-context"};
+  return {
+      "model",     "backend",      "threads",     "max-seq-len", "cache-tokens",         "device",
+      "max-batch", "rope-scaling", "rope-factor", "ntk-alpha",   "rope-original-context"};
 }
 
 LoadOptions load_options_from(const ArgParser& args) {
@@ -60,8 +74,8 @@ LoadOptions load_options_from(const ArgParser& args) {
 }
 
 std::set<std::string> sampling_flags() {
-  return {"temperature",       "top-k",           "top-p", "min-p", "repetition-penalty",
-          "frequency-penalty", "presence-penalty", "seed"};
+  return {"temperature",      "top-k", "top-p", "min-p", "repetition-penalty", "frequency-penalty",
+          "presence-penalty", "seed"};
 }
 
 SamplingParams sampling_from(const ArgParser& args) {

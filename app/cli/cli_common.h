@@ -3,6 +3,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "app/cli/arg_parser.h"
 #include "engine/api/engine.h"
@@ -20,6 +21,9 @@ std::set<std::string> sampling_flags();
 SamplingParams sampling_from(const ArgParser& args);
 
 std::set<std::string> merge(std::set<std::string> a, const std::set<std::string>& b);
+
+// "a,b,,c" -> {"a", "b", "c"}: a flag's comma-separated list, empty items dropped.
+std::vector<std::string> split_list(const std::string& s);
 
 // Loads the model, with a progress line on stderr when `show_progress`.
 void load_engine(Engine& engine, const LoadOptions& options, bool show_progress);

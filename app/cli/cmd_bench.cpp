@@ -19,20 +19,6 @@ namespace hearth::cli {
 
 namespace {
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t comma = s.find(',', start);
-    const std::string item =
-        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
 // --batches 1,8,32: the decode batch sizes of a synthetic benchmark (empty: its defaults).
 std::vector<int64_t> decode_batches(const ArgParser& args) {
   std::vector<int64_t> batches;

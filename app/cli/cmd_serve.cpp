@@ -5,26 +5,12 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "engine/server/openai_server.h"
 
 namespace hearth::cli {
-namespace {
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, ',')) {
-    if (!part.empty()) parts.push_back(part);
-  }
-  return parts;
-}
-
-}  // namespace
 
 int run_serve(const std::vector<std::string>& raw) {
   const ArgParser args(
@@ -44,7 +30,7 @@ int run_serve(const std::vector<std::string>& raw) {
     options.api_key = env;
   }
   options.cors_origin = args.get("cors-origin").value_or("");
-  if (auto hosts = args.get("allowed-host")) options.allowed_hosts = split_commas(*hosts);
+  if (auto hosts = args.get("allowed-host")) options.allowed_hosts = split_list(*hosts);
   options.max_concurrent = static_cast<int>(args.get_int("max-concurrent", 64, 1, 4096));
   options.max_body_bytes =
       static_cast<size_t>(args.get_int("max-body", int64_t{1} << 20, 1024, int64_t{1} << 30));
