@@ -10,9 +10,13 @@
 
 #include "engine/server/serving_loop.h"
 #include "tests/unit/quantizer/quantizer_test_model.h"
+#include "tests/unit/server/serving_test_util.h"
 
 namespace hearth::server {
 namespace {
+
+using test::drain;
+using test::fixed_length_request;
 
 namespace fs = std::filesystem;
 
@@ -31,30 +35,6 @@ class ServingLoopTest : public ::testing::Test {
     o.max_batch = 4;  // fewer slots than requests: some wait for room
     engine_.load(o);
   }
-  static GenerationRequest greedy(const std::string& prompt, int32_t max_tokens) {
-    GenerationRequest r;
-    r.prompt = prompt;
-    r.max_tokens = max_tokens;
-    r.ignore_eos = true;
-    return r;
-  }
-  // Every event of a stream until it finishes: the text per choice and the results.
-  static std::vector<GenerationResult> drain(RequestStream& stream, int choices,
-                                             std::vector<std::string>* texts = nullptr) {
-    std::vector<GenerationResult> results(static_cast<size_t>(choices));
-    if (texts) texts->assign(static_cast<size_t>(choices), "");
-    StreamEvent e;
-    while (!stream.finished()) {
-      if (!stream.next(e, std::chrono::seconds(30))) {
-        ADD_FAILURE() << "no event for 30 s";
-        break;
-      }
-      if (e.kind == StreamEvent::Kind::kText && texts) (*texts)[e.choice] += e.text;
-      if (e.kind == StreamEvent::Kind::kDone) results[e.choice] = e.result;
-      if (e.kind == StreamEvent::Kind::kFailed) ADD_FAILURE() << e.error;
-    }
-    return results;
-  }
 
   static inline fs::path dir_;
   Engine engine_;
@@ -63,7 +43,7 @@ class ServingLoopTest : public ::testing::Test {
 TEST_F(ServingLoopTest, RequestsFromManyThreadsGetWhatTheyGetAlone) {
   std::vector<GenerationRequest> requests;
   for (int i = 0; i < 12; ++i)
-    requests.push_back(greedy("request " + std::to_string(i), 6 + i % 4));
+    requests.push_back(fixed_length_request("request " + std::to_string(i), 6 + i % 4));
   std::vector<GenerationResult> alone;
   for (const auto& r : requests) alone.push_back(engine_.generate(r));
 
@@ -90,8 +70,8 @@ TEST_F(ServingLoopTest, RequestsFromManyThreadsGetWhatTheyGetAlone) {
 
 TEST_F(ServingLoopTest, SeveralChoicesShareOneStream) {
   ServingLoop loop(engine_);
-  GenerationRequest a = greedy("abc", 5);
-  GenerationRequest b = greedy("a different prompt", 7);
+  GenerationRequest a = fixed_length_request("abc", 5);
+  GenerationRequest b = fixed_length_request("a different prompt", 7);
   b.logprobs = 1;
   auto stream = loop.submit({a, b});
   const auto results = drain(*stream, 2);
@@ -102,9 +82,9 @@ TEST_F(ServingLoopTest, SeveralChoicesShareOneStream) {
 
 TEST_F(ServingLoopTest, ARefusedRequestFailsAloneAndCancelEndsOne) {
   ServingLoop loop(engine_);
-  GenerationRequest bad = greedy("x", 4);
+  GenerationRequest bad = fixed_length_request("x", 4);
   bad.sampling.temperature = -1;  // the engine refuses it
-  auto stream = loop.submit({bad, greedy("fine", 3)});
+  auto stream = loop.submit({bad, fixed_length_request("fine", 3)});
   StreamEvent e;
   int failed = 0, done = 0;
   while (!stream->finished() && stream->next(e, std::chrono::seconds(30))) {
@@ -118,7 +98,7 @@ TEST_F(ServingLoopTest, ARefusedRequestFailsAloneAndCancelEndsOne) {
   EXPECT_EQ(failed, 1);
   EXPECT_EQ(done, 1);
 
-  auto long_one = loop.submit({greedy("long", 200)});
+  auto long_one = loop.submit({fixed_length_request("long", 200)});
   ASSERT_TRUE(long_one->next(e, std::chrono::seconds(30)));  // it runs
   long_one->cancel();
   const auto results = drain(*long_one, 1);
@@ -128,13 +108,13 @@ TEST_F(ServingLoopTest, ARefusedRequestFailsAloneAndCancelEndsOne) {
 
 TEST_F(ServingLoopTest, StopEndsRunningRequestsAndRefusesNewOnes) {
   ServingLoop loop(engine_);
-  auto running = loop.submit({greedy("until stopped", 240)});
+  auto running = loop.submit({fixed_length_request("until stopped", 240)});
   StreamEvent e;
   ASSERT_TRUE(running->next(e, std::chrono::seconds(30)));
   loop.stop(std::chrono::milliseconds(0));  // no grace: cancelled at once
   const auto results = drain(*running, 1);
   EXPECT_EQ(results[0].finish, FinishReason::kCancelled);
-  EXPECT_THROW(loop.submit({greedy("late", 2)}), Error);
+  EXPECT_THROW(loop.submit({fixed_length_request("late", 2)}), Error);
   EXPECT_TRUE(engine_.idle());
 }
 

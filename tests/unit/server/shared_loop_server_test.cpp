@@ -11,9 +11,13 @@
 #include "engine/server/openai_server.h"
 #include "engine/server/serving_loop.h"
 #include "tests/unit/quantizer/quantizer_test_model.h"
+#include "tests/unit/server/serving_test_util.h"
 
 namespace hearth::server {
 namespace {
+
+using test::drain;
+using test::fixed_length_request;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -32,33 +36,12 @@ class SharedLoopServerTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  static GenerationRequest greedy(const std::string& prompt, int32_t max_tokens) {
-    GenerationRequest r;
-    r.prompt = prompt;
-    r.max_tokens = max_tokens;
-    r.ignore_eos = true;
-    return r;
-  }
-  static GenerationResult finish(RequestStream& stream) {
-    GenerationResult result;
-    StreamEvent e;
-    while (!stream.finished()) {
-      if (!stream.next(e, std::chrono::seconds(30))) {
-        ADD_FAILURE() << "no event for 30 s";
-        break;
-      }
-      if (e.kind == StreamEvent::Kind::kDone) result = e.result;
-      if (e.kind == StreamEvent::Kind::kFailed) ADD_FAILURE() << e.error;
-    }
-    return result;
-  }
-
   fs::path dir_;
   Engine engine_;
 };
 
 TEST_F(SharedLoopServerTest, ServerAndDirectUsersShareTheLoop) {
-  const GenerationResult alone = engine_.generate(greedy("shared prompt", 12));
+  const GenerationResult alone = engine_.generate(fixed_length_request("shared prompt", 12));
 
   ServingLoop loop(engine_);
   ServerOptions options;
@@ -67,7 +50,7 @@ TEST_F(SharedLoopServerTest, ServerAndDirectUsersShareTheLoop) {
   EXPECT_EQ(server->requests_in_flight(), 0);
 
   // A direct user's long request runs while the server answers.
-  auto direct = loop.submit({greedy("a long direct request", 300)});
+  auto direct = loop.submit({fixed_length_request("a long direct request", 300)});
   httplib::Client client("127.0.0.1", server->port());
   client.set_read_timeout(60, 0);
   const json body = {
@@ -81,9 +64,9 @@ TEST_F(SharedLoopServerTest, ServerAndDirectUsersShareTheLoop) {
   // Stopping the server leaves the loop and the direct request running.
   server->stop();
   EXPECT_FALSE(loop.stopping());
-  EXPECT_EQ(finish(*direct).finish, FinishReason::kLength);
-  auto after = loop.submit({greedy("shared prompt", 12)});
-  EXPECT_EQ(finish(*after).tokens, alone.tokens);
+  EXPECT_EQ(drain(*direct, 1)[0].finish, FinishReason::kLength);
+  auto after = loop.submit({fixed_length_request("shared prompt", 12)});
+  EXPECT_EQ(drain(*after, 1)[0].tokens, alone.tokens);
 }
 
 TEST_F(SharedLoopServerTest, StoppingTheServerCancelsItsOwnRequestsOnly) {
@@ -92,7 +75,7 @@ TEST_F(SharedLoopServerTest, StoppingTheServerCancelsItsOwnRequestsOnly) {
   options.port = 0;
   options.shutdown_grace = std::chrono::milliseconds(0);
   OpenAiServer server(loop, options);
-  auto direct = loop.submit({greedy("direct", 120)});
+  auto direct = loop.submit({fixed_length_request("direct", 120)});
 
   std::thread client_thread([port = server.port()] {
     httplib::Client client("127.0.0.1", port);
@@ -110,7 +93,7 @@ TEST_F(SharedLoopServerTest, StoppingTheServerCancelsItsOwnRequestsOnly) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   server.stop();
   client_thread.join();
-  EXPECT_EQ(finish(*direct).finish, FinishReason::kLength);
+  EXPECT_EQ(drain(*direct, 1)[0].finish, FinishReason::kLength);
 }
 
 TEST_F(SharedLoopServerTest, APortInUseIsRefused) {
