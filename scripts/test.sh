@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up a fresh Debian 12 machine, builds Hearth and runs every test: the main build, then the
-# file parsers again under AddressSanitizer and UndefinedBehaviorSanitizer.
+# Sets up a fresh Debian 12 machine, builds Hearth and runs every test: the main build, the
+# Debian package (built, unpacked and run without the CUDA toolkit), then the file parsers again
+# under AddressSanitizer and UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage() { echo "== $(date -u +%H:%M:%S) $*"; }
@@ -14,6 +15,13 @@ stage "build"
 ./scripts/build.sh
 stage "tests"
 ctest --test-dir build --output-on-failure --timeout 1200 -j "$(nproc)"
+stage "package"
+# The Debian package as a user's machine meets it (packaging/check-package.sh); gzip instead of
+# the release's xz keeps this stage short. Installed and purged where this runs as root.
+package_args=()
+[ "$(id -u)" -eq 0 ] && package_args+=(--install)
+HEARTH_PACKAGE_COMPRESSION=gzip ./packaging/check-package.sh "${package_args[@]}"
+rm -f build/hearth_*.deb build/hearth-dbgsym_*.ddeb
 stage "sanitizer build and parser tests"
 ./scripts/test-sanitizers.sh
 stage "done"

@@ -423,6 +423,21 @@
         </message>
     </context>
     <context>
+        <name>GpuNotice</name>
+        <message>
+            <source>Hearth runs models on the CPU on this computer</source>
+            <translation>Hearth führt Modelle auf diesem Computer auf der CPU aus</translation>
+        </message>
+        <message>
+            <source>OK</source>
+            <translation>OK</translation>
+        </message>
+        <message>
+            <source>Dismiss the GPU notice</source>
+            <translation>GPU-Hinweis schließen</translation>
+        </message>
+    </context>
+    <context>
         <name>LoadPanel</name>
         <message>
             <source>Model</source>
@@ -455,10 +470,6 @@
         <message>
             <source>Run on the GPU</source>
             <translation>Auf der GPU ausführen</translation>
-        </message>
-        <message>
-            <source>No CUDA GPU is available here (no device, no driver, or a build without CUDA).</source>
-            <translation>Hier ist keine CUDA-GPU verfügbar (kein Gerät, kein Treiber oder ein Build ohne CUDA).</translation>
         </message>
         <message>
             <source>CPU</source>

@@ -423,6 +423,21 @@
         </message>
     </context>
     <context>
+        <name>GpuNotice</name>
+        <message>
+            <source>Hearth runs models on the CPU on this computer</source>
+            <translation>Hearth 在这台电脑上使用 CPU 运行模型</translation>
+        </message>
+        <message>
+            <source>OK</source>
+            <translation>确定</translation>
+        </message>
+        <message>
+            <source>Dismiss the GPU notice</source>
+            <translation>关闭 GPU 提示</translation>
+        </message>
+    </context>
+    <context>
         <name>LoadPanel</name>
         <message>
             <source>Model</source>
@@ -455,10 +470,6 @@
         <message>
             <source>Run on the GPU</source>
             <translation>在 GPU 上运行</translation>
-        </message>
-        <message>
-            <source>No CUDA GPU is available here (no device, no driver, or a build without CUDA).</source>
-            <translation>此处没有可用的 CUDA GPU（没有设备、没有驱动程序，或此版本不含 CUDA）。</translation>
         </message>
         <message>
             <source>CPU</source>

@@ -49,6 +49,8 @@ int run_info(const std::vector<std::string>& raw) {
                  {"needed", plan.needed()},
                  {"device_free", plan.device_free},
                  {"fits", plan.fits}};
+  const CudaStatus& gpu = Engine::cuda_status();
+  j["gpu"] = {{"available", gpu.available}, {"status", gpu.summary}};
 
   if (args.has("json")) {
     std::cout << j.dump(2) << "\n";
@@ -76,6 +78,7 @@ int run_info(const std::vector<std::string>& raw) {
               format_bytes(plan.weights).c_str(), format_bytes(plan.kv_cache).c_str(),
               format_bytes(plan.activations).c_str(), format_bytes(plan.device_free).c_str(),
               plan.fits ? "" : " — does not fit");
+  std::printf("  gpu            %s\n", gpu.summary.c_str());
   return 0;
 }
 

@@ -95,6 +95,10 @@ bool Engine::cuda_available() {
   return hearth::cuda_available();
 }
 
+const CudaStatus& Engine::cuda_status() {
+  return hearth::cuda_status();
+}
+
 DeviceMemoryInfo Engine::device_memory(DeviceKind kind, int device) {
   return query_device_memory(kind, device);
 }

@@ -116,6 +116,9 @@ class Engine {
   static MemoryPlan plan(const LoadOptions& options);
   // Whether this build has a CUDA backend and a GPU it can use is present. Never throws.
   static bool cuda_available();
+  // The same, with the driver and GPU found or, when CUDA cannot be used, why and what to
+  // install, in words for the user. Probed once per process. Never throws.
+  static const CudaStatus& cuda_status();
   // A device's name and memory now. Throws Error(kUnsupported) for CUDA without a usable GPU.
   static DeviceMemoryInfo device_memory(DeviceKind kind, int device = 0);
 

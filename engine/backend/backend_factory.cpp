@@ -12,24 +12,26 @@
 
 namespace hearth {
 
-bool cuda_available() {
+const CudaStatus& cuda_status() {
+  static const CudaStatus status = [] {
 #if HEARTH_WITH_CUDA
-  return cuda_device_count() > 0;
+    return describe_cuda_probe(probe_cuda());
 #else
-  return false;
+    return describe_cuda_probe(CudaProbe{});
 #endif
+  }();
+  return status;
+}
+
+bool cuda_available() {
+  return cuda_status().available;
 }
 
 namespace {
 
 [[noreturn]] void no_cuda() {
-#if HEARTH_WITH_CUDA
-  fail(ErrorCode::kUnsupported, "no CUDA GPU is available on this machine (or its driver is "
-                                "missing); load the model on the CPU instead");
-#else
-  fail(ErrorCode::kUnsupported, "this build of Hearth has no CUDA backend; load the model on "
-                                "the CPU instead");
-#endif
+  fail(ErrorCode::kUnsupported,
+       "the GPU cannot be used: " + cuda_status().summary + " Load the model on the CPU instead.");
 }
 
 }  // namespace
@@ -38,7 +40,7 @@ DeviceMemoryInfo query_device_memory(DeviceKind kind, int device) {
   DeviceMemoryInfo info;
   if (kind == DeviceKind::kCuda) {
 #if HEARTH_WITH_CUDA
-    if (cuda_device_count() == 0) no_cuda();
+    if (!cuda_available()) no_cuda();
     const CudaDeviceInfo cuda = cuda_device_info(device);
     info.name = "cuda:" + std::to_string(device) + " " + cuda.name;
     info.free_bytes = cuda.free_bytes;
@@ -78,7 +80,7 @@ size_t backend_workspace_bytes(DeviceKind kind, const WorkspaceShape& shape) {
 std::unique_ptr<Backend> create_backend(DeviceKind kind, int device, int cpu_threads) {
   if (kind == DeviceKind::kCuda) {
 #if HEARTH_WITH_CUDA
-    if (cuda_device_count() == 0) no_cuda();
+    if (!cuda_available()) no_cuda();
     CudaBackendOptions options;
     options.device = device;
     return create_cuda_backend(options);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cuda_status.h"
 
 namespace hearth {
 
@@ -32,7 +33,9 @@ struct WorkspaceShape {
   bool quantized_linears = false;
 };
 
-bool cuda_available();  // built with CUDA and at least one device present
+// Whether CUDA can run models here and, if not, why; probed once per process. Never throws.
+const CudaStatus& cuda_status();
+bool cuda_available();  // cuda_status().available
 DeviceMemoryInfo query_device_memory(DeviceKind kind, int device);
 // What the backend of `kind` allocates besides weights, KV cache and activations, for load plans.
 size_t backend_workspace_bytes(DeviceKind kind, const WorkspaceShape& shape);

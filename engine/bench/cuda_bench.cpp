@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 
+#include "engine/backend/cuda/cublas_api.h"
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/bench/bench_util.h"
@@ -75,9 +76,9 @@ json gemm_peak(CudaBackend& be, DType dtype) {
   const double ms = time_ms(
       be.stream(),
       [&](int) {
-        check_cublas(cublasGemmEx(be.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, a.get(),
-                                  t, n, b.get(), t, n, &beta, c.get(), t, n, CUBLAS_COMPUTE_32F,
-                                  CUBLAS_GEMM_DEFAULT),
+        check_cublas(cuda::cublas().GemmEx(be.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha,
+                                           a.get(), t, n, b.get(), t, n, &beta, c.get(), t, n,
+                                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                      "GEMM");
       },
       3, 10);
@@ -160,11 +161,11 @@ json kernel_sweep(CudaBackend& be, const ModelConfig& c, DType dtype) {
           be.stream(),
           [&](int i) {
             check_cublas(
-                cublasGemmEx(be.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(s.n),
-                             static_cast<int>(rows), static_cast<int>(s.k), &alpha,
-                             w[i % copies].get(), t, static_cast<int>(s.k), x.get(), t,
-                             static_cast<int>(s.k), &beta, y.get(), t, static_cast<int>(s.n),
-                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                cuda::cublas().GemmEx(
+                    be.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(s.n),
+                    static_cast<int>(rows), static_cast<int>(s.k), &alpha, w[i % copies].get(), t,
+                    static_cast<int>(s.k), x.get(), t, static_cast<int>(s.k), &beta, y.get(), t,
+                    static_cast<int>(s.n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                 "cuBLAS");
           },
           5, 40);

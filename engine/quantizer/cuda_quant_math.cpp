@@ -2,12 +2,14 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <cusolverDn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 
+#include "engine/backend/backend_factory.h"
+#include "engine/backend/cuda/cublas_api.h"
 #include "engine/backend/cuda/device_memory.h"
 #include "engine/core/error.h"
 #include "engine/quantizer/group_quantizer.h"
@@ -25,12 +27,6 @@ void check(cudaError_t e, const char* what) {
 void check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) {
     fail(ErrorCode::kBackend, std::string("quantizer: ") + what + ": cuBLAS status " +
-                                  std::to_string(static_cast<int>(s)));
-  }
-}
-void check(cusolverStatus_t s, const char* what) {
-  if (s != CUSOLVER_STATUS_SUCCESS) {
-    fail(ErrorCode::kBackend, std::string("quantizer: ") + what + ": cuSOLVER status " +
                                   std::to_string(static_cast<int>(s)));
   }
 }
@@ -56,15 +52,14 @@ struct Buffer {
 }  // namespace
 
 bool cuda_quant_math_available() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+  return cuda_available();  // a driver, a GPU the kernels run on, and cuBLAS
 }
 
 struct CudaQuantMath::Impl {
   int device = 0;
   cublasHandle_t blas = nullptr;
-  cusolverDnHandle_t solver = nullptr;
-  Buffer a, b, work;
+  Buffer a, b;
+  std::vector<double> host_block;  // the Cholesky's diagonal block, factored on the host
   Buffer gw, gu, gerr, gdeq, gscale, gzero, gtmp1, gtmp2, gpart;
   Buffer gperm, gcolerr, gsrc, gqscale, gscales, gqmax;
   cuda::PinnedBuffer stage;  // host side of the reconstruction's download
@@ -85,18 +80,16 @@ struct CudaQuantMath::Impl {
   ~Impl() {
     if (gcodes) cudaFree(gcodes);
     if (info) cudaFree(info);
-    if (solver) cusolverDnDestroy(solver);
-    if (blas) cublasDestroy(blas);
+    if (blas) cuda::cublas().Destroy(blas);
   }
 };
 
 CudaQuantMath::CudaQuantMath(int device) : impl_(std::make_unique<Impl>()) {
   impl_->device = device;
   check(cudaSetDevice(device), "cudaSetDevice");
-  check(cublasCreate(&impl_->blas), "cublasCreate");
-  check(cusolverDnCreate(&impl_->solver), "cusolverDnCreate");
+  check(cuda::cublas().Create(&impl_->blas), "cublasCreate");
   // Plain fp32 (no TF32): the results are compared with the CPU reference.
-  check(cublasSetMathMode(impl_->blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  check(cuda::cublas().SetMathMode(impl_->blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
   check(cudaMalloc(reinterpret_cast<void**>(&impl_->info), sizeof(int)), "cudaMalloc");
 }
 
@@ -129,9 +122,9 @@ void CudaQuantMath::GramSum::add(const float* x, int64_t rows) {
   // Row-major x [rows, k] is column-major [k, rows]: G = A·Aᵀ with A = that matrix. The upper
   // triangle in column-major order is the lower one in row-major order.
   const float one = 1.0f, zero = 0.0f;
-  check(cublasSsyrk(m.blas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, static_cast<int>(k),
-                    static_cast<int>(rows), &one, dx, static_cast<int>(k), &zero, dg,
-                    static_cast<int>(k)),
+  check(cuda::cublas().Ssyrk(m.blas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, static_cast<int>(k),
+                             static_cast<int>(rows), &one, dx, static_cast<int>(k), &zero, dg,
+                             static_cast<int>(k)),
         "cublasSsyrk");
   check(kernels::quantizer_accumulate_lower(nullptr, dg, k, sum_), "accumulate");
   tokens_ += rows;
@@ -153,6 +146,61 @@ std::vector<float> CudaQuantMath::GramSum::finish() const {
   return h;
 }
 
+namespace {
+
+// The lower Cholesky factor of the symmetric n×n column-major matrix `a` (lower triangle read),
+// in place, blocked right-looking: each diagonal block is factored on the host in double (small:
+// kBlock² elements), the panel below it solved against it (Strsm) and the trailing matrix
+// updated (Ssyrk) on the device. Done with cuBLAS alone so that the package need not ship
+// cuSOLVER (and the cuSPARSE and nvJitLink it needs, 400 MB). False when a pivot is not
+// positive and finite.
+bool cholesky_lower_on_device(cublasHandle_t blas, float* a, int n, std::vector<double>& host) {
+  constexpr int kBlock = 256;
+  const cuda::CublasApi& api = cuda::cublas();
+  std::vector<float> block;
+  for (int j0 = 0; j0 < n; j0 += kBlock) {
+    const int jb = std::min(kBlock, n - j0);
+    float* a11 = a + j0 + static_cast<size_t>(j0) * n;
+    block.resize(static_cast<size_t>(jb) * jb);
+    check(cudaMemcpy2D(block.data(), jb * sizeof(float), a11, n * sizeof(float), jb * sizeof(float),
+                       jb, cudaMemcpyDeviceToHost),
+          "copy a diagonal block");
+    host.assign(block.begin(), block.end());
+    for (int c = 0; c < jb; ++c) {  // column-major: element (r, c) at r + c·jb
+      double d = host[c + c * jb];
+      for (int p = 0; p < c; ++p) d -= host[c + p * jb] * host[c + p * jb];
+      if (!(d > 0.0) || !std::isfinite(d)) return false;
+      const double pivot = std::sqrt(d);
+      host[c + c * jb] = pivot;
+      for (int r = c + 1; r < jb; ++r) {
+        double v = host[r + c * jb];
+        for (int p = 0; p < c; ++p) v -= host[r + p * jb] * host[c + p * jb];
+        host[r + c * jb] = v / pivot;
+      }
+    }
+    for (int c = 0; c < jb; ++c) {
+      for (int r = c; r < jb; ++r) block[r + c * jb] = static_cast<float>(host[r + c * jb]);
+    }
+    check(cudaMemcpy2D(a11, n * sizeof(float), block.data(), jb * sizeof(float), jb * sizeof(float),
+                       jb, cudaMemcpyHostToDevice),
+          "copy a diagonal block back");
+    const int rest = n - j0 - jb;
+    if (rest == 0) break;
+    float* a21 = a11 + jb;  // the panel below the block
+    float* a22 = a21 + static_cast<size_t>(jb) * n;
+    const float one = 1.0f, minus_one = -1.0f;
+    check(api.Strsm(blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
+                    CUBLAS_DIAG_NON_UNIT, rest, jb, &one, a11, n, a21, n),
+          "cublasStrsm (Cholesky panel)");
+    check(api.Ssyrk(blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, rest, jb, &minus_one, a21, n, &one,
+                    a22, n),
+          "cublasSsyrk (Cholesky update)");
+  }
+  return true;
+}
+
+}  // namespace
+
 bool CudaQuantMath::inverse_upper_cholesky(const std::vector<float>& h, int64_t n,
                                            std::vector<float>& u) {
   Impl& m = *impl_;
@@ -164,20 +212,12 @@ bool CudaQuantMath::inverse_upper_cholesky(const std::vector<float>& h, int64_t 
   check(cudaMemcpy(dx, h.data(), nn * sizeof(float), cudaMemcpyHostToDevice), "copy H");
   float* dr = m.a.floats(nn);
   check(kernels::quantizer_reverse(nullptr, dx, static_cast<int64_t>(nn), dr), "reverse");
-  int lwork = 0;
   const int ni = static_cast<int>(n);
-  check(cusolverDnSpotrf_bufferSize(m.solver, CUBLAS_FILL_MODE_LOWER, ni, dr, ni, &lwork),
-        "potrf buffer size");
-  float* dw = m.work.floats(static_cast<size_t>(std::max(lwork, 1)));
-  check(cusolverDnSpotrf(m.solver, CUBLAS_FILL_MODE_LOWER, ni, dr, ni, dw, lwork, m.info),
-        "cusolverDnSpotrf");
-  int info = 0;
-  check(cudaMemcpy(&info, m.info, sizeof(int), cudaMemcpyDeviceToHost), "copy info");
-  if (info != 0) return false;
+  if (!cholesky_lower_on_device(m.blas, dr, ni, m.host_block)) return false;
   check(kernels::quantizer_identity(nullptr, dx, n), "identity");
   const float one = 1.0f;
-  check(cublasStrsm(m.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                    CUBLAS_DIAG_NON_UNIT, ni, ni, &one, dr, ni, dx, ni),
+  check(cuda::cublas().Strsm(m.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                             CUBLAS_DIAG_NON_UNIT, ni, ni, &one, dr, ni, dx, ni),
         "cublasStrsm");
   // dr is free again: the flipped upper factor goes there.
   check(kernels::quantizer_flip_upper(nullptr, dx, n, dr, m.info), "flip");
@@ -266,10 +306,10 @@ GptqResult CudaQuantMath::run_gptq(int64_t k, int64_t n, const std::vector<GptqG
       if (b1 < k) {
         // W[b1:, :] −= U[b0:b1, b1:]ᵀ · E (column-major: C[n × (k−b1)] −= A[n × bw] · Bᵀ).
         const float minus = -1.0f, one = 1.0f;
-        check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(n),
-                          static_cast<int>(k - b1), static_cast<int>(bw), &minus, E,
-                          static_cast<int>(n), U + b0 * k + b1, static_cast<int>(k), &one,
-                          W + b1 * n, static_cast<int>(n)),
+        check(cuda::cublas().Sgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(n),
+                                   static_cast<int>(k - b1), static_cast<int>(bw), &minus, E,
+                                   static_cast<int>(n), U + b0 * k + b1, static_cast<int>(k), &one,
+                                   W + b1 * n, static_cast<int>(n)),
               "cublasSgemm");
       }
     }

@@ -1,6 +1,6 @@
-// The quantizer's dense linear algebra on the GPU (cuBLAS / cuSOLVER), with the same contracts
-// as the CPU reference in hessian.h / cholesky.h (which tests/gpu checks it against). Built only
-// with CUDA (HEARTH_WITH_CUDA); elsewhere cuda_quant_math_available() is false.
+// The quantizer's dense linear algebra on the GPU (cuBLAS and Hearth's kernels), with the same
+// contracts as the CPU reference in hessian.h / cholesky.h (which tests/gpu checks it against).
+// Built only with CUDA (HEARTH_WITH_CUDA); elsewhere cuda_quant_math_available() is false.
 #pragma once
 
 #include <cstdint>
@@ -50,8 +50,9 @@ class CudaQuantMath {
   };
   std::unique_ptr<GramSum> gram_sum(int64_t k);
 
-  // As inverse_upper_cholesky (cholesky.h): U upper with h⁻¹ = UᵀU, via cusolverDnSpotrf of
-  // J·h·J and a triangular solve (cublasStrsm). False when h is not positive definite.
+  // As inverse_upper_cholesky (cholesky.h): U upper with h⁻¹ = UᵀU, via a blocked Cholesky of
+  // J·h·J (cuBLAS, diagonal blocks on the host) and a triangular solve (cublasStrsm). False when h
+  // is not positive definite.
   bool inverse_upper_cholesky(const std::vector<float>& h, int64_t n, std::vector<float>& u);
 
   // GPTQ with gptq_quantize's contract (gptq_solver.h) on the device: group parameters from

@@ -1,4 +1,4 @@
-// The quantizer's GPU linear algebra (cuBLAS syrk, cuSOLVER potrf + trsm) against the CPU
+// The quantizer's GPU linear algebra (cuBLAS syrk, blocked Cholesky + trsm) against the CPU
 // reference (hessian.cpp, cholesky.cpp), and a whole tiny EXL2/GPTQ job on the CUDA backend
 // against the same job on the CPU. Skips without a GPU.
 #include <cuda_runtime.h>
@@ -71,7 +71,7 @@ TEST(QuantizerGpu, InverseCholeskyMatchesCpu) {
   REQUIRE_GPU();
   CudaQuantMath gpu(0);
   ThreadPool pool(0);
-  for (int64_t n : {1, 64, 130, 1536}) {
+  for (int64_t n : {1, 64, 130, 600, 1536}) {  // one and several Cholesky blocks
     const auto x = random_rows(4 * n + 16, n, 100 + static_cast<uint32_t>(n));
     HessianAccumulator acc(n);
     acc.add(x.data(), 4 * n + 16, pool);

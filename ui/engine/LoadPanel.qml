@@ -170,7 +170,7 @@ Pane {
                 onClicked: { panel.device = "gpu"; AppSettings.device = "gpu" }
                 Accessible.name: qsTr("Run on the GPU")
                 ToolTip.visible: hovered && !enabled
-                ToolTip.text: qsTr("No CUDA GPU is available here (no device, no driver, or a build without CUDA).")
+                ToolTip.text: EngineController.gpuStatus
             }
             RadioButton {
                 text: qsTr("CPU")
@@ -178,6 +178,15 @@ Pane {
                 onClicked: { panel.device = "cpu"; AppSettings.device = "cpu" }
                 Accessible.name: qsTr("Run on the CPU")
             }
+        }
+        Label {
+            objectName: "gpuUnavailableReason"
+            Layout.fillWidth: true
+            visible: !EngineController.cudaAvailable
+            text: EngineController.gpuStatus
+            color: Theme.textMuted
+            font.pointSize: Theme.smallFont
+            wrapMode: Text.Wrap
         }
 
         Label {

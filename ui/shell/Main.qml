@@ -109,6 +109,14 @@ ApplicationWindow {
         }
     }
 
+    // Over the chat, between the sidebar and the side panel (the row fills the window).
+    GpuNotice {
+        width: Math.min(720, chatView.width - 32)
+        x: chatView.x + (chatView.width - width) / 2
+        anchors.top: parent.top
+        anchors.topMargin: 12
+    }
+
     UndoBar {
         anchors.horizontalCenter: parent.horizontalCenter
         anchors.bottom: parent.bottom

@@ -88,8 +88,11 @@ bool EngineController::isLoadedModel(const QString& path) const {
 
 // A CUDA build on a machine without a GPU (or its driver) counts as no CUDA.
 bool EngineController::cudaAvailable() const {
-  static const bool available = hearth::Engine::cuda_available();
-  return available;
+  return hearth::Engine::cuda_status().available;
+}
+
+QString EngineController::gpuStatus() const {
+  return QString::fromStdString(hearth::Engine::cuda_status().summary);
 }
 
 void EngineController::setState(State s) {

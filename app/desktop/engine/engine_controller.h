@@ -38,6 +38,9 @@ class EngineController : public QObject {
   Q_PROPERTY(bool loaded READ loaded NOTIFY stateChanged)
   Q_PROPERTY(bool busy READ busy NOTIFY stateChanged)
   Q_PROPERTY(bool cudaAvailable READ cudaAvailable CONSTANT)
+  // The driver and GPU found or, without a usable GPU, why and what to install (the engine's
+  // words, probed once).
+  Q_PROPERTY(QString gpuStatus READ gpuStatus CONSTANT)
   Q_PROPERTY(QVariantMap model READ model NOTIFY modelChanged)
   Q_PROPERTY(QString loadStage READ loadStage NOTIFY loadProgressChanged)
   Q_PROPERTY(double loadFraction READ loadFraction NOTIFY loadProgressChanged)
@@ -74,6 +77,7 @@ class EngineController : public QObject {
   bool loaded() const { return state_ == Ready || state_ == Generating; }
   bool busy() const { return state_ == Loading || state_ == Generating; }
   bool cudaAvailable() const;
+  QString gpuStatus() const;
   QVariantMap model() const { return model_; }
   QString loadStage() const { return loadStage_; }
   double loadFraction() const { return loadFraction_; }

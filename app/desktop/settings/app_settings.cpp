@@ -90,6 +90,7 @@ HEARTH_SETTING_IMPL(QStringList, quantizeFolders, QuantizeFolders, "quantize/fol
                     QStringList(), toStringList)
 HEARTH_SETTING_IMPL(bool, serverEnabled, ServerEnabled, "server/enabled", false, toBool)
 HEARTH_SETTING_IMPL(int, serverPort, ServerPort, "server/port", 8080, toInt)
+HEARTH_SETTING_IMPL(QString, gpuNoticeSeen, GpuNoticeSeen, "notices/gpu", QString(), toString)
 #undef HEARTH_SETTING_IMPL
 
 QString AppSettings::serverApiKey() const {

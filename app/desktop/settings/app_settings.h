@@ -50,6 +50,10 @@ class AppSettings : public QObject {
   Q_PROPERTY(int serverPort READ serverPort WRITE setServerPort NOTIFY serverPortChanged)
   Q_PROPERTY(
       QString serverApiKey READ serverApiKey WRITE setServerApiKey NOTIFY serverApiKeyChanged)
+  // The GPU explanation (EngineController::gpuStatus) the user last dismissed: the notice shows
+  // once for each different reason.
+  Q_PROPERTY(
+      QString gpuNoticeSeen READ gpuNoticeSeen WRITE setGpuNoticeSeen NOTIFY gpuNoticeSeenChanged)
 
  public:
   QString theme() const;
@@ -92,6 +96,8 @@ class AppSettings : public QObject {
   void setServerPort(int value);
   QString serverApiKey() const;
   void setServerApiKey(const QString& value);
+  QString gpuNoticeSeen() const;
+  void setGpuNoticeSeen(const QString& value);
 
  signals:
   void themeChanged();
@@ -114,6 +120,7 @@ class AppSettings : public QObject {
   void serverEnabledChanged();
   void serverPortChanged();
   void serverApiKeyChanged();
+  void gpuNoticeSeenChanged();
 
  public:
   // No default constructor: Qt 6.4 would build a second instance for QML instead of calling

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 
+#include "engine/backend/cuda/cublas_api.h"
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/core/error.h"
@@ -117,12 +118,13 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : options_(options) 
   try {
     check_cuda(cudaSetDevice(options.device), "selecting the device");
     check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
-    check_cublas(cublasCreate(&cublas_), "creating the cuBLAS handle");
-    check_cublas(cublasSetStream(cublas_, stream_), "setting the cuBLAS stream");
+    check_cublas(cuda::cublas().Create(&cublas_), "creating the cuBLAS handle");
+    check_cublas(cuda::cublas().SetStream(cublas_, stream_), "setting the cuBLAS stream");
     cublas_workspace_ = DeviceBuffer(options.cublas_workspace_bytes, MemoryCategory::kWorkspace,
                                      counters_, "the cuBLAS workspace");
-    check_cublas(cublasSetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_.size()),
-                 "setting the cuBLAS workspace");
+    check_cublas(
+        cuda::cublas().SetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_.size()),
+        "setting the cuBLAS workspace");
     check_cuda(kernels::prepare_device(), "setting kernel attributes");
     for (auto& e : meta_copied_) {
       check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "creating an event");
@@ -148,7 +150,7 @@ void CudaBackend::release() noexcept {
   if (stream_) cudaStreamSynchronize(stream_);
   for (auto& [key, graph] : graphs_) cudaGraphExecDestroy(graph.exec);
   graphs_.clear();
-  if (cublas_) cublasDestroy(cublas_);
+  if (cublas_) cuda::cublas().Destroy(cublas_);
   cublas_ = nullptr;
   for (auto& e : meta_copied_) {
     if (e) cudaEventDestroy(e);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cuda_status.h"
 
 namespace hearth {
 
@@ -46,6 +47,8 @@ struct CudaDeviceInfo {
   double memory_bandwidth_gbs = 0;  // from the memory clock and bus width (nominal)
 };
 
+// The driver, its devices and cuBLAS, for cuda_status.h to judge. Never throws.
+CudaProbe probe_cuda();
 // Devices CUDA can use; 0 without a driver or a GPU. Never throws.
 int cuda_device_count();
 // Throws Error(kInvalidArgument) for a bad index, Error(kBackend) when the driver fails.

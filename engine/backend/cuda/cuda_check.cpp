@@ -1,5 +1,6 @@
 #include "engine/backend/cuda/cuda_check.h"
 
+#include "engine/backend/cuda/cublas_api.h"
 #include "engine/core/error.h"
 
 namespace hearth::cuda {
@@ -14,8 +15,9 @@ void throw_cuda_error(cudaError_t status, const std::string& what) {
 }
 
 void throw_cublas_error(cublasStatus_t status, const std::string& what) {
-  const std::string message = "cuBLAS error while " + what + ": " + cublasGetStatusName(status) +
-                              " (" + cublasGetStatusString(status) + ")";
+  const std::string message = "cuBLAS error while " + what + ": " +
+                              cuda::cublas().GetStatusName(status) + " (" +
+                              cuda::cublas().GetStatusString(status) + ")";
   fail(status == CUBLAS_STATUS_ALLOC_FAILED ? ErrorCode::kOutOfMemory : ErrorCode::kBackend,
        message);
 }

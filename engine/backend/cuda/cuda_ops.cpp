@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "engine/backend/cuda/cublas_api.h"
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/backend/cuda/cuda_quant_linear.h"
@@ -229,11 +230,11 @@ void CudaBackend::linear_cublas(const CudaLinearWeight& w, const DeviceTensor& x
   const int k = static_cast<int>(w.in_features);
   const int rows = static_cast<int>(x.rows);
   // Column-major view: out^T [N, R] = W [N, K] (stored as K×N, transposed) · x^T [K, R].
-  check_cublas(
-      cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, n, rows, k, &alpha, w.weight.get(),
+  check_cublas(cuda::cublas().GemmEx(
+                   cublas_, CUBLAS_OP_T, CUBLAS_OP_N, n, rows, k, &alpha, w.weight.get(),
                    cublas_type(w.dtype), k, x.data, cublas_type(x.dtype), k, &beta, out.data,
                    cublas_type(out.dtype), n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-      ("matrix product of " + w.name).c_str());
+               ("matrix product of " + w.name).c_str());
   if (w.bias) {
     check_launch(
         kernels::add_bias(launch(), to_elem(out.dtype), out.data, w.bias.as<float>(), rows, n),

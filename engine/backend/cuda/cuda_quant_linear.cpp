@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "engine/backend/cuda/cublas_api.h"
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/core/error.h"
@@ -249,13 +250,14 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
     check_launch(kernels::quant_dequantize(launch_plain(), m, n0, count, quant_dequant_.get()),
                  "quant_dequantize");
     // Column-major view: out^T[count, R] (ld N) = W_slice[count, K'] (stored K'-major) · x^T.
-    check_cublas(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(count),
+    check_cublas(
+        cuda::cublas().GemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(count),
                               static_cast<int>(rows), static_cast<int>(k_gemm), &alpha,
                               quant_dequant_.get(), CUDA_R_16F, static_cast<int>(stored_rows),
                               x_gemm, CUDA_R_16F, static_cast<int>(ld_x), &beta,
                               static_cast<std::byte*>(out.data) + n0 * out_elem, out_type,
                               static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                 ("matrix product of " + w.name).c_str());
+        ("matrix product of " + w.name).c_str());
   }
   if (bias) {
     check_launch(kernels::add_bias(launch(), out_t, out.data, bias, rows, N), "add_bias");

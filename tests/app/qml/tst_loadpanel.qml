@@ -56,6 +56,17 @@ Item {
             compare(note.text, "The loaded model runs with this length.")
         }
 
+        // Without a usable GPU the GPU choice is disabled and the reason is written under it.
+        function test_gpuChoiceSaysWhyItIsDisabled() {
+            const reason = findChild(panel, "gpuUnavailableReason")
+            verify(reason !== null, "no gpuUnavailableReason")
+            compare(reason.visible, !EngineController.cudaAvailable)
+            if (!EngineController.cudaAvailable) {
+                compare(reason.text, EngineController.gpuStatus)
+                compare(panel.device, "cpu")
+            }
+        }
+
         function test_planForTheChosenModel() {
             ModelLibrary.rescan()
             tryCompare(ModelLibrary, "scanning", false, 60000)
