@@ -165,21 +165,28 @@ bool cholesky_lower_on_device(cublasHandle_t blas, float* a, int n, std::vector<
     check(cudaMemcpy2D(block.data(), jb * sizeof(float), a11, n * sizeof(float), jb * sizeof(float),
                        jb, cudaMemcpyDeviceToHost),
           "copy a diagonal block");
-    host.assign(block.begin(), block.end());
-    for (int c = 0; c < jb; ++c) {  // column-major: element (r, c) at r + c·jb
-      double d = host[c + c * jb];
-      for (int p = 0; p < c; ++p) d -= host[c + p * jb] * host[c + p * jb];
+    // Row-major on the host (element (r, c) at r·jb + c), so that the dot products below run
+    // along contiguous rows; only the lower triangle is current (Ssyrk updates only that).
+    host.assign(static_cast<size_t>(jb) * jb, 0.0);
+    for (int c = 0; c < jb; ++c) {
+      for (int r = c; r < jb; ++r) host[r * jb + c] = block[r + c * jb];
+    }
+    for (int c = 0; c < jb; ++c) {
+      const double* row_c = &host[static_cast<size_t>(c) * jb];
+      double d = row_c[c];
+      for (int p = 0; p < c; ++p) d -= row_c[p] * row_c[p];
       if (!(d > 0.0) || !std::isfinite(d)) return false;
       const double pivot = std::sqrt(d);
-      host[c + c * jb] = pivot;
+      host[c * jb + c] = pivot;
       for (int r = c + 1; r < jb; ++r) {
-        double v = host[r + c * jb];
-        for (int p = 0; p < c; ++p) v -= host[r + p * jb] * host[c + p * jb];
-        host[r + c * jb] = v / pivot;
+        double* row_r = &host[static_cast<size_t>(r) * jb];
+        double v = row_r[c];
+        for (int p = 0; p < c; ++p) v -= row_r[p] * row_c[p];
+        row_r[c] = v / pivot;
       }
     }
     for (int c = 0; c < jb; ++c) {
-      for (int r = c; r < jb; ++r) block[r + c * jb] = static_cast<float>(host[r + c * jb]);
+      for (int r = c; r < jb; ++r) block[r + c * jb] = static_cast<float>(host[r * jb + c]);
     }
     check(cudaMemcpy2D(a11, n * sizeof(float), block.data(), jb * sizeof(float), jb * sizeof(float),
                        jb, cudaMemcpyHostToDevice),
