@@ -421,6 +421,14 @@
             <source>%1 of %2 tokens used by this answer</source>
             <translation>%1 von %2 Token durch diese Antwort belegt</translation>
         </message>
+        <message>
+            <source>Prompt cache</source>
+            <translation>Prompt-Cache</translation>
+        </message>
+        <message>
+            <source>reused %1 of %2 prompt tokens</source>
+            <translation>%1 von %2 Prompt-Tokens wiederverwendet</translation>
+        </message>
     </context>
     <context>
         <name>GpuNotice</name>

@@ -421,6 +421,14 @@
             <source>%1 of %2 tokens used by this answer</source>
             <translation>本次回答使用了 %1 / %2 个词元</translation>
         </message>
+        <message>
+            <source>Prompt cache</source>
+            <translation>提示缓存</translation>
+        </message>
+        <message>
+            <source>reused %1 of %2 prompt tokens</source>
+            <translation>重用了 %2 个提示词元中的 %1 个</translation>
+        </message>
     </context>
     <context>
         <name>GpuNotice</name>

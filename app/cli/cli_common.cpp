@@ -27,9 +27,18 @@ std::vector<std::string> split_list(const std::string& s) {
 }
 
 std::set<std::string> load_flags() {
-  return {
-      "model",     "backend",      "threads",     "max-seq-len", "cache-tokens",         "device",
-      "max-batch", "rope-scaling", "rope-factor", "ntk-alpha",   "rope-original-context"};
+  return {"model",
+          "backend",
+          "threads",
+          "max-seq-len",
+          "cache-tokens",
+          "device",
+          "max-batch",
+          "rope-scaling",
+          "rope-factor",
+          "ntk-alpha",
+          "rope-original-context",
+          "prefix-reuse"};
 }
 
 LoadOptions load_options_from(const ArgParser& args) {
@@ -48,6 +57,11 @@ LoadOptions load_options_from(const ArgParser& args) {
   o.max_seq_len = args.get_int("max-seq-len", 0, 0, 1 << 22);
   o.cache_tokens = args.get_int("cache-tokens", 0, 0, 1 << 26);
   o.max_batch = static_cast<int>(args.get_int("max-batch", 8, 1, 256));
+  const std::string reuse = args.get("prefix-reuse").value_or("on");
+  if (reuse != "on" && reuse != "off") {
+    throw UsageError("--prefix-reuse must be on or off, got '" + reuse + "'");
+  }
+  o.prefix_reuse = reuse == "on";
   if (auto type = args.get("rope-scaling")) {
     RopeScaling rs;
     if (*type == "none") {

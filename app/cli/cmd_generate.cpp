@@ -44,6 +44,7 @@ int run_generate(const std::vector<std::string>& raw) {
     j["text"] = result.text;
     j["tokens"] = result.tokens;
     j["prompt_tokens"] = result.stats.prompt_tokens;
+    j["cached_tokens"] = result.stats.cached_prompt_tokens;
     j["prompt_tokens_per_s"] = result.stats.prompt_tokens_per_s();
     j["decode_tokens_per_s"] = result.stats.decode_tokens_per_s();
     j["finish_reason"] = finish_reason_name(result.finish);

@@ -46,6 +46,7 @@ load flags (every command that runs the model):
   --backend cpu|cuda  --device N  --threads N  --max-seq-len N  --cache-tokens N
   --max-batch N  --rope-scaling none|linear|dynamic|yarn|llama3  --rope-factor F
   --rope-original-context N  --ntk-alpha A
+  --prefix-reuse on|off  (share the cache pages of prompts that start alike; default on)
 
 Without --model, the default model (SmolLM2-135M-Instruct) is used. PATH is a model
 folder or a .gguf file.

@@ -144,6 +144,7 @@ void Engine::load(const LoadOptions& options, const ProgressCallback& progress,
   gen.max_batch = impl->resolved.max_batch;
   gen.max_seq_len = impl->resolved.max_seq_len;
   gen.max_batch_tokens = impl->resolved.max_batch_tokens;
+  gen.prefix_reuse = options.prefix_reuse;
   impl->generator = std::make_unique<Generator>(*impl->model, *impl->cache,
                                                 *impl->bundle.tokenizer, gen);
   impl->eos_ids = info.config.eos_token_ids;
@@ -260,6 +261,7 @@ std::optional<GenerationResult> Engine::take_result(RequestId id) {
   g.logprobs = std::move(r->logprobs);
   g.finish = to_finish_reason(r->end);
   g.stats.prompt_tokens = r->prompt_tokens;
+  g.stats.cached_prompt_tokens = r->cached_tokens;
   g.stats.generated_tokens = static_cast<int64_t>(g.tokens.size());
   g.stats.prompt_seconds = r->prompt_seconds;
   g.stats.decode_seconds = r->decode_seconds;

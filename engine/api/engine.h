@@ -33,6 +33,9 @@ struct LoadOptions {
   int64_t cache_tokens = 0;                 // KV-cache capacity; 0: max_seq_len (+ batch slack)
   int max_batch = 8;                        // sequences generated together
   int cpu_threads = 0;                      // 0: every core
+  // Requests whose prompts start like an earlier one's share its cache pages instead of
+  // computing them again (GenerationStats::cached_prompt_tokens says how many).
+  bool prefix_reuse = true;
 
   static constexpr int64_t kDefaultMaxSeqLen = 8192;
 };
@@ -75,6 +78,7 @@ struct GenerationRequest {
 
 struct GenerationStats {
   int64_t prompt_tokens = 0;
+  int64_t cached_prompt_tokens = 0;  // of prompt_tokens, those an earlier request left in cache
   int64_t generated_tokens = 0;
   double prompt_seconds = 0;
   double decode_seconds = 0;

@@ -19,8 +19,10 @@ struct Generator::Job {
   JobRequest request;
   std::vector<int32_t> tokens;  // prompt, then generated tokens
   int64_t prompt_len = 0;
-  int64_t cached = 0;           // tokens whose keys/values are in the cache
+  int64_t cached = 0;  // tokens whose keys/values are in the cache
   std::vector<int32_t> pages;
+  int64_t published = 0;   // leading pages offered to later jobs (PagePool::publish)
+  uint64_t chain_key = 0;  // the hash chain after them
   std::unique_ptr<StreamingDetokenizer> detokenizer;
   std::unique_ptr<StopMatcher> stops;
   JobResult result;
@@ -100,7 +102,9 @@ void Generator::cancel(int64_t id) {
   }
 }
 
-bool Generator::idle() const { return queued_.empty() && running_.empty(); }
+bool Generator::idle() const {
+  return queued_.empty() && running_.empty();
+}
 
 std::optional<JobResult> Generator::take_result(int64_t id) {
   for (auto it = finished_.begin(); it != finished_.end(); ++it) {
@@ -115,25 +119,64 @@ std::optional<JobResult> Generator::take_result(int64_t id) {
 
 void Generator::admit() {
   // A job reserves the pages for its whole run (prompt + max_tokens, within max_seq_len), so a
-  // running job never stalls for cache space.
+  // running job never stalls for cache space. Leading pages an earlier job left are shared
+  // instead (at least the last prompt token is always computed: its logits give the first
+  // token).
   while (!queued_.empty() && static_cast<int>(running_.size()) < options_.max_batch) {
     Job& job = *queued_.front();
     const int64_t need_tokens =
         std::min<int64_t>(options_.max_seq_len, job.prompt_len + job.request.max_tokens);
-    auto pages = pages_.allocate(pages_.pages_for(std::max<int64_t>(need_tokens, 1)));
+    const int64_t need_pages = pages_.pages_for(std::max<int64_t>(need_tokens, 1));
+    std::vector<int32_t> shared;
+    if (options_.prefix_reuse) {
+      shared = pages_.acquire_prefix(job.tokens, (job.prompt_len - 1) / pages_.page_size());
+    }
+    const auto own_count = need_pages - static_cast<int64_t>(shared.size());
+    auto pages = pages_.allocate(own_count);
     if (!pages) {
       // Not enough room now. If nothing runs, it can never fit: shorten the reservation to what
       // the cache holds (the job ends with kContextFull when it runs out).
-      if (!running_.empty()) break;
-      pages = pages_.allocate(pages_.free_pages());
-      if (!pages || static_cast<int64_t>(pages->size()) * pages_.page_size() <= job.prompt_len) {
+      if (running_.empty()) {
+        pages = pages_.allocate(pages_.available_pages());
+        if (pages && static_cast<int64_t>(shared.size() + pages->size()) * pages_.page_size() <=
+                         job.prompt_len) {
+          pages_.release(*pages);
+          pages.reset();
+        }
+      }
+      if (!pages) {
+        pages_.release(shared);
         break;
       }
     }
-    job.pages = std::move(*pages);
+    job.pages = std::move(shared);
+    job.pages.insert(job.pages.end(), pages->begin(), pages->end());
+    job.published = static_cast<int64_t>(job.pages.size() - pages->size());
+    job.cached = job.published * pages_.page_size();
+    job.chain_key = pages_.root_key();
+    for (int64_t i = 0; i < job.published; ++i) {
+      const auto page_tokens = std::span<const int32_t>(job.tokens)
+                                   .subspan(static_cast<size_t>(i * pages_.page_size()),
+                                            static_cast<size_t>(pages_.page_size()));
+      job.chain_key = pages_.chain_key(job.chain_key, page_tokens);
+    }
+    job.result.cached_tokens = job.cached;
     job.admitted = Clock::now();
     running_.push_back(std::move(queued_.front()));
     queued_.pop_front();
+  }
+}
+
+void Generator::publish_full_pages(Job& job) {
+  if (!options_.prefix_reuse) return;
+  const int64_t ps = pages_.page_size();
+  while ((job.published + 1) * ps <= job.cached &&
+         job.published < static_cast<int64_t>(job.pages.size())) {
+    const auto page_tokens =
+        std::span<const int32_t>(job.tokens)
+            .subspan(static_cast<size_t>(job.published * ps), static_cast<size_t>(ps));
+    job.chain_key = pages_.publish(job.pages[job.published], job.chain_key, page_tokens);
+    ++job.published;
   }
 }
 
@@ -180,8 +223,8 @@ bool Generator::step() {
   int64_t budget = options_.max_batch_tokens;
   auto add = [&](Job& job, int64_t count) {
     SequenceSlice s;
-    s.tokens = std::span<const int32_t>(job.tokens).subspan(static_cast<size_t>(job.cached),
-                                                            static_cast<size_t>(count));
+    s.tokens = std::span<const int32_t>(job.tokens)
+                   .subspan(static_cast<size_t>(job.cached), static_cast<size_t>(count));
     s.start_pos = static_cast<int32_t>(job.cached);
     s.page_table = job.pages;
     batch.seqs.push_back(s);
@@ -206,6 +249,7 @@ bool Generator::step() {
   for (size_t i = 0; i < in_batch.size(); ++i) {
     Job& job = *in_batch[i];
     job.cached += static_cast<int64_t>(batch.seqs[i].tokens.size());
+    publish_full_pages(job);
     if (!samples[i]) continue;
     SampleRequest r;
     r.params = &job.request.sampling;
@@ -221,7 +265,8 @@ bool Generator::step() {
     // skipped by sampling only a prefix when they trail, else by compacting.
     std::vector<int32_t> ids;
     bool contiguous = true;
-    for (size_t i = 0; i < rows.size(); ++i) contiguous = contiguous && rows[i] == static_cast<int64_t>(i);
+    for (size_t i = 0; i < rows.size(); ++i)
+      contiguous = contiguous && rows[i] == static_cast<int64_t>(i);
     if (contiguous) {
       ids = model_.backend().sample(logits, requests);
     } else {

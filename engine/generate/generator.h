@@ -42,10 +42,11 @@ struct JobRequest {
 
 struct JobResult {
   std::string text;
-  std::vector<int32_t> tokens;  // generated ids (an ending eos id included)
+  std::vector<int32_t> tokens;          // generated ids (an ending eos id included)
   std::vector<TokenLogprobs> logprobs;  // one per generated token, when asked for
   JobEnd end = JobEnd::kEos;
   int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;  // leading prompt tokens whose cache pages an earlier job left
   double prompt_seconds = 0;  // from admission until the first token was sampled
   double decode_seconds = 0;  // from the first token until the end
 };
@@ -54,6 +55,9 @@ struct GeneratorOptions {
   int max_batch = 8;               // jobs running together
   int64_t max_seq_len = 4096;      // positions per sequence
   int64_t max_batch_tokens = 512;  // tokens per forward pass
+  // Full cache pages of finished and running jobs are kept and shared with later jobs whose
+  // prompts start with the same tokens (PagePool); off: every job computes its whole prompt.
+  bool prefix_reuse = true;
 };
 
 class Generator {
@@ -70,6 +74,8 @@ class Generator {
   // when there was nothing to do.
   bool step();
   bool idle() const;
+  // The cache's pages: free, held by running jobs, or cached for reuse.
+  const PagePool& pages() const { return pages_; }
   // The result of a finished job (nullopt while it runs); removes it.
   std::optional<JobResult> take_result(int64_t id);
 
@@ -78,6 +84,7 @@ class Generator {
   void admit();
   void finish(Job& job, JobEnd end);
   void emit(Job& job, const std::string& text);
+  void publish_full_pages(Job& job);
 
   LlamaModel& model_;
   KvCacheStorage& cache_;

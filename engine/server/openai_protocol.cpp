@@ -1,5 +1,6 @@
 #include "engine/server/openai_protocol.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -400,11 +401,23 @@ std::span<const TokenLogprobs> shown_logprobs(const GenerationResult& result) {
   return all;
 }
 
-json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
+json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {
   return json{{"prompt_tokens", prompt_tokens},
               {"completion_tokens", completion_tokens},
               {"total_tokens", prompt_tokens + completion_tokens},
-              {"prompt_tokens_details", {{"cached_tokens", 0}}}};
+              {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+}
+
+int64_t usage_cached_tokens(const std::vector<int64_t>& cached, size_t prompts) {
+  if (prompts == 0 || cached.empty()) return 0;
+  const size_t n = cached.size() / prompts;
+  int64_t total = 0;
+  for (size_t p = 0; p < prompts; ++p) {
+    int64_t fewest = cached[p * n];
+    for (size_t c = 1; c < n; ++c) fewest = std::min(fewest, cached[p * n + c]);
+    total += fewest;
+  }
+  return total;
 }
 
 json response_body(const ResponseContext& ctx, const std::vector<GenerationResult>& results,
@@ -433,8 +446,11 @@ json response_body(const ResponseContext& ctx, const std::vector<GenerationResul
   }
   int64_t prompts = 0;
   for (int64_t p : prompt_tokens) prompts += p;
+  std::vector<int64_t> cached;
+  for (const GenerationResult& r : results) cached.push_back(r.stats.cached_prompt_tokens);
   body["choices"] = std::move(choices);
-  body["usage"] = usage_json(prompts, completion_tokens);
+  body["usage"] =
+      usage_json(prompts, completion_tokens, usage_cached_tokens(cached, prompt_tokens.size()));
   return body;
 }
 
@@ -474,10 +490,11 @@ json end_chunk(const ResponseContext& ctx, int choice, FinishReason reason,
   return body;
 }
 
-json usage_chunk(const ResponseContext& ctx, int64_t prompt_tokens, int64_t completion_tokens) {
+json usage_chunk(const ResponseContext& ctx, int64_t prompt_tokens, int64_t completion_tokens,
+                 int64_t cached_tokens) {
   json body = chunk(ctx);
   body["choices"] = json::array();
-  body["usage"] = usage_json(prompt_tokens, completion_tokens);
+  body["usage"] = usage_json(prompt_tokens, completion_tokens, cached_tokens);
   return body;
 }
 

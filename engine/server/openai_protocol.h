@@ -83,7 +83,12 @@ struct ResponseContext {
   TokenText token_text;
 };
 
-nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+// `cached_tokens`: of the prompt tokens, those served from the prefix cache.
+nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);
+// The cached prompt tokens usage reports: per prompt, the fewest any of its n choices reused
+// (each prompt counts once, as in prompt_tokens). cached[i] belongs to choice i, in
+// expand_choices order.
+int64_t usage_cached_tokens(const std::vector<int64_t>& cached, size_t prompts);
 
 // The whole response of a non-streaming request; results[i] is choice i (expand_choices order).
 nlohmann::json response_body(const ResponseContext& ctx,
@@ -98,7 +103,7 @@ nlohmann::json text_chunk(const ResponseContext& ctx, int choice, const std::str
 nlohmann::json end_chunk(const ResponseContext& ctx, int choice, FinishReason reason,
                          std::span<const TokenLogprobs> logprobs, int64_t& text_offset);
 nlohmann::json usage_chunk(const ResponseContext& ctx, int64_t prompt_tokens,
-                           int64_t completion_tokens);
+                           int64_t completion_tokens, int64_t cached_tokens);
 
 // The log-probabilities a response shows for `result`: every generated token but an ending
 // end-of-sequence token (which has no text).

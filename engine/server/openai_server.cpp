@@ -439,11 +439,14 @@ void OpenAiServer::Impl::respond_stream(httplib::Response& res, std::shared_ptr<
         if (call->open == 0) {
           if (call->api.include_usage) {
             int64_t prompts = 0, completion = 0;
+            std::vector<int64_t> cached;
             for (int64_t p : call->prompt_tokens) prompts += p;
             for (const auto& r : call->results) {
               if (r) completion += r->stats.generated_tokens;
+              cached.push_back(r ? r->stats.cached_prompt_tokens : 0);
             }
-            out += "data: " + dump(usage_chunk(call->ctx, prompts, completion)) + "\n\n";
+            const int64_t reused = usage_cached_tokens(cached, call->prompt_tokens.size());
+            out += "data: " + dump(usage_chunk(call->ctx, prompts, completion, reused)) + "\n\n";
           }
           out += "data: [DONE]\n\n";
         }

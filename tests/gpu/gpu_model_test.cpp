@@ -19,8 +19,10 @@
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/bench/synthetic_source.h"
 #include "engine/core/error.h"
+#include "engine/generate/generator.h"
 #include "engine/model/llama_model.h"
 #include "tests/common/test_paths.h"
+#include "tests/common/tiny_model.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace hearth {
@@ -202,6 +204,89 @@ TEST(GpuBatching, EightPromptsTogetherMatchEachAlone) {
   std::printf("[ batching ] %d of 8 prompts bit-identical batched vs alone\n", identical_count);
 }
 
+// Prefix reuse on the GPU: prompts that share a 300-token prefix, run through the generator with
+// reuse off, then with reuse on (alone after a job that left the prefix, and all together). The
+// reused keys and values come from a prefill of another shape, so bit-identity is not promised
+// (cuBLAS picks kernels by shape, as in batching above): the gate is check_logprobs_close, and
+// the count of bit-identical sequences is printed.
+TEST(GpuPrefixReuse, ReusedPrefixesMatchNoReuse) {
+  HEARTH_REQUIRE_GPU();
+  const ModelConfig config = synthetic_model_config("tiny");
+  SyntheticSource weights(config, 11, DType::kF16);
+  auto gpu = create_cuda_backend({});
+  test::ByteTokenizer tokenizer;
+  const std::vector<int32_t> prefix = random_prompt(300, config.vocab_size, 900);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<int32_t> p = prefix;
+    const auto tail = random_prompt(5 + 13 * i, config.vocab_size, 910 + i);
+    p.insert(p.end(), tail.begin(), tail.end());
+    prompts.push_back(std::move(p));
+  }
+  auto run = [&](bool reuse, bool together) {
+    LlamaModel model(config, *gpu, weights, Runner::options());
+    auto cache = gpu->create_kv_cache(model.kv_cache_spec(64, kPageSize));
+    GeneratorOptions go;
+    go.max_batch = 8;
+    go.max_seq_len = 2048;
+    go.max_batch_tokens = 1024;
+    go.prefix_reuse = reuse;
+    Generator generator(model, *cache, tokenizer, go);
+    auto request = [&](const std::vector<int32_t>& prompt) {
+      JobRequest r;
+      r.prompt = prompt;
+      r.max_tokens = 16;
+      r.logprobs = 5;
+      r.ignore_eos = true;
+      return r;
+    };
+    auto drain = [&](const std::vector<int64_t>& ids) {
+      while (!generator.idle()) generator.step();
+      std::vector<JobResult> out;
+      for (int64_t id : ids) out.push_back(*generator.take_result(id));
+      return out;
+    };
+    std::vector<int32_t> warm = prefix;
+    warm.push_back(1);
+    drain({generator.submit(request(warm))});
+    std::vector<JobResult> results;
+    if (together) {
+      std::vector<int64_t> ids;
+      for (const auto& p : prompts) ids.push_back(generator.submit(request(p)));
+      results = drain(ids);
+    } else {
+      for (const auto& p : prompts) results.push_back(drain({generator.submit(request(p))})[0]);
+    }
+    return results;
+  };
+  auto tops = [](const JobResult& r) {
+    std::vector<std::vector<int32_t>> out;
+    for (const auto& lp : r.logprobs) {
+      std::vector<int32_t> ids;
+      for (const auto& [id, logprob] : lp.top) ids.push_back(id);
+      out.push_back(ids);
+    }
+    return out;
+  };
+  const auto off = run(false, false);
+  int identical_count = 0, compared = 0;
+  for (bool together : {false, true}) {
+    const auto on = run(true, together);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(off[i].cached_tokens, 0);
+      EXPECT_EQ(on[i].cached_tokens, 256) << "prompt " << i;
+      bool identical = false;
+      EXPECT_EQ(logprobs_close(on[i].tokens, tops(on[i]), off[i].tokens, tops(off[i]), &identical),
+                "")
+          << "prompt " << i << (together ? " (together)" : " (alone)");
+      identical_count += identical;
+      ++compared;
+    }
+  }
+  std::printf("[ prefix reuse ] %d of %d sequences bit-identical with reuse vs without\n",
+              identical_count, compared);
+}
+
 // Graph replay and programmatic dependent launch change nothing in the results.
 TEST(GpuGraphs, GraphsAndPdlGiveBitIdenticalLogits) {
   HEARTH_REQUIRE_GPU();
@@ -224,6 +309,50 @@ TEST(GpuGraphs, GraphsAndPdlGiveBitIdenticalLogits) {
   }
   EXPECT_EQ(results[0], results[1]) << "graphs on vs off";
   EXPECT_EQ(results[0], results[2]) << "PDL on vs off";
+}
+
+// The real model through the Engine on the GPU: chat requests that share a long system prompt
+// (two 256-token pages), answered one after another with prefix reuse on and off. Greedy tokens
+// are compared exactly; the count of identical answers is printed.
+TEST(GpuPrefixReuse, SmolLm2ChatsWithASharedSystemPromptMatchNoReuse) {
+  HEARTH_REQUIRE_GPU();
+  if (!std::filesystem::exists(test::test_model())) {
+    GTEST_SKIP() << "skipped: " << test::test_model() << " is not on this machine";
+  }
+  std::string system = "You are Hearth's assistant. Follow these house rules:";
+  for (int i = 1; i <= 80; ++i) system += " Rule " + std::to_string(i) + ": be brief and kind.";
+  const std::vector<std::string> questions = {"What is the capital of France?",
+                                              "Name three colours.", "Count to five.",
+                                              "Write a haiku about rain."};
+  std::vector<std::vector<GenerationResult>> answers(2);
+  for (int reuse = 0; reuse < 2; ++reuse) {
+    Engine engine;
+    LoadOptions o;
+    o.model_path = test::test_model();
+    o.device = DeviceKind::kCuda;
+    o.max_seq_len = 2048;
+    o.prefix_reuse = reuse == 1;
+    engine.load(o);
+    for (const auto& q : questions) {
+      GenerationRequest r;
+      r.messages = {{"system", system}, {"user", q}};
+      r.max_tokens = 24;
+      answers[reuse].push_back(engine.generate(r));
+    }
+  }
+  int identical = 0;
+  for (size_t i = 0; i < questions.size(); ++i) {
+    const GenerationResult& off = answers[0][i];
+    const GenerationResult& on = answers[1][i];
+    EXPECT_EQ(off.stats.cached_prompt_tokens, 0);
+    if (i > 0) {
+      EXPECT_GE(on.stats.cached_prompt_tokens, 512) << questions[i];
+    }
+    EXPECT_EQ(on.tokens, off.tokens) << questions[i];
+    identical += on.tokens == off.tokens;
+  }
+  std::printf("[ prefix reuse ] SmolLM2 on the GPU: %d of %zu answers identical with reuse\n",
+              identical, questions.size());
 }
 
 // The real model (SmolLM2) on the GPU is checked against transformers, with check_logprobs_close

@@ -90,6 +90,18 @@ Pane {
                 // While the answer streams, the figure moves.
                 color: panel.answering ? Theme.accent : Theme.text
             }
+            Label { text: qsTr("Prompt cache"); color: Theme.textMuted }
+            Label {
+                objectName: "promptCache"
+                // The engine's count, known when the answer ends: the history it did not
+                // compute again.
+                text: EngineController.promptTokens > 0 && !panel.answering
+                      ? qsTr("reused %1 of %2 prompt tokens")
+                            .arg(Ui.formatNumber(EngineController.cachedPromptTokens, 0))
+                            .arg(Ui.formatNumber(EngineController.promptTokens, 0))
+                      : "–"
+                color: Theme.text
+            }
         }
         RateChart {
             Layout.fillWidth: true

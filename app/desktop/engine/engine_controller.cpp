@@ -231,6 +231,7 @@ quint64 EngineController::generate(const std::vector<hearth::ChatMessage>& messa
   generationId_ = job.id;
   // From now on the figures are this answer's.
   promptTokens_ = 0;
+  cachedPromptTokens_ = 0;
   promptTps_ = 0;
   generatedTokens_ = 0;
   decodeTps_ = 0;
@@ -274,6 +275,7 @@ void EngineController::onFinished(quint64 id, const QString& text, const Message
   generationId_ = 0;
   // The engine's own figures; a stopped answer has none for its prompt, so the live ones stay.
   if (stats.promptTokens > 0) promptTokens_ = stats.promptTokens;
+  cachedPromptTokens_ = stats.cachedPromptTokens;
   if (stats.promptSeconds > 0) promptTps_ = stats.promptTokens / stats.promptSeconds;
   generatedTokens_ = stats.generatedTokens;
   if (stats.decodeSeconds > 0) decodeTps_ = stats.generatedTokens / stats.decodeSeconds;

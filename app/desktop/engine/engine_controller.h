@@ -52,6 +52,9 @@ class EngineController : public QObject {
   Q_PROPERTY(qint64 promptTokens READ promptTokens NOTIFY statsChanged)
   Q_PROPERTY(double promptTokensPerSecond READ promptTps NOTIFY statsChanged)  // 0: not yet
   Q_PROPERTY(qint64 generatedTokens READ generatedTokens NOTIFY statsChanged)
+  // Of promptTokens, those the engine found in its cache from an earlier answer (known when
+  // the answer ends).
+  Q_PROPERTY(qint64 cachedPromptTokens READ cachedPromptTokens NOTIFY statsChanged)
   Q_PROPERTY(double decodeTokensPerSecond READ decodeTps NOTIFY statsChanged)  // 0: not yet
   Q_PROPERTY(qint64 contextUsed READ contextUsed NOTIFY statsChanged)
   Q_PROPERTY(double liveTokensPerSecond READ liveTps NOTIFY liveChanged)
@@ -87,6 +90,7 @@ class EngineController : public QObject {
   qint64 promptTokens() const { return promptTokens_; }
   double promptTps() const { return promptTps_; }
   qint64 generatedTokens() const { return generatedTokens_; }
+  qint64 cachedPromptTokens() const { return cachedPromptTokens_; }
   double decodeTps() const { return decodeTps_; }
   qint64 contextUsed() const { return contextUsed_; }
   double liveTps() const { return liveTps_; }
@@ -160,6 +164,7 @@ class EngineController : public QObject {
   qint64 promptTokens_ = 0;
   double promptTps_ = 0;
   qint64 generatedTokens_ = 0;
+  qint64 cachedPromptTokens_ = 0;
   double decodeTps_ = 0;
   qint64 contextUsed_ = 0;
   double liveTps_ = 0;

@@ -77,6 +77,7 @@ QVariantMap planToMap(const hearth::MemoryPlan& p) {
 MessageStats toStats(const hearth::GenerationResult& r, const QString& model) {
   MessageStats s;
   s.promptTokens = r.stats.prompt_tokens;
+  s.cachedPromptTokens = r.stats.cached_prompt_tokens;
   s.generatedTokens = r.stats.generated_tokens;
   s.promptSeconds = r.stats.prompt_seconds;
   s.decodeSeconds = r.stats.decode_seconds;

@@ -105,6 +105,7 @@ QJsonObject MessageStats::toJson() const {
   QJsonObject o;
   o[QStringLiteral("prompt_tokens")] = promptTokens;
   o[QStringLiteral("generated_tokens")] = generatedTokens;
+  if (cachedPromptTokens > 0) o[QStringLiteral("cached_prompt_tokens")] = cachedPromptTokens;
   o[QStringLiteral("prompt_seconds")] = promptSeconds;
   o[QStringLiteral("decode_seconds")] = decodeSeconds;
   if (!finishReason.isEmpty()) o[QStringLiteral("finish_reason")] = finishReason;
@@ -116,6 +117,7 @@ MessageStats MessageStats::fromJson(const QJsonObject& o) {
   MessageStats s;
   s.promptTokens = o.value(QStringLiteral("prompt_tokens")).toInteger();
   s.generatedTokens = o.value(QStringLiteral("generated_tokens")).toInteger();
+  s.cachedPromptTokens = o.value(QStringLiteral("cached_prompt_tokens")).toInteger();
   s.promptSeconds = o.value(QStringLiteral("prompt_seconds")).toDouble();
   s.decodeSeconds = o.value(QStringLiteral("decode_seconds")).toDouble();
   s.finishReason = o.value(QStringLiteral("finish_reason")).toString();

@@ -26,6 +26,7 @@ struct MessageStats {
   double decodeSeconds = 0;
   QString finishReason;  // "stop", "length", "cancelled", ...
   QString model;         // the model that wrote the answer
+  qint64 cachedPromptTokens = 0;  // of promptTokens, those reused from the engine's cache
 
   bool isEmpty() const { return generatedTokens == 0 && promptTokens == 0 && model.isEmpty(); }
   QJsonObject toJson() const;

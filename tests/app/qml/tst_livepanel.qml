@@ -73,5 +73,24 @@ Item {
             tryVerify(() => !ChatSession.generating, 10000)
             verify(label("contextLine").indexOf("by the last answer") > 0, label("contextLine"))
         }
+
+        // The next message of a conversation: the engine reuses the history it has cached, and
+        // the Live tab says how much.
+        function test_nextMessageReusesTheHistory() {
+            ChatSession.startNew()
+            ChatSession.sampling = { temperature: 0, maxTokens: 8 }
+            // Two of the engine's 256-token cache pages and more.
+            let longPrompt = "Remember this list:"
+            for (let i = 0; i < 90; ++i)
+                longPrompt += " apples, pears, plums,"
+            verify(ChatSession.send(longPrompt))
+            finished.wait(120000)
+            tryVerify(() => !ChatSession.generating && EngineController.state === EngineController.Ready, 10000)
+            verify(ChatSession.send("Which fruit came first?"))
+            tryVerify(() => !ChatSession.generating && EngineController.promptTokens > 0, 120000)
+            verify(EngineController.cachedPromptTokens > 100, EngineController.cachedPromptTokens + " of " + EngineController.promptTokens)
+            verify(EngineController.cachedPromptTokens < EngineController.promptTokens)
+            verify(label("promptCache").indexOf("reused ") === 0, label("promptCache"))
+        }
     }
 }

@@ -150,6 +150,29 @@ TEST_F(EngineApi, BatchedRequestsGetWhatTheyGetAloneAndTextStreams) {
   }
 }
 
+// A prompt that starts like an earlier one reports the reused tokens and gets the same tokens
+// as with reuse off (LoadOptions::prefix_reuse).
+TEST_F(EngineApi, RepeatedPromptsReportCachedTokensAndReuseCanBeTurnedOff) {
+  std::string prompt;
+  for (int i = 0; prompt.size() < 1200; ++i) prompt += "word" + std::to_string(i) + " ";
+  std::vector<GenerationResult> on, off;
+  for (bool reuse : {true, false}) {
+    Engine engine;
+    LoadOptions o = options();
+    o.max_seq_len = 4096;
+    o.prefix_reuse = reuse;
+    engine.load(o);
+    auto& out = reuse ? on : off;
+    out.push_back(engine.generate(greedy(prompt, 5)));
+    out.push_back(engine.generate(greedy(prompt + " and more", 5)));
+  }
+  ASSERT_GT(on[0].stats.prompt_tokens, 512) << "the prompt should fill two 256-token pages";
+  EXPECT_EQ(on[0].stats.cached_prompt_tokens, 0);
+  EXPECT_EQ(on[1].stats.cached_prompt_tokens, on[0].stats.prompt_tokens / 256 * 256);
+  EXPECT_EQ(off[1].stats.cached_prompt_tokens, 0);
+  EXPECT_EQ(on[1].tokens, off[1].tokens);
+}
+
 // Stop strings are tested where text is meaningful: generator_test (Generator) and cli_test
 // (the real model); the random weights here write mostly invalid UTF-8.
 TEST_F(EngineApi, ACancelledRequestEndsAndTheNextRunsAsBefore) {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
 #include <set>
 
 #include "engine/generate/page_pool.h"
@@ -26,6 +28,127 @@ TEST(PagePool, AllocatesDistinctPagesAndRefusesOverdraw) {
   EXPECT_FALSE(pool.allocate(5));
   EXPECT_EQ(pool.free_pages(), 4);  // a refused request takes nothing
   EXPECT_TRUE(pool.allocate(4));
+}
+
+std::vector<int32_t> tokens(std::initializer_list<int32_t> list) {
+  return list;
+}
+
+// Published pages are found by the tokens before and in them, only as a whole leading chain,
+// and stay cached after release until allocation needs them.
+TEST(PagePool, PublishedPagesAreSharedByPrefix) {
+  PagePool pool(6, 2);
+  const std::vector<int32_t> seq = {1, 2, 3, 4, 5, 6, 7};
+  auto pages = *pool.allocate(4);
+  uint64_t key = pool.root_key();
+  for (int i = 0; i < 3; ++i) {  // the fourth page holds one token: never published
+    key = pool.publish(pages[i], key, std::span(seq).subspan(2 * i, 2));
+  }
+  pool.release(pages);
+  EXPECT_EQ(pool.cached_pages(), 3);
+  EXPECT_EQ(pool.free_pages(), 3);
+
+  auto shared = pool.acquire_prefix(tokens({1, 2, 3, 4, 9, 9}), 3);
+  ASSERT_EQ(shared.size(), 2u);  // the third page differs
+  EXPECT_EQ(shared[0], pages[0]);
+  EXPECT_EQ(shared[1], pages[1]);
+  EXPECT_TRUE(pool.acquire_prefix(tokens({3, 4, 5, 6}), 2).empty());  // not a leading chain
+  auto again = pool.acquire_prefix(seq, 1);                           // limited by max_pages
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0], pages[0]);
+  pool.check_invariants();
+
+  // 3 free and 1 cached (pages[2]) may be allocated; held pages may not.
+  EXPECT_FALSE(pool.allocate(5));
+  auto all = *pool.allocate(4);
+  EXPECT_EQ(std::count(all.begin(), all.end(), pages[2]), 1);
+  EXPECT_TRUE(pool.acquire_prefix(seq, 3).size() == 2u);  // pages[2] was evicted
+  pool.check_invariants();
+}
+
+// An equal page published twice (two jobs computed the same prefix together) keeps the first;
+// the second stays private and is freed, not cached, on release.
+TEST(PagePool, ADuplicatePageStaysPrivate) {
+  PagePool pool(4, 2);
+  auto a = *pool.allocate(1);
+  auto b = *pool.allocate(1);
+  pool.publish(a[0], pool.root_key(), tokens({5, 5}));
+  pool.publish(b[0], pool.root_key(), tokens({5, 5}));
+  pool.release(b);
+  EXPECT_EQ(pool.free_pages(), 3);
+  pool.release(a);
+  EXPECT_EQ(pool.cached_pages(), 1);
+  pool.check_invariants();
+}
+
+// Thousands of random allocations, prefix acquisitions, publications and releases against a
+// shadow of what each page holds: a page someone holds is never handed out again, a shared
+// page always holds the tokens it was found by, and when everyone lets go no page is missing.
+TEST(PagePool, RandomUseNeverHandsOutAHeldPageOrLosesOne) {
+  constexpr int64_t kPages = 24, kPageSize = 4;
+  PagePool pool(kPages, kPageSize, /*salt=*/77);
+  std::mt19937 rng(5);
+  struct Seq {
+    std::vector<int32_t> tokens;
+    std::vector<int32_t> pages;
+    int64_t published = 0;
+    uint64_t key = 0;
+  };
+  std::vector<Seq> seqs;
+  std::map<int32_t, std::vector<int32_t>> content;  // page -> tokens written there
+  std::vector<int> holders(kPages, 0);
+  for (int step = 0; step < 20000; ++step) {
+    const int action = static_cast<int>(rng() % 4);
+    if (action == 0 && seqs.size() < 8) {  // a new sequence over a 3-letter alphabet
+      Seq s;
+      for (int i = 0, n = 1 + static_cast<int>(rng() % 14); i < n; ++i) {
+        s.tokens.push_back(static_cast<int32_t>(rng() % 3));
+      }
+      const int64_t need = pool.pages_for(static_cast<int64_t>(s.tokens.size()));
+      s.pages =
+          pool.acquire_prefix(s.tokens, (static_cast<int64_t>(s.tokens.size()) - 1) / kPageSize);
+      s.key = pool.root_key();
+      for (size_t i = 0; i < s.pages.size(); ++i) {
+        const auto expect = std::vector<int32_t>(s.tokens.begin() + i * kPageSize,
+                                                 s.tokens.begin() + (i + 1) * kPageSize);
+        ASSERT_EQ(content[s.pages[i]], expect) << "a shared page was overwritten";
+        s.key = pool.chain_key(s.key, expect);
+      }
+      s.published = static_cast<int64_t>(s.pages.size());
+      auto own = pool.allocate(need - static_cast<int64_t>(s.pages.size()));
+      if (!own) {  // the cache is full of held pages: give the shared ones back
+        pool.release(s.pages);
+        continue;
+      }
+      for (int32_t p : *own) {
+        ASSERT_EQ(holders[p], 0) << "page " << p << " handed out while held";
+        content[p].clear();
+      }
+      for (int32_t p : s.pages) ++holders[p];
+      for (int32_t p : *own) ++holders[p];
+      s.pages.insert(s.pages.end(), own->begin(), own->end());
+      seqs.push_back(std::move(s));
+    } else if (action == 1 && !seqs.empty()) {  // compute and publish the next full page
+      Seq& s = seqs[rng() % seqs.size()];
+      const int64_t i = s.published;
+      if ((i + 1) * kPageSize <= static_cast<int64_t>(s.tokens.size())) {
+        const auto page_tokens = std::span(s.tokens).subspan(i * kPageSize, kPageSize);
+        content[s.pages[i]].assign(page_tokens.begin(), page_tokens.end());
+        s.key = pool.publish(s.pages[i], s.key, page_tokens);
+        ++s.published;
+      }
+    } else if (action == 2 && !seqs.empty()) {  // finish or cancel
+      const size_t k = rng() % seqs.size();
+      for (int32_t p : seqs[k].pages) --holders[p];
+      pool.release(seqs[k].pages);
+      seqs.erase(seqs.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+    pool.check_invariants();
+  }
+  for (auto& s : seqs) pool.release(s.pages);
+  pool.check_invariants();
+  EXPECT_EQ(pool.available_pages(), kPages);
+  EXPECT_GT(pool.cached_pages(), 0);
 }
 
 }  // namespace

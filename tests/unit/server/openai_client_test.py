@@ -140,6 +140,23 @@ class OpenAiClientTest(ServerTestCase):
         self.assertGreater(r.usage.completion_tokens, 0)
         self.assertEqual(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens)
 
+    def test_a_repeated_system_prompt_is_served_from_the_cache(self):
+        system = "You are a careful assistant. " * 80  # over one 256-token cache page
+        def ask(question, **extra):
+            return self.client.chat.completions.create(
+                model="hearth", max_tokens=6, **GREEDY, **extra,
+                messages=[{"role": "system", "content": system},
+                          {"role": "user", "content": question}])
+        first = ask("Name a tree.")
+        again = ask("Name a river.")
+        cached = again.usage.prompt_tokens_details.cached_tokens
+        self.assertGreater(cached, 100)
+        self.assertLess(cached, again.usage.prompt_tokens)
+        self.assertLessEqual(first.usage.prompt_tokens_details.cached_tokens, cached)
+        streamed = list(ask("Name a mountain.", stream=True,
+                            stream_options={"include_usage": True}))
+        self.assertGreater(streamed[-1].usage.prompt_tokens_details.cached_tokens, 100)
+
     def test_streamed_chat_equals_the_whole_answer(self):
         kwargs = dict(model="hearth", messages=[{"role": "user", "content": "Count to ten."}],
                       max_tokens=40, **GREEDY)

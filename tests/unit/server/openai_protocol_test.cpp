@@ -230,7 +230,12 @@ TEST(OpenAiProtocol, ResponsesHaveOpenAisShape) {
   const json end = end_chunk(ctx, 0, FinishReason::kLength, {}, offset);
   EXPECT_EQ(end["choices"][0]["finish_reason"], "length");
   EXPECT_TRUE(end["choices"][0]["delta"].empty());
-  EXPECT_TRUE(usage_chunk(ctx, 3, 4)["choices"].empty());
+  const json usage = usage_chunk(ctx, 3, 4, 2);
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
+  // Two prompts with n = 2: each prompt counts the fewest tokens any of its choices reused.
+  EXPECT_EQ(usage_cached_tokens({64, 32, 0, 16}, 2), 32);
+  EXPECT_EQ(usage_cached_tokens({}, 0), 0);
   // A token that is part of a UTF-8 character still serializes (as U+FFFD in "token").
   const TokenLogprobs partial{2, -1.0f, {}};
   const std::string wire = dump(text_chunk(ctx, 0, "", std::span(&partial, 1), false, offset));
