@@ -21,7 +21,7 @@ stage "package"
 package_args=()
 [ "$(id -u)" -eq 0 ] && package_args+=(--install)
 HEARTH_PACKAGE_COMPRESSION=gzip ./packaging/check-package.sh "${package_args[@]}"
-rm -f build/hearth_*.deb build/hearth-dbgsym_*.ddeb
+rm -rf build/hearth_*.deb build/hearth-dbgsym_*.ddeb build/_CPack_Packages  # 1.5 GB
 stage "sanitizer build and parser tests"
 ./scripts/test-sanitizers.sh
 stage "done"
