@@ -4,11 +4,16 @@
 //       writes a synthetic EXL2 model of a real shape (random weights) as a model folder that
 //       carries the GGUF's tokenizer (its vocabulary sets the model's vocab_size).
 //   server_bench --model PATH [--device cuda|cpu] [--clients 1,8,32] [--prompt-len 256]
-//                [--gen-len 128] [--rounds 3] [--json-out FILE]
+//                [--gen-len 128] [--rounds 3] [--shared-prefix N] [--prefix-reuse on|off]
+//                [--json-out FILE]
 //       for each client count C: the engine alone runs `rounds` batches of C requests
 //       (generate_batch), then C HTTP clients each stream `rounds` requests through the server
 //       (POST /v1/completions, token-id prompts, ignore_eos) from threads of this process.
-//       Prints requests/s and generated tokens/s of both, and the server's share of the engine.
+//       Prints requests/s and generated tokens/s of both, the server's share of the engine, its
+//       time to first token (mean, p50, p99) and the share of prompt tokens served from the
+//       prefix cache. --shared-prefix N puts the same N tokens (a system prompt) before every
+//       request's own prompt-len tokens; one request before the measured ones leaves it in the
+//       cache, as a running server's first request would.
 #include <httplib.h>
 
 #include <algorithm>
@@ -81,19 +86,30 @@ void write_synthetic(const std::filesystem::path& dir, const std::filesystem::pa
 }
 
 struct Workload {
+  int64_t shared_prefix = 0;
   int64_t prompt_len = 256;
   int32_t gen_len = 128;
   int rounds = 3;
   int64_t vocab = 0;
 };
 
-// Random token ids (never the first 256, where the special tokens live), request by request.
+// Random token ids (never the first 256, where the special tokens live), request by request,
+// after the shared prefix (the same random ids for every request).
 std::vector<int32_t> prompt_for(const Workload& w, uint64_t request) {
-  std::mt19937_64 rng(request * 7919 + 17);
   std::uniform_int_distribution<int32_t> id(256, static_cast<int32_t>(w.vocab) - 1);
-  std::vector<int32_t> ids(static_cast<size_t>(w.prompt_len));
-  for (int32_t& t : ids) t = id(rng);
+  std::mt19937_64 shared(12345);
+  std::vector<int32_t> ids(static_cast<size_t>(w.shared_prefix));
+  for (int32_t& t : ids) t = id(shared);
+  std::mt19937_64 rng(request * 7919 + 17);
+  for (int64_t i = 0; i < w.prompt_len; ++i) ids.push_back(id(rng));
   return ids;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
 }
 
 struct Result {
@@ -101,13 +117,21 @@ struct Result {
   int64_t requests = 0;
   int64_t tokens = 0;
   double mean_first_token_s = 0;
+  std::vector<double> first_token_s;  // per request (server runs)
+  int64_t prompt_tokens = 0, cached_tokens = 0;
+  double hit_rate() const {
+    return prompt_tokens > 0 ? static_cast<double>(cached_tokens) / prompt_tokens : 0.0;
+  }
   json to_json() const {
     return {{"seconds", seconds},
             {"requests", requests},
             {"generated_tokens", tokens},
             {"requests_per_s", requests / seconds},
             {"tokens_per_s", static_cast<double>(tokens) / seconds},
-            {"mean_time_to_first_token_s", mean_first_token_s}};
+            {"mean_time_to_first_token_s", mean_first_token_s},
+            {"p50_time_to_first_token_s", percentile(first_token_s, 0.5)},
+            {"p99_time_to_first_token_s", percentile(first_token_s, 0.99)},
+            {"prefix_hit_rate", hit_rate()}};
   }
 };
 
@@ -127,6 +151,9 @@ Result run_engine(hearth::Engine& engine, const Workload& w, int clients, uint64
     for (const auto& result : engine.generate_batch(batch)) {
       r.tokens += result.stats.generated_tokens;
       r.mean_first_token_s += result.stats.prompt_seconds;
+      r.first_token_s.push_back(result.stats.prompt_seconds);
+      r.prompt_tokens += result.stats.prompt_tokens;
+      r.cached_tokens += result.stats.cached_prompt_tokens;
       ++r.requests;
     }
   }
@@ -136,7 +163,7 @@ Result run_engine(hearth::Engine& engine, const Workload& w, int clients, uint64
 }
 
 // One client: `rounds` streamed completions one after another. Counts the tokens the usage
-// chunk reports and the time to the first text.
+// chunk reports and the time to the first token's chunk.
 void run_client(int port, const Workload& w, uint64_t first_id, int stride, Result& out,
                 std::string& error) {
   httplib::Client http("127.0.0.1", port);
@@ -158,15 +185,19 @@ void run_client(int port, const Workload& w, uint64_t first_id, int stride, Resu
     req.body = body.dump();
     req.set_header("Content-Type", "application/json");
     req.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
-      if (first < 0) first = seconds_since(start);
       buffer.append(data, size);
       for (size_t end; (end = buffer.find("\n\n")) != std::string::npos;) {
         const std::string event = buffer.substr(0, end);
         buffer.erase(0, end + 2);
         if (event.rfind("data: {", 0) != 0) continue;
         const json chunk = json::parse(event.substr(6));
+        // The first token's chunk, not the keep-alive comments before it.
+        if (first < 0 && !chunk["choices"].empty()) first = seconds_since(start);
         if (chunk.contains("usage") && chunk["usage"].is_object()) {
           tokens = chunk["usage"]["completion_tokens"].get<int64_t>();
+          out.prompt_tokens += chunk["usage"]["prompt_tokens"].get<int64_t>();
+          out.cached_tokens +=
+              chunk["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
         }
       }
       return true;
@@ -180,6 +211,7 @@ void run_client(int port, const Workload& w, uint64_t first_id, int stride, Resu
     }
     out.tokens += tokens;
     out.mean_first_token_s += first;
+    out.first_token_s.push_back(first);
     ++out.requests;
   }
 }
@@ -202,6 +234,10 @@ Result run_server(int port, const Workload& w, int clients, uint64_t first_id) {
     r.requests += per[c].requests;
     r.tokens += per[c].tokens;
     r.mean_first_token_s += per[c].mean_first_token_s;
+    r.first_token_s.insert(r.first_token_s.end(), per[c].first_token_s.begin(),
+                           per[c].first_token_s.end());
+    r.prompt_tokens += per[c].prompt_tokens;
+    r.cached_tokens += per[c].cached_tokens;
   }
   r.mean_first_token_s /= static_cast<double>(std::max<int64_t>(r.requests, 1));
   return r;
@@ -230,6 +266,7 @@ int run(int argc, char** argv) {
   }
   Workload w;
   w.prompt_len = std::stoll(get("prompt-len", "256"));
+  w.shared_prefix = std::stoll(get("shared-prefix", "0"));
   w.gen_len = static_cast<int32_t>(std::stoll(get("gen-len", "128")));
   w.rounds = static_cast<int>(std::stoll(get("rounds", "3")));
   const std::vector<int64_t> client_counts = numbers(get("clients", "1,8,32"));
@@ -239,21 +276,28 @@ int run(int argc, char** argv) {
   load.model_path = args["model"];
   load.device =
       get("device", "cuda") == "cpu" ? hearth::DeviceKind::kCpu : hearth::DeviceKind::kCuda;
-  load.max_seq_len = w.prompt_len + w.gen_len + 64;
+  const int64_t sequence = w.shared_prefix + w.prompt_len + w.gen_len + 64;
+  load.max_seq_len = sequence;
   load.max_batch = static_cast<int>(most);
-  load.cache_tokens = most * (w.prompt_len + w.gen_len + 64);
+  // Room for every client's whole sequence, and for the shared prefix kept besides.
+  load.cache_tokens = most * sequence + w.shared_prefix + 256;
+  load.prefix_reuse = get("prefix-reuse", "on") == "on";
   hearth::Engine engine;
   const auto load_start = Clock::now();
   engine.load(load);
   w.vocab = engine.info().config.vocab_size;
   std::printf(
-      "model %s on %s, loaded in %.1f s; prompts %lld tokens, answers %d tokens, %d "
-      "rounds\n",
+      "model %s on %s, loaded in %.1f s; prompts %lld + %lld shared tokens, answers %d tokens, "
+      "%d rounds, prefix reuse %s\n",
       engine.info().name.c_str(), load.device == hearth::DeviceKind::kCuda ? "CUDA" : "CPU",
-      seconds_since(load_start), static_cast<long long>(w.prompt_len), w.gen_len, w.rounds);
+      seconds_since(load_start), static_cast<long long>(w.prompt_len),
+      static_cast<long long>(w.shared_prefix), w.gen_len, w.rounds,
+      load.prefix_reuse ? "on" : "off");
 
   json report = {{"model", engine.info().name},
                  {"prompt_len", w.prompt_len},
+                 {"shared_prefix", w.shared_prefix},
+                 {"prefix_reuse", load.prefix_reuse},
                  {"gen_len", w.gen_len},
                  {"rounds", w.rounds},
                  {"runs", json::array()}};
@@ -278,18 +322,22 @@ int run(int argc, char** argv) {
     warm.gen_len = 8;
     run_server(server.port(), warm, static_cast<int>(most), 1u << 30);
   }
-  std::printf("\n%8s | %12s %12s %10s | %12s %12s %10s | %7s\n", "clients", "engine req/s",
-              "engine tok/s", "prefill s", "server req/s", "server tok/s", "ttft s", "server");
+  std::printf("\n%8s | %12s %12s %10s | %12s %12s %10s %9s %9s %6s | %7s\n", "clients",
+              "engine req/s", "engine tok/s", "prefill s", "server req/s", "server tok/s", "ttft s",
+              "ttft p50", "ttft p99", "hits", "server");
   for (size_t i = 0; i < client_counts.size(); ++i) {
     const int c = static_cast<int>(client_counts[i]);
-    const Result served = run_server(server.port(), w, c, 0);
+    // Other prompts than the engine's run above, so that only the shared prefix is cached.
+    const Result served = run_server(server.port(), w, c, 1u << 20);
     const Result& base = alone[i];
     const double share = (static_cast<double>(served.tokens) / served.seconds) /
                          (static_cast<double>(base.tokens) / base.seconds);
-    std::printf("%8d | %12.2f %12.1f %10.3f | %12.2f %12.1f %10.3f | %6.1f%%\n", c,
-                base.requests / base.seconds, base.tokens / base.seconds, base.mean_first_token_s,
-                served.requests / served.seconds, served.tokens / served.seconds,
-                served.mean_first_token_s, 100.0 * share);
+    std::printf("%8d | %12.2f %12.1f %10.3f | %12.2f %12.1f %10.3f %9.3f %9.3f %5.1f%% | %6.1f%%\n",
+                c, base.requests / base.seconds, base.tokens / base.seconds,
+                base.mean_first_token_s, served.requests / served.seconds,
+                served.tokens / served.seconds, served.mean_first_token_s,
+                percentile(served.first_token_s, 0.5), percentile(served.first_token_s, 0.99),
+                100.0 * served.hit_rate(), 100.0 * share);
     report["runs"].push_back({{"clients", c},
                               {"engine", base.to_json()},
                               {"server", served.to_json()},
