@@ -127,39 +127,34 @@ void Generator::admit() {
     const int64_t need_tokens =
         std::min<int64_t>(options_.max_seq_len, job.prompt_len + job.request.max_tokens);
     const int64_t need_pages = pages_.pages_for(std::max<int64_t>(need_tokens, 1));
-    std::vector<int32_t> shared;
+    PagePool::SharedPrefix shared{{}, pages_.root_key()};
     if (options_.prefix_reuse) {
       shared = pages_.acquire_prefix(job.tokens, (job.prompt_len - 1) / pages_.page_size());
     }
-    const auto own_count = need_pages - static_cast<int64_t>(shared.size());
+    const auto own_count = need_pages - static_cast<int64_t>(shared.pages.size());
     auto pages = pages_.allocate(own_count);
     if (!pages) {
       // Not enough room now. If nothing runs, it can never fit: shorten the reservation to what
       // the cache holds (the job ends with kContextFull when it runs out).
       if (running_.empty()) {
         pages = pages_.allocate(pages_.available_pages());
-        if (pages && static_cast<int64_t>(shared.size() + pages->size()) * pages_.page_size() <=
-                         job.prompt_len) {
+        if (pages &&
+            static_cast<int64_t>(shared.pages.size() + pages->size()) * pages_.page_size() <=
+                job.prompt_len) {
           pages_.release(*pages);
           pages.reset();
         }
       }
       if (!pages) {
-        pages_.release(shared);
+        pages_.release(shared.pages);
         break;
       }
     }
-    job.pages = std::move(shared);
+    job.published = static_cast<int64_t>(shared.pages.size());
+    job.chain_key = shared.chain_key;
+    job.pages = std::move(shared.pages);
     job.pages.insert(job.pages.end(), pages->begin(), pages->end());
-    job.published = static_cast<int64_t>(job.pages.size() - pages->size());
     job.cached = job.published * pages_.page_size();
-    job.chain_key = pages_.root_key();
-    for (int64_t i = 0; i < job.published; ++i) {
-      const auto page_tokens = std::span<const int32_t>(job.tokens)
-                                   .subspan(static_cast<size_t>(i * pages_.page_size()),
-                                            static_cast<size_t>(pages_.page_size()));
-      job.chain_key = pages_.chain_key(job.chain_key, page_tokens);
-    }
     job.result.cached_tokens = job.cached;
     job.admitted = Clock::now();
     running_.push_back(std::move(queued_.front()));

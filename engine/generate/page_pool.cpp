@@ -60,9 +60,10 @@ uint64_t PagePool::chain_key(uint64_t parent_key, std::span<const int32_t> page_
   return h;
 }
 
-std::vector<int32_t> PagePool::acquire_prefix(std::span<const int32_t> tokens, int64_t max_pages) {
-  std::vector<int32_t> pages;
-  uint64_t key = salt_;
+PagePool::SharedPrefix PagePool::acquire_prefix(std::span<const int32_t> tokens,
+                                                int64_t max_pages) {
+  SharedPrefix shared{{}, salt_};
+  uint64_t& key = shared.chain_key;
   const int64_t full = static_cast<int64_t>(tokens.size()) / page_size_;
   for (int64_t i = 0; i < std::min(full, max_pages); ++i) {
     const auto page_tokens =
@@ -77,10 +78,10 @@ std::vector<int32_t> PagePool::acquire_prefix(std::span<const int32_t> tokens, i
       break;
     }
     hold(found->second);
-    pages.push_back(found->second);
+    shared.pages.push_back(found->second);
     key = next;
   }
-  return pages;
+  return shared;
 }
 
 uint64_t PagePool::publish(int32_t page, uint64_t parent_key,

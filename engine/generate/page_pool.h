@@ -43,7 +43,11 @@ class PagePool {
 
   // The leading full pages of `tokens`, at most `max_pages`, that are published: each is held
   // (release it like an allocated page). Stops at the first page not found.
-  std::vector<int32_t> acquire_prefix(std::span<const int32_t> tokens, int64_t max_pages);
+  struct SharedPrefix {
+    std::vector<int32_t> pages;
+    uint64_t chain_key = 0;  // after the last page (root_key() when there is none)
+  };
+  SharedPrefix acquire_prefix(std::span<const int32_t> tokens, int64_t max_pages);
   // Publishes `page` (held by the caller, all its positions computed) as holding `page_tokens`
   // after the chain `parent_key`; returns the page's chain key. When an equal page is already
   // published, this one stays private and is freed on release.

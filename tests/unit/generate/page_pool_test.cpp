@@ -48,12 +48,17 @@ TEST(PagePool, PublishedPagesAreSharedByPrefix) {
   EXPECT_EQ(pool.cached_pages(), 3);
   EXPECT_EQ(pool.free_pages(), 3);
 
-  auto shared = pool.acquire_prefix(tokens({1, 2, 3, 4, 9, 9}), 3);
+  const std::vector<int32_t> head = {1, 2, 3, 4, 9, 9};
+  const auto match = pool.acquire_prefix(head, 3);
+  const auto& shared = match.pages;
   ASSERT_EQ(shared.size(), 2u);  // the third page differs
   EXPECT_EQ(shared[0], pages[0]);
   EXPECT_EQ(shared[1], pages[1]);
-  EXPECT_TRUE(pool.acquire_prefix(tokens({3, 4, 5, 6}), 2).empty());  // not a leading chain
-  auto again = pool.acquire_prefix(seq, 1);                           // limited by max_pages
+  EXPECT_EQ(match.chain_key,
+            pool.chain_key(pool.chain_key(pool.root_key(), std::span(head).first(2)),
+                           std::span(head).subspan(2, 2)));
+  EXPECT_TRUE(pool.acquire_prefix(tokens({3, 4, 5, 6}), 2).pages.empty());  // not leading
+  auto again = pool.acquire_prefix(seq, 1).pages;                           // limited by max_pages
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0], pages[0]);
   pool.check_invariants();
@@ -62,7 +67,7 @@ TEST(PagePool, PublishedPagesAreSharedByPrefix) {
   EXPECT_FALSE(pool.allocate(5));
   auto all = *pool.allocate(4);
   EXPECT_EQ(std::count(all.begin(), all.end(), pages[2]), 1);
-  EXPECT_TRUE(pool.acquire_prefix(seq, 3).size() == 2u);  // pages[2] was evicted
+  EXPECT_EQ(pool.acquire_prefix(seq, 3).pages.size(), 2u);  // pages[2] was evicted
   pool.check_invariants();
 }
 
@@ -105,15 +110,18 @@ TEST(PagePool, RandomUseNeverHandsOutAHeldPageOrLosesOne) {
         s.tokens.push_back(static_cast<int32_t>(rng() % 3));
       }
       const int64_t need = pool.pages_for(static_cast<int64_t>(s.tokens.size()));
-      s.pages =
+      auto match =
           pool.acquire_prefix(s.tokens, (static_cast<int64_t>(s.tokens.size()) - 1) / kPageSize);
-      s.key = pool.root_key();
+      s.pages = std::move(match.pages);
+      s.key = match.chain_key;
+      uint64_t key = pool.root_key();
       for (size_t i = 0; i < s.pages.size(); ++i) {
         const auto expect = std::vector<int32_t>(s.tokens.begin() + i * kPageSize,
                                                  s.tokens.begin() + (i + 1) * kPageSize);
         ASSERT_EQ(content[s.pages[i]], expect) << "a shared page was overwritten";
-        s.key = pool.chain_key(s.key, expect);
+        key = pool.chain_key(key, expect);
       }
+      ASSERT_EQ(s.key, key);
       s.published = static_cast<int64_t>(s.pages.size());
       auto own = pool.allocate(need - static_cast<int64_t>(s.pages.size()));
       if (!own) {  // the cache is full of held pages: give the shared ones back
