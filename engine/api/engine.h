@@ -36,6 +36,9 @@ struct LoadOptions {
   // Requests whose prompts start like an earlier one's share its cache pages instead of
   // computing them again (GenerationStats::cached_prompt_tokens says how many).
   bool prefix_reuse = true;
+  // Tokens per KV-cache page, a multiple of 16 up to 1024 (0: 64). Prefix reuse shares whole
+  // pages, so smaller pages share more of a prompt.
+  int64_t kv_page_size = 0;
 
   static constexpr int64_t kDefaultMaxSeqLen = 8192;
 };

@@ -31,6 +31,12 @@ ResolvedLoad resolve_load(const LoadOptions& options, const ModelInfo& info) {
   if (r.max_seq_len > (1 << 22)) fail(ErrorCode::kInvalidArgument, "max_seq_len is too large");
   r.max_batch = options.max_batch;
   r.cache_tokens = options.cache_tokens > 0 ? options.cache_tokens : r.max_seq_len;
+  if (options.kv_page_size != 0) {
+    if (options.kv_page_size < 16 || options.kv_page_size > 1024 || options.kv_page_size % 16) {
+      fail(ErrorCode::kInvalidArgument, "kv_page_size must be a multiple of 16 from 16 to 1024");
+    }
+    r.page_size = options.kv_page_size;
+  }
   r.num_pages = (r.cache_tokens + r.page_size - 1) / r.page_size;
   r.max_batch_tokens = options.device == DeviceKind::kCuda ? 2048 : 512;
   r.max_logit_rows = r.max_batch;

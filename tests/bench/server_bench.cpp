@@ -5,7 +5,7 @@
 //       carries the GGUF's tokenizer (its vocabulary sets the model's vocab_size).
 //   server_bench --model PATH [--device cuda|cpu] [--clients 1,8,32] [--prompt-len 256]
 //                [--gen-len 128] [--rounds 3] [--shared-prefix N] [--prefix-reuse on|off]
-//                [--json-out FILE]
+//                [--page-size N] [--json-out FILE]
 //       for each client count C: the engine alone runs `rounds` batches of C requests
 //       (generate_batch), then C HTTP clients each stream `rounds` requests through the server
 //       (POST /v1/completions, token-id prompts, ignore_eos) from threads of this process.
@@ -282,22 +282,25 @@ int run(int argc, char** argv) {
   // Room for every client's whole sequence, and for the shared prefix kept besides.
   load.cache_tokens = most * sequence + w.shared_prefix + 256;
   load.prefix_reuse = get("prefix-reuse", "on") == "on";
+  load.kv_page_size = std::stoll(get("page-size", "0"));
   hearth::Engine engine;
   const auto load_start = Clock::now();
   engine.load(load);
   w.vocab = engine.info().config.vocab_size;
   std::printf(
       "model %s on %s, loaded in %.1f s; prompts %lld + %lld shared tokens, answers %d tokens, "
-      "%d rounds, prefix reuse %s\n",
+      "%d rounds, prefix reuse %s, pages of %lld tokens\n",
       engine.info().name.c_str(), load.device == hearth::DeviceKind::kCuda ? "CUDA" : "CPU",
       seconds_since(load_start), static_cast<long long>(w.prompt_len),
       static_cast<long long>(w.shared_prefix), w.gen_len, w.rounds,
-      load.prefix_reuse ? "on" : "off");
+      load.prefix_reuse ? "on" : "off",
+      static_cast<long long>(load.kv_page_size > 0 ? load.kv_page_size : 64));
 
   json report = {{"model", engine.info().name},
                  {"prompt_len", w.prompt_len},
                  {"shared_prefix", w.shared_prefix},
                  {"prefix_reuse", load.prefix_reuse},
+                 {"page_size", load.kv_page_size > 0 ? load.kv_page_size : 64},
                  {"gen_len", w.gen_len},
                  {"rounds", w.rounds},
                  {"runs", json::array()}};

@@ -312,7 +312,7 @@ TEST(GpuGraphs, GraphsAndPdlGiveBitIdenticalLogits) {
 }
 
 // The real model through the Engine on the GPU: chat requests that share a long system prompt
-// (two 256-token pages), answered one after another with prefix reuse on and off. Greedy tokens
+// (over 512 tokens), answered one after another with prefix reuse on and off. Greedy tokens
 // are compared exactly; the count of identical answers is printed.
 TEST(GpuPrefixReuse, SmolLm2ChatsWithASharedSystemPromptMatchNoReuse) {
   HEARTH_REQUIRE_GPU();

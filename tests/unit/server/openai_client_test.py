@@ -141,7 +141,7 @@ class OpenAiClientTest(ServerTestCase):
         self.assertEqual(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens)
 
     def test_a_repeated_system_prompt_is_served_from_the_cache(self):
-        system = "You are a careful assistant. " * 80  # over one 256-token cache page
+        system = "You are a careful assistant. " * 80  # several cache pages
         def ask(question, **extra):
             return self.client.chat.completions.create(
                 model="hearth", max_tokens=6, **GREEDY, **extra,
