@@ -47,6 +47,17 @@ Fixture& fixture() {
   return f;
 }
 
+// The fixture's folder goes when the tests end (it was left in the temp folder on every run).
+class RemoveFixtureFolder : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    fs::remove_all(fs::temp_directory_path() /
+                   ("hearth_quantizer_test_" + std::to_string(::getpid())));
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kRemoveFixtureFolder =
+    ::testing::AddGlobalTestEnvironment(new RemoveFixtureFolder);
+
 QuantizeOptions base_options(const std::string& name, QuantizeFormat format) {
   const Fixture& f = fixture();
   QuantizeOptions o;
