@@ -521,9 +521,9 @@ void OpenAiServer::start(std::unique_ptr<ServingLoop> owned, ServingLoop& loop,
   http.set_write_timeout(10, 0);
   http.set_pre_routing_handler(
       [&s](const httplib::Request& req, httplib::Response& res) { return s.screen(req, res); });
-  // Counted when the status line is about to go out, not in the logger: httplib logs after the
-  // body is sent, so a client could read its answer before the request was counted.
-  http.set_post_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+  // Counted once the whole response is written (a streamed answer counts when it ends), so a
+  // client may read its answer a moment before the count moves.
+  http.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
     // Routes by name, every other path as one: a client cannot grow the metrics without bound.
     static const std::set<std::string> kRoutes = {"/health", "/metrics", "/v1/models",
                                                   "/v1/completions", "/v1/chat/completions"};

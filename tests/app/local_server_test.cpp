@@ -207,7 +207,7 @@ class LocalServerTest : public QObject {
     QVERIFY(!answer.json[u"choices"][0][u"message"][u"content"].toString().isEmpty());
     // The counts reach the settings by themselves (polled while it runs).
     QTRY_VERIFY_WITH_TIMEOUT(server_->requestsServed() >= 2, 5000);
-    QCOMPARE(server_->requestsInFlight(), 0);
+    QTRY_COMPARE(server_->requestsInFlight(), 0);
   }
 
   void chatAndServerShareOneBatcher() {
