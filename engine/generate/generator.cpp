@@ -4,6 +4,10 @@
 #include <chrono>
 
 #include "engine/core/error.h"
+#include "engine/generate/draft_length.h"
+#include "engine/generate/ngram_proposer.h"
+#include "engine/sampling/sampler.h"
+#include "engine/sampling/speculative_sampling.h"
 
 namespace hearth {
 
@@ -29,6 +33,8 @@ struct Generator::Job {
   bool cancelled = false;
   bool done = false;
   Clock::time_point admitted, first_token;
+  DraftLength draft_length{0};
+  int proposed_now = 0;  // proposals in this step's slice (after the last token)
 };
 
 Generator::Generator(LlamaModel& model, KvCacheStorage& cache, const Tokenizer& tokenizer,
@@ -78,6 +84,9 @@ int64_t Generator::submit(JobRequest request) {
   job->detokenizer = std::make_unique<StreamingDetokenizer>(tokenizer_, true);
   job->result.prompt_tokens = prompt_len;
   job->request = std::move(request);
+  if (options_.speculation.mode != SpeculationMode::kOff) {
+    job->draft_length = DraftLength(options_.speculation.max_draft_tokens);
+  }
   const int64_t id = job->id;
   if (job->request.max_tokens == 0) {  // nothing to generate: done without a forward pass
     job->admitted = job->first_token = Clock::now();
@@ -202,6 +211,95 @@ void Generator::finish(Job& job, JobEnd end) {
   finished_.emplace_back(job.id, std::move(job.result));
 }
 
+int Generator::propose(Job& job, int limit) {
+  // Positions this step may write: the last token's and one per proposal, within the job's pages
+  // and the context; and no more tokens than the job may still generate.
+  const auto pos = static_cast<int64_t>(job.tokens.size()) - 1;
+  const int64_t room = std::min<int64_t>(
+      {static_cast<int64_t>(job.pages.size()) * pages_.page_size(), options_.max_seq_len});
+  const int64_t left = job.request.max_tokens - static_cast<int64_t>(job.result.tokens.size()) - 1;
+  limit =
+      static_cast<int>(std::min<int64_t>({limit, job.draft_length.next(), room - pos - 1, left}));
+  if (limit <= 0) {
+    job.draft_length.skip();
+    return 0;
+  }
+  const std::vector<int32_t> proposals = propose_from_ngrams(job.tokens, limit);
+  if (proposals.empty()) job.draft_length.skip();
+  job.tokens.insert(job.tokens.end(), proposals.begin(), proposals.end());
+  return static_cast<int>(proposals.size());
+}
+
+bool Generator::take_token(Job& job, int32_t id, const DeviceTensor& logits, int64_t logit_row) {
+  if (job.request.logprobs >= 0) {
+    // Only jobs that ask read their row of logits back (one row per token).
+    std::vector<float> row(static_cast<size_t>(logits.cols));
+    model_.backend().read_into(logits.row(logit_row), 1, row);
+    job.result.logprobs.push_back(token_logprobs(row, id, job.request.logprobs));
+    if (job.request.on_logprobs) job.request.on_logprobs(job.result.logprobs.back());
+  }
+  if (job.result.tokens.empty()) {
+    job.first_token = Clock::now();
+    job.result.prompt_seconds = seconds_between(job.admitted, job.first_token);
+  }
+  job.result.tokens.push_back(id);
+  job.tokens.push_back(id);
+  const bool is_eos = std::find(job.request.eos_ids.begin(), job.request.eos_ids.end(), id) !=
+                      job.request.eos_ids.end();
+  if (is_eos && !job.request.ignore_eos) {
+    finish(job, JobEnd::kEos);
+    return false;
+  }
+  emit(job, job.stops->push(job.detokenizer->feed(id)));
+  if (job.stops->stopped()) {
+    finish(job, JobEnd::kStopString);
+  } else if (static_cast<int64_t>(job.result.tokens.size()) >= job.request.max_tokens) {
+    finish(job, JobEnd::kLength);
+  } else if (static_cast<int64_t>(job.tokens.size()) >= options_.max_seq_len ||
+             static_cast<int64_t>(job.tokens.size()) >
+                 static_cast<int64_t>(job.pages.size()) * pages_.page_size()) {
+    finish(job, JobEnd::kContextFull);
+  }
+  return !job.done;
+}
+
+int64_t Generator::verified_tokens(Job& job, std::span<const int32_t> proposals,
+                                   std::span<const int32_t> sampled, const DeviceTensor& logits,
+                                   int64_t first_row, int32_t& next) {
+  // Row j's logits decide the token after proposal j (row 0: after the last sampled token). A
+  // greedy job keeps a proposal exactly when it is what decoding would have picked (the
+  // backend's own sample of the row), so its output is the same as without speculation.
+  const SamplingParams& params = job.request.sampling;
+  const int64_t history = static_cast<int64_t>(job.tokens.size()) - 1;  // up to the last token
+  const auto generated = static_cast<int64_t>(job.result.tokens.size());
+  std::vector<float> row;
+  for (size_t j = 0; j < proposals.size(); ++j) {
+    if (is_greedy(params)) {
+      if (sampled[j] != proposals[j]) {
+        next = sampled[j];
+        return static_cast<int64_t>(j);
+      }
+      continue;
+    }
+    row.resize(static_cast<size_t>(logits.cols));
+    model_.backend().read_into(logits.row(first_row + static_cast<int64_t>(j)), 1, row);
+    std::vector<int32_t> seen(job.tokens.begin(), job.tokens.begin() + history + 1);
+    seen.insert(seen.end(), proposals.begin(), proposals.begin() + static_cast<int64_t>(j));
+    SampleRequest r;
+    r.params = &params;
+    r.history = seen;
+    r.generated_count = static_cast<int32_t>(generated + static_cast<int64_t>(j));
+    r.draw_index = static_cast<uint64_t>(generated) + j;
+    const SpeculativeVerdict v = verify_proposal(row, r, proposals[j]);
+    if (!v.accepted) {
+      next = v.token;
+      return static_cast<int64_t>(j);
+    }
+  }
+  next = sampled[proposals.size()];  // every proposal kept: the last row gives one more token
+  return static_cast<int64_t>(proposals.size());
+}
+
 bool Generator::step() {
   admit();
   // Cancelled jobs leave before the forward pass.
@@ -211,7 +309,8 @@ bool Generator::step() {
   std::erase_if(running_, [](const auto& j) { return j->done; });
   if (running_.empty()) return !queued_.empty();
 
-  // Decode steps first (one token each), then prompt chunks within the token budget.
+  // Decode steps first (one token each, and the job's proposals when it speculates), then prompt
+  // chunks within the token budget.
   BatchDesc batch;
   std::vector<Job*> in_batch;
   std::vector<bool> samples;  // whether the job samples a token from this pass
@@ -222,13 +321,32 @@ bool Generator::step() {
                    .subspan(static_cast<size_t>(job.cached), static_cast<size_t>(count));
     s.start_pos = static_cast<int32_t>(job.cached);
     s.page_table = job.pages;
+    s.all_logits = job.proposed_now > 0;
     batch.seqs.push_back(s);
     in_batch.push_back(&job);
     samples.push_back(job.cached + count == static_cast<int64_t>(job.tokens.size()));
     budget -= count;
   };
+  int64_t decoding = 0;
+  for (auto& j : running_) decoding += j->cached >= j->prompt_len ? 1 : 0;
+  // Rows left for proposals: within the step-row limit, the token budget and the model's logit
+  // rows (every running job takes at least one).
+  int64_t spare = 0;
+  if (options_.speculation.mode != SpeculationMode::kOff) {
+    spare =
+        std::min<int64_t>({options_.speculation.max_step_rows - decoding,
+                           model_.options().max_logit_rows - static_cast<int64_t>(running_.size()),
+                           budget - decoding});
+  }
   for (auto& j : running_) {
-    if (j->cached >= j->prompt_len && budget > 0) add(*j, 1);
+    j->proposed_now = 0;
+    if (j->cached >= j->prompt_len && budget > 0) {
+      if (spare > 0) {
+        j->proposed_now = propose(*j, static_cast<int>(spare));
+        spare -= j->proposed_now;
+      }
+      add(*j, 1 + j->proposed_now);
+    }
   }
   for (auto& j : running_) {
     if (j->cached < j->prompt_len && budget > 0) {
@@ -238,27 +356,35 @@ bool Generator::step() {
 
   const DeviceTensor logits = model_.forward(batch, cache_);
 
+  // One sample request per logit row of a sampling job (a speculating job's rows see the
+  // proposals before them as history), in logit-row order.
   std::vector<SampleRequest> requests;
-  std::vector<Job*> sampling_jobs;
   std::vector<int64_t> rows;
+  std::vector<int64_t> first_row(in_batch.size());
+  int64_t logit_row = 0;
   for (size_t i = 0; i < in_batch.size(); ++i) {
     Job& job = *in_batch[i];
-    job.cached += static_cast<int64_t>(batch.seqs[i].tokens.size());
-    publish_full_pages(job);
-    if (!samples[i]) continue;
-    SampleRequest r;
-    r.params = &job.request.sampling;
-    r.history = job.tokens;
-    r.generated_count = static_cast<int32_t>(job.result.tokens.size());
-    r.draw_index = job.result.tokens.size();
-    requests.push_back(r);
-    sampling_jobs.push_back(&job);
-    rows.push_back(static_cast<int64_t>(i));
+    first_row[i] = static_cast<int64_t>(requests.size());
+    const int64_t own_rows = job.proposed_now + 1;
+    if (samples[i]) {
+      const auto generated = static_cast<int64_t>(job.result.tokens.size());
+      const auto before = static_cast<int64_t>(job.tokens.size()) - job.proposed_now;
+      for (int64_t j = 0; j < own_rows; ++j) {
+        SampleRequest r;
+        r.params = &job.request.sampling;
+        r.history = std::span<const int32_t>(job.tokens).first(static_cast<size_t>(before + j));
+        r.generated_count = static_cast<int32_t>(generated + j);
+        r.draw_index = static_cast<uint64_t>(generated + j);
+        requests.push_back(r);
+        rows.push_back(logit_row + j);
+      }
+    }
+    logit_row += own_rows;
   }
+  std::vector<int32_t> ids;
   if (!requests.empty()) {
-    // Rows of logits whose jobs sample, in batch order; the others (mid-prompt chunks) are
-    // skipped by sampling only a prefix when they trail, else by compacting.
-    std::vector<int32_t> ids;
+    // Rows of logits whose jobs sample; the others (mid-prompt chunks) are skipped by sampling
+    // only a prefix when they trail, else by sampling row by row.
     bool contiguous = true;
     for (size_t i = 0; i < rows.size(); ++i)
       contiguous = contiguous && rows[i] == static_cast<int64_t>(i);
@@ -270,41 +396,45 @@ bool Generator::step() {
         ids[i] = model_.backend().sample(logits.row(rows[i]), std::span(&requests[i], 1))[0];
       }
     }
-    const auto now = Clock::now();
-    std::vector<float> row_logits;
-    for (size_t i = 0; i < ids.size(); ++i) {
-      Job& job = *sampling_jobs[i];
-      const int32_t id = ids[i];
-      if (job.request.logprobs >= 0) {
-        // Only jobs that ask read their row of logits back (one row per token).
-        row_logits.resize(static_cast<size_t>(logits.cols));
-        model_.backend().read_into(logits.row(rows[i]), 1, row_logits);
-        job.result.logprobs.push_back(token_logprobs(row_logits, id, job.request.logprobs));
-        if (job.request.on_logprobs) job.request.on_logprobs(job.result.logprobs.back());
-      }
-      if (job.result.tokens.empty()) {
-        job.first_token = now;
-        job.result.prompt_seconds = seconds_between(job.admitted, now);
-      }
-      job.result.tokens.push_back(id);
-      job.tokens.push_back(id);
-      const bool is_eos = std::find(job.request.eos_ids.begin(), job.request.eos_ids.end(), id) !=
-                          job.request.eos_ids.end();
-      if (is_eos && !job.request.ignore_eos) {
-        finish(job, JobEnd::kEos);
-        continue;
-      }
-      emit(job, job.stops->push(job.detokenizer->feed(id)));
-      if (job.stops->stopped()) {
-        finish(job, JobEnd::kStopString);
-      } else if (static_cast<int64_t>(job.result.tokens.size()) >= job.request.max_tokens) {
-        finish(job, JobEnd::kLength);
-      } else if (static_cast<int64_t>(job.tokens.size()) >= options_.max_seq_len ||
-                 static_cast<int64_t>(job.tokens.size()) >
-                     static_cast<int64_t>(job.pages.size()) * pages_.page_size()) {
-        finish(job, JobEnd::kContextFull);
+  }
+
+  for (size_t i = 0; i < in_batch.size(); ++i) {
+    Job& job = *in_batch[i];
+    const int64_t in_slice = static_cast<int64_t>(batch.seqs[i].tokens.size());
+    if (!samples[i]) {  // a prompt chunk before the last
+      job.cached += in_slice;
+      publish_full_pages(job);
+      continue;
+    }
+    const auto sampled = std::span<const int32_t>(ids).subspan(
+        static_cast<size_t>(first_row[i]), static_cast<size_t>(job.proposed_now + 1));
+    const int64_t row0 = rows[static_cast<size_t>(first_row[i])];
+    if (job.proposed_now == 0) {
+      job.cached += in_slice;
+      publish_full_pages(job);
+      take_token(job, sampled[0], logits, row0);
+      continue;
+    }
+    // Speculation: the cache now holds the last token and every proposal; keep the agreed ones.
+    const int64_t k = job.proposed_now;
+    const std::vector<int32_t> proposals(job.tokens.end() - k, job.tokens.end());
+    job.tokens.resize(job.tokens.size() - static_cast<size_t>(k));
+    int32_t next = 0;
+    const int64_t kept = verified_tokens(job, proposals, sampled, logits, row0, next);
+    job.result.proposed_tokens += k;
+    job.result.accepted_tokens += kept;
+    job.draft_length.record(static_cast<int>(k), static_cast<int>(kept));
+    job.cached = static_cast<int64_t>(job.tokens.size());
+    publish_full_pages(job);
+    bool going = true;
+    for (int64_t j = 0; j < kept && going; ++j) {
+      going = take_token(job, proposals[static_cast<size_t>(j)], logits, row0 + j);
+      if (going) {
+        ++job.cached;  // the kept proposal's keys and values are in the cache
+        publish_full_pages(job);
       }
     }
+    if (going) take_token(job, next, logits, row0 + kept);
   }
   std::erase_if(running_, [](const auto& j) { return j->done; });
   return true;

@@ -1,7 +1,9 @@
 // Runs generation jobs over a LlamaModel: admits jobs while cache pages and batch slots allow,
 // packs their prompt chunks and decode steps into one forward pass per step (decode first,
 // then prefill chunks up to the token budget), samples, detokenizes, and ends each job on an
-// eos id, a stop string, its token limit or a full context.
+// eos id, a stop string, its token limit or a full context. With speculation on, a decode step
+// also checks tokens proposed from the job's own text (prompt lookup) and keeps those the model
+// agrees with: several tokens per step, with the output distributed as without speculation.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,9 +49,22 @@ struct JobResult {
   std::vector<TokenLogprobs> logprobs;  // one per generated token, when asked for
   JobEnd end = JobEnd::kEos;
   int64_t prompt_tokens = 0;
-  int64_t cached_tokens = 0;  // leading prompt tokens whose cache pages an earlier job left
-  double prompt_seconds = 0;  // from admission until the first token was sampled
-  double decode_seconds = 0;  // from the first token until the end
+  int64_t cached_tokens = 0;    // leading prompt tokens whose cache pages an earlier job left
+  int64_t proposed_tokens = 0;  // speculative proposals checked by the model
+  int64_t accepted_tokens = 0;  // of those, the ones kept
+  double prompt_seconds = 0;    // from admission until the first token was sampled
+  double decode_seconds = 0;    // from the first token until the end
+};
+
+enum class SpeculationMode { kOff, kNgram };
+
+struct SpeculationOptions {
+  SpeculationMode mode = SpeculationMode::kOff;
+  int max_draft_tokens = 8;  // most proposals per sequence and step
+  // Proposals are added only while a step's decode rows stay within this many: checking a few
+  // more rows costs little while a step is bound by reading the weights, but with a full batch
+  // the rows cost compute and speculation would slow everyone down.
+  int max_step_rows = 16;
 };
 
 struct GeneratorOptions {
@@ -58,6 +74,7 @@ struct GeneratorOptions {
   // Full cache pages of finished and running jobs are kept and shared with later jobs whose
   // prompts start with the same tokens (PagePool); off: every job computes its whole prompt.
   bool prefix_reuse = true;
+  SpeculationOptions speculation;
 };
 
 class Generator {
@@ -85,6 +102,12 @@ class Generator {
   void finish(Job& job, JobEnd end);
   void emit(Job& job, const std::string& text);
   void publish_full_pages(Job& job);
+  int propose(Job& job, int limit);
+  // Takes a sampled token (its logits are row `logit_row` of `logits`); false once the job ended.
+  bool take_token(Job& job, int32_t id, const DeviceTensor& logits, int64_t logit_row);
+  int64_t verified_tokens(Job& job, std::span<const int32_t> proposals,
+                          std::span<const int32_t> sampled, const DeviceTensor& logits,
+                          int64_t first_row, int32_t& next);
 
   LlamaModel& model_;
   KvCacheStorage& cache_;

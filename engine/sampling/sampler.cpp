@@ -97,12 +97,39 @@ int32_t argmax(std::span<const float> logits) {
 
 }  // namespace
 
-int32_t sample_token(std::span<float> logits, const SampleRequest& request) {
+bool is_greedy(const SamplingParams& params) {
+  return params.temperature <= 0.0f || params.top_k == 1;
+}
+
+double TokenDistribution::prob_of(int32_t token) const {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] == token) return probs[i];
+  }
+  return 0.0;
+}
+
+namespace {
+
+// The surviving candidates with their probabilities under the softmax over all top-k candidates
+// (so they sum to `mass` <= 1, not to 1): sample_token scales its draw by the mass instead of
+// dividing every probability, which is the arithmetic the CUDA sampler reproduces.
+struct Candidates {
+  std::vector<int32_t> tokens;
+  std::vector<double> probs;
+  double mass = 1.0;
+};
+
+Candidates filtered_candidates(std::span<float> logits, const SampleRequest& request) {
   HEARTH_CHECK(request.params != nullptr, "sample request without params");
   HEARTH_CHECK(!logits.empty(), "empty logits");
   const SamplingParams& p = *request.params;
   apply_logit_adjustments(logits, request);
-  if (p.temperature <= 0.0f || p.top_k == 1) return argmax(logits);
+  Candidates d;
+  if (is_greedy(p)) {
+    d.tokens = {argmax(logits)};
+    d.probs = {1.0};
+    return d;
+  }
 
   // Candidates sorted by logit, descending (ties: lower id first, for determinism).
   std::vector<int32_t> order(logits.size());
@@ -149,16 +176,34 @@ int32_t sample_token(std::span<float> logits, const SampleRequest& request) {
     while (m < n && prob[m] >= floor) ++m;
     n = m;
   }
+  order.resize(n);
+  prob.resize(n);
+  d.mass = 0;
+  for (double q : prob) d.mass += q;
+  d.tokens = std::move(order);
+  d.probs = std::move(prob);
+  return d;
+}
 
-  double mass = 0;
-  for (size_t i = 0; i < n; ++i) mass += prob[i];
-  const double u = static_cast<double>(sampling_uniform(p.seed, request.draw_index)) * mass;
+}  // namespace
+
+TokenDistribution sampling_distribution(std::span<float> logits, const SampleRequest& request) {
+  Candidates c = filtered_candidates(logits, request);
+  for (double& q : c.probs) q /= c.mass;
+  return {std::move(c.tokens), std::move(c.probs)};
+}
+
+int32_t sample_token(std::span<float> logits, const SampleRequest& request) {
+  const Candidates c = filtered_candidates(logits, request);
+  if (c.tokens.size() == 1) return c.tokens[0];
+  const double u =
+      static_cast<double>(sampling_uniform(request.params->seed, request.draw_index)) * c.mass;
   double cum = 0;
-  for (size_t i = 0; i < n; ++i) {
-    cum += prob[i];
-    if (u < cum) return order[i];
+  for (size_t i = 0; i < c.tokens.size(); ++i) {
+    cum += c.probs[i];
+    if (u < cum) return c.tokens[i];
   }
-  return order[n - 1];
+  return c.tokens.back();
 }
 
 }  // namespace hearth

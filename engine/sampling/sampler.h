@@ -13,6 +13,17 @@ namespace hearth {
 // `logits` is modified (penalties and filtering are applied in place).
 int32_t sample_token(std::span<float> logits, const SampleRequest& request);
 
+// The distribution sample_token draws from: the tokens that survive top-k, top-p and min-p, most
+// likely first, with their probabilities renormalised to sum to 1. Greedy requests (temperature
+// 0 or top_k 1) give the argmax alone. `logits` is modified as by sample_token.
+struct TokenDistribution {
+  std::vector<int32_t> tokens;
+  std::vector<double> probs;
+  double prob_of(int32_t token) const;  // 0 for a token that was filtered out
+};
+TokenDistribution sampling_distribution(std::span<float> logits, const SampleRequest& request);
+bool is_greedy(const SamplingParams& params);
+
 // What the penalties and the logit bias do to one token's logit: first the repetition penalty
 // (logit / repetition when positive, logit * repetition otherwise; 1 is none), then
 // logit -= subtract.

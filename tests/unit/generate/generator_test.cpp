@@ -3,57 +3,11 @@
 
 #include <random>
 
-#include "engine/backend/cpu/cpu_backend.h"
 #include "engine/core/error.h"
-#include "engine/generate/generator.h"
-#include "tests/common/tiny_model.h"
+#include "tests/unit/generate/generator_fixture.h"
 
 namespace hearth {
 namespace {
-
-class GeneratorTest : public ::testing::Test {
- protected:
-  void build(int64_t max_batch_tokens, int64_t max_seq_len = 256, int64_t pages = 32,
-             int max_batch = 8, bool prefix_reuse = true) {
-    generator.reset();
-    cache.reset();
-    model.reset();
-    LlamaModelOptions mo;
-    mo.max_seq_len = max_seq_len;
-    mo.max_batch_tokens = max_batch_tokens;
-    mo.max_logit_rows = max_batch;
-    model = std::make_unique<LlamaModel>(config, *backend, weights, mo);
-    cache = backend->create_kv_cache(model->kv_cache_spec(pages, 16));
-    GeneratorOptions go;
-    go.max_batch = max_batch;
-    go.max_seq_len = max_seq_len;
-    go.max_batch_tokens = max_batch_tokens;
-    go.prefix_reuse = prefix_reuse;
-    generator = std::make_unique<Generator>(*model, *cache, tokenizer, go);
-  }
-  JobRequest request(const std::string& prompt, int32_t max_tokens) {
-    JobRequest r;
-    r.prompt = tokenizer.encode(prompt, false);
-    r.max_tokens = max_tokens;
-    return r;
-  }
-  std::vector<JobResult> run(std::vector<JobRequest> requests) {
-    std::vector<int64_t> ids;
-    for (auto& r : requests) ids.push_back(generator->submit(std::move(r)));
-    while (!generator->idle()) generator->step();
-    std::vector<JobResult> out;
-    for (int64_t id : ids) out.push_back(*generator->take_result(id));
-    return out;
-  }
-
-  ModelConfig config = test::tiny_config();
-  test::TinyWeights weights{config};
-  test::ByteTokenizer tokenizer;
-  std::unique_ptr<Backend> backend = create_cpu_backend(2);
-  std::unique_ptr<LlamaModel> model;
-  std::unique_ptr<KvCacheStorage> cache;
-  std::unique_ptr<Generator> generator;
-};
 
 TEST_F(GeneratorTest, BatchedAndChunkedGenerationMatchesEachPromptAlone) {
   const std::vector<std::string> prompts = {"abc", "the quick brown fox jumps",
@@ -273,43 +227,49 @@ TEST_F(GeneratorTest, CachedPagesAreEvictedForNewJobs) {
 }
 
 // Submit, cancel and step in random order over a small cache for thousands of steps: the pool's
-// states stay consistent at every step, every job ends, and no page leaks.
+// states stay consistent at every step, every job ends, and no page leaks. With speculation on too:
+// its steps write proposals past a job's kept tokens and take them back.
 TEST_F(GeneratorTest, RandomAdmitCancelFinishNeverLeaksPages) {
-  build(32, 96, 10, 4);
-  std::mt19937 rng(99);
-  const std::vector<std::string> stems = {"shared stem one, long enough for a page ",
-                                          "another shared stem that fills a page ", "x"};
-  std::vector<int64_t> live;
-  int64_t finished = 0, reused = 0;
-  for (int step = 0; step < 3000; ++step) {
-    const int action = static_cast<int>(rng() % 10);
-    if (action < 3 && live.size() < 12) {
-      std::string prompt = stems[rng() % stems.size()];
-      for (int i = 0, n = static_cast<int>(rng() % 20); i < n; ++i) {
-        prompt += static_cast<char>('a' + rng() % 26);
+  for (const SpeculationMode mode : {SpeculationMode::kOff, SpeculationMode::kNgram}) {
+    SCOPED_TRACE(mode == SpeculationMode::kOff ? "no speculation" : "n-gram speculation");
+    SpeculationOptions speculation;
+    speculation.mode = mode;
+    build(32, 96, 10, 4, true, speculation);
+    std::mt19937 rng(99);
+    const std::vector<std::string> stems = {"shared stem one, long enough for a page ",
+                                            "another shared stem that fills a page ", "x"};
+    std::vector<int64_t> live;
+    int64_t finished = 0, reused = 0;
+    for (int step = 0; step < 3000; ++step) {
+      const int action = static_cast<int>(rng() % 10);
+      if (action < 3 && live.size() < 12) {
+        std::string prompt = stems[rng() % stems.size()];
+        for (int i = 0, n = static_cast<int>(rng() % 20); i < n; ++i) {
+          prompt += static_cast<char>('a' + rng() % 26);
+        }
+        live.push_back(generator->submit(request(prompt, static_cast<int32_t>(1 + rng() % 30))));
+      } else if (action == 3 && !live.empty()) {
+        generator->cancel(live[rng() % live.size()]);
+      } else {
+        generator->step();
       }
-      live.push_back(generator->submit(request(prompt, static_cast<int32_t>(1 + rng() % 30))));
-    } else if (action == 3 && !live.empty()) {
-      generator->cancel(live[rng() % live.size()]);
-    } else {
-      generator->step();
+      generator->pages().check_invariants();
+      std::erase_if(live, [&](int64_t id) {
+        const auto result = generator->take_result(id);
+        if (!result) return false;
+        ++finished;
+        reused += result->cached_tokens > 0;
+        return true;
+      });
     }
+    while (!generator->idle()) generator->step();
+    for (int64_t id : live) ASSERT_TRUE(generator->take_result(id));
+    finished += static_cast<int64_t>(live.size());
+    EXPECT_GT(finished, 300);
+    EXPECT_GT(reused, 50) << "the stems should have been shared";
     generator->pages().check_invariants();
-    std::erase_if(live, [&](int64_t id) {
-      const auto result = generator->take_result(id);
-      if (!result) return false;
-      ++finished;
-      reused += result->cached_tokens > 0;
-      return true;
-    });
+    EXPECT_EQ(generator->pages().available_pages(), generator->pages().num_pages());
   }
-  while (!generator->idle()) generator->step();
-  for (int64_t id : live) ASSERT_TRUE(generator->take_result(id));
-  finished += static_cast<int64_t>(live.size());
-  EXPECT_GT(finished, 300);
-  EXPECT_GT(reused, 50) << "the stems should have been shared";
-  generator->pages().check_invariants();
-  EXPECT_EQ(generator->pages().available_pages(), generator->pages().num_pages());
 }
 
 }  // namespace
