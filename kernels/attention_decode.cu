@@ -17,6 +17,9 @@
 // The block that owns the newest position also writes the new key and value into the cache
 // (and keeps them in registers for its own use, so no ordering is needed). With DecodeRope the
 // kernel rotates q and the new key itself (the rope pass of the step is skipped).
+// A speculative check runs each of a sequence's new tokens as a row of its own, attending up to
+// its position; those rows read keys that kv_store wrote just before (DecodeShape::
+// keys_stored_this_step), so then the first step's loads wait for it as well.
 #include <type_traits>
 
 #include "kernels/common.cuh"
@@ -82,7 +85,7 @@ template <class T, int D, int GM, int THREADS>
 __global__ void __launch_bounds__(THREADS)
     attention_decode_kernel(const T* q, const T* k_new, const T* v_new, BatchView batch,
                             KvLayerView kv, int num_heads, int group, float scale_log2, T* out,
-                            float* partials, int32_t* counters, DecodeRope rope) {
+                            float* partials, int32_t* counters, DecodeRope rope, bool load_early) {
   constexpr int kThreads = THREADS;
   constexpr int kLanes = D / 8;               // threads per position
   constexpr int kGroups = kThreads / kLanes;  // positions in flight per load
@@ -141,7 +144,7 @@ __global__ void __launch_bounds__(THREADS)
     }
   };
   uint4 kr[kLoads], vr[kLoads];
-  load_step(sp.begin, kr, vr);
+  if (load_early) load_step(sp.begin, kr, vr);
   if (tid == 0) {
     const int end = min(sp.end, newest);
     for (int pos = sp.begin + kStep; pos < end;) {
@@ -166,6 +169,7 @@ __global__ void __launch_bounds__(THREADS)
     }
   }
   pdl_wait();
+  if (!load_early) load_step(sp.begin, kr, vr);
 
   // The new position's key (rotated) and value: registers of every lane group, and the cache.
   uint4 k_newest = make_uint4(0, 0, 0, 0), v_newest = make_uint4(0, 0, 0, 0);
@@ -394,7 +398,8 @@ __global__ void __launch_bounds__(THREADS)
 template <class T, int D, int GM>
 cudaError_t launch_decode(const Launch& l, const void* q, const void* k, const void* v,
                           const BatchView& batch, const KvLayerView& kv, int num_heads, float scale,
-                          void* out, const DecodeScratch& scratch, const DecodeRope& rope) {
+                          void* out, const DecodeScratch& scratch, const DecodeShape& shape,
+                          const DecodeRope& rope) {
   const dim3 grid(kDecodeMaxSplits, static_cast<unsigned>(kv.num_kv_heads),
                   static_cast<unsigned>(batch.num_seqs));
   const int group = num_heads / kv.num_kv_heads;
@@ -404,10 +409,10 @@ cudaError_t launch_decode(const Launch& l, const void* q, const void* k, const v
                          static_cast<const T*>(q), static_cast<const T*>(k),
                          static_cast<const T*>(v), batch, kv, num_heads, group,
                          scale * 1.4426950408889634f, static_cast<T*>(out), scratch.partials,
-                         scratch.counters, rope);
+                         scratch.counters, rope, !shape.keys_stored_this_step);
   };
   if constexpr (one_sequence_blocks_fit<GM>()) {
-    if (batch.num_seqs == 1) return go(std::integral_constant<int, kThreadsOneSequence>{});
+    if (shape.one_sequence) return go(std::integral_constant<int, kThreadsOneSequence>{});
   }
   return go(std::integral_constant<int, kThreadsBatch>{});
 }
@@ -416,15 +421,17 @@ template <class T, int D>
 cudaError_t dispatch_group(const Launch& l, const void* q, const void* k, const void* v,
                            const BatchView& batch, const KvLayerView& kv, int num_heads,
                            float scale, void* out, const DecodeScratch& scratch,
-                           const DecodeRope& rope) {
+                           const DecodeShape& shape, const DecodeRope& rope) {
   const int group = num_heads / kv.num_kv_heads;
-  if (group <= 1)
-    return launch_decode<T, D, 1>(l, q, k, v, batch, kv, num_heads, scale, out, scratch, rope);
-  if (group <= 2)
-    return launch_decode<T, D, 2>(l, q, k, v, batch, kv, num_heads, scale, out, scratch, rope);
-  if (group <= 4)
-    return launch_decode<T, D, 4>(l, q, k, v, batch, kv, num_heads, scale, out, scratch, rope);
-  return launch_decode<T, D, 8>(l, q, k, v, batch, kv, num_heads, scale, out, scratch, rope);
+  auto go = [&](auto gm) {
+    constexpr int kGm = decltype(gm)::value;
+    return launch_decode<T, D, kGm>(l, q, k, v, batch, kv, num_heads, scale, out, scratch, shape,
+                                    rope);
+  };
+  if (group <= 1) return go(std::integral_constant<int, 1>{});
+  if (group <= 2) return go(std::integral_constant<int, 2>{});
+  if (group <= 4) return go(std::integral_constant<int, 4>{});
+  return go(std::integral_constant<int, 8>{});
 }
 
 }  // namespace
@@ -443,7 +450,7 @@ bool attention_decode_rope_supported(int head_dim, int rotary_dim) {
 cudaError_t attention_decode(const Launch& l, Elem t, const void* q, const void* k, const void* v,
                              const BatchView& batch, const KvLayerView& kv, int num_heads,
                              float scale, void* out, const DecodeScratch& scratch,
-                             const DecodeRope& rope) {
+                             const DecodeShape& shape, const DecodeRope& rope) {
   if (batch.num_seqs <= 0) return cudaSuccess;
   if (!attention_fast_supported(kv.head_dim, num_heads, kv.num_kv_heads)) {
     return cudaErrorInvalidValue;
@@ -453,9 +460,11 @@ cudaError_t attention_decode(const Launch& l, Elem t, const void* q, const void*
   }
   HEARTH_DISPATCH_16(t, T, {
     if (kv.head_dim == 64) {
-      return dispatch_group<T, 64>(l, q, k, v, batch, kv, num_heads, scale, out, scratch, rope);
+      return dispatch_group<T, 64>(l, q, k, v, batch, kv, num_heads, scale, out, scratch, shape,
+                                   rope);
     }
-    return dispatch_group<T, 128>(l, q, k, v, batch, kv, num_heads, scale, out, scratch, rope);
+    return dispatch_group<T, 128>(l, q, k, v, batch, kv, num_heads, scale, out, scratch, shape,
+                                  rope);
   });
 }
 

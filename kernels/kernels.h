@@ -199,13 +199,21 @@ struct DecodeRope {
   float attention_factor = 1.0f;
   int rotary_dim = 0;
 };
+struct DecodeShape {
+  // A batch of one sequence, or the rows of one sequence's speculative check: larger blocks (a
+  // row's last bits depend on this choice).
+  bool one_sequence = false;
+  // The step's keys and values were stored by kv_store just before (a check batch, whose rows
+  // read each other's): no cache position is read before the previous kernel has finished.
+  bool keys_stored_this_step = false;
+};
 // The rotation pairs dims i and i + rotary_dim/2 through lanes of 8 dims: rotary_dim must be
 // 16 · 2^k and at most head_dim.
 bool attention_decode_rope_supported(int head_dim, int rotary_dim);
 cudaError_t attention_decode(const Launch& l, Elem t, const void* q, const void* k, const void* v,
                              const BatchView& batch, const KvLayerView& kv, int num_heads,
                              float scale, void* out, const DecodeScratch& scratch,
-                             const DecodeRope& rope = {});
+                             const DecodeShape& shape, const DecodeRope& rope = {});
 
 // Any head_dim <= 256: one warp per (row, head), reading the cache (after kv_store).
 cudaError_t attention_generic(const Launch& l, Elem t, const void* q, const BatchView& batch,

@@ -429,6 +429,14 @@
             <source>reused %1 of %2 prompt tokens</source>
             <translation>%1 von %2 Prompt-Tokens wiederverwendet</translation>
         </message>
+        <message>
+            <source>Speculation</source>
+            <translation>Spekulation</translation>
+        </message>
+        <message>
+            <source>kept %1 of %2 proposed tokens (%3 %)</source>
+            <translation>%1 von %2 vorgeschlagenen Tokens übernommen (%3 %)</translation>
+        </message>
     </context>
     <context>
         <name>GpuNotice</name>
@@ -670,6 +678,26 @@
         <message>
             <source>The loaded model runs with %1 tokens; this length applies when you reload.</source>
             <translation>Das geladene Modell läuft mit %1 Token; diese Länge gilt, wenn Sie neu laden.</translation>
+        </message>
+        <message>
+            <source>Speculative decoding</source>
+            <translation>Spekulatives Dekodieren</translation>
+        </message>
+        <message>
+            <source>From the conversation&apos;s own text</source>
+            <translation>Aus dem eigenen Text des Gesprächs</translation>
+        </message>
+        <message>
+            <source>Off</source>
+            <translation>Aus</translation>
+        </message>
+        <message>
+            <source>Guesses the next tokens from earlier text and keeps those the model agrees with: answers that repeat the conversation (code edits, quotes, summaries) come faster; the answers themselves do not change.</source>
+            <translation>Errät die nächsten Tokens aus früherem Text und übernimmt die, denen das Modell zustimmt: Antworten, die das Gespräch wiederholen (Code-Änderungen, Zitate, Zusammenfassungen), kommen schneller; die Antworten selbst ändern sich nicht.</translation>
+        </message>
+        <message>
+            <source>Every token is computed one step at a time.</source>
+            <translation>Jedes Token wird einzeln in einem eigenen Schritt berechnet.</translation>
         </message>
     </context>
     <context>

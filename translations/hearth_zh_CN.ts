@@ -429,6 +429,14 @@
             <source>reused %1 of %2 prompt tokens</source>
             <translation>重用了 %2 个提示词元中的 %1 个</translation>
         </message>
+        <message>
+            <source>Speculation</source>
+            <translation>推测解码</translation>
+        </message>
+        <message>
+            <source>kept %1 of %2 proposed tokens (%3 %)</source>
+            <translation>保留了 %2 个候选词元中的 %1 个（%3 %）</translation>
+        </message>
     </context>
     <context>
         <name>GpuNotice</name>
@@ -670,6 +678,26 @@
         <message>
             <source>The loaded model runs with %1 tokens; this length applies when you reload.</source>
             <translation>已加载的模型正以 %1 个词元运行；此长度在重新加载后生效。</translation>
+        </message>
+        <message>
+            <source>Speculative decoding</source>
+            <translation>推测解码</translation>
+        </message>
+        <message>
+            <source>From the conversation&apos;s own text</source>
+            <translation>来自对话自身的文本</translation>
+        </message>
+        <message>
+            <source>Off</source>
+            <translation>关闭</translation>
+        </message>
+        <message>
+            <source>Guesses the next tokens from earlier text and keeps those the model agrees with: answers that repeat the conversation (code edits, quotes, summaries) come faster; the answers themselves do not change.</source>
+            <translation>根据之前的文本猜测接下来的词元，并保留模型认可的部分：重复对话内容的回答（代码修改、引用、摘要）会更快；回答本身不会改变。</translation>
+        </message>
+        <message>
+            <source>Every token is computed one step at a time.</source>
+            <translation>每个词元逐步单独计算。</translation>
         </message>
     </context>
     <context>

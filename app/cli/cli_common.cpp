@@ -38,7 +38,9 @@ std::set<std::string> load_flags() {
           "rope-factor",
           "ntk-alpha",
           "rope-original-context",
-          "prefix-reuse"};
+          "prefix-reuse",
+          "speculate",
+          "draft-tokens"};
 }
 
 LoadOptions load_options_from(const ArgParser& args) {
@@ -62,6 +64,15 @@ LoadOptions load_options_from(const ArgParser& args) {
     throw UsageError("--prefix-reuse must be on or off, got '" + reuse + "'");
   }
   o.prefix_reuse = reuse == "on";
+  const std::string speculate = args.get("speculate").value_or("off");
+  const std::optional<Speculation> speculation = parse_speculation(speculate);
+  if (!speculation) throw UsageError("--speculate must be off or ngram, got '" + speculate + "'");
+  o.speculation = *speculation;
+  o.draft_tokens =
+      static_cast<int>(args.get_int("draft-tokens", 8, 1, LoadOptions::kMaxDraftTokens));
+  if (args.has("draft-tokens") && o.speculation == Speculation::kOff) {
+    throw UsageError("--draft-tokens needs --speculate");
+  }
   if (auto type = args.get("rope-scaling")) {
     RopeScaling rs;
     if (*type == "none") {

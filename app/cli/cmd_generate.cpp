@@ -9,10 +9,9 @@
 namespace hearth::cli {
 
 int run_generate(const std::vector<std::string>& raw) {
-  const ArgParser args(raw,
-                       merge(merge(load_flags(), sampling_flags()),
-                             {"prompt", "max-tokens", "stop", "system"}),
-                       {"chat", "json", "ignore-eos"});
+  const ArgParser args(
+      raw, merge(merge(load_flags(), sampling_flags()), {"prompt", "max-tokens", "stop", "system"}),
+      {"chat", "json", "ignore-eos"});
   const LoadOptions options = load_options_from(args);
   GenerationRequest request;
   const std::string prompt = args.require("prompt");
@@ -45,6 +44,9 @@ int run_generate(const std::vector<std::string>& raw) {
     j["tokens"] = result.tokens;
     j["prompt_tokens"] = result.stats.prompt_tokens;
     j["cached_tokens"] = result.stats.cached_prompt_tokens;
+    j["generated_tokens"] = result.stats.generated_tokens;
+    j["proposed_tokens"] = result.stats.proposed_tokens;
+    j["accepted_tokens"] = result.stats.accepted_tokens;
     j["prompt_tokens_per_s"] = result.stats.prompt_tokens_per_s();
     j["decode_tokens_per_s"] = result.stats.decode_tokens_per_s();
     j["finish_reason"] = finish_reason_name(result.finish);
@@ -52,11 +54,16 @@ int run_generate(const std::vector<std::string>& raw) {
   } else {
     std::printf("\n");
     std::fflush(stdout);  // the statistics on stderr come after the text's last line
-    std::fprintf(stderr, "[%lld prompt tokens at %.1f tok/s, %lld generated at %.1f tok/s, %s]\n",
-                 static_cast<long long>(result.stats.prompt_tokens),
-                 result.stats.prompt_tokens_per_s(),
-                 static_cast<long long>(result.stats.generated_tokens),
-                 result.stats.decode_tokens_per_s(), finish_reason_name(result.finish));
+    std::string speculation;
+    if (result.stats.proposed_tokens > 0) {
+      speculation = ", " + std::to_string(result.stats.accepted_tokens) + " of " +
+                    std::to_string(result.stats.proposed_tokens) + " proposed tokens kept";
+    }
+    std::fprintf(
+        stderr, "[%lld prompt tokens at %.1f tok/s, %lld generated at %.1f tok/s%s, %s]\n",
+        static_cast<long long>(result.stats.prompt_tokens), result.stats.prompt_tokens_per_s(),
+        static_cast<long long>(result.stats.generated_tokens), result.stats.decode_tokens_per_s(),
+        speculation.c_str(), finish_reason_name(result.finish));
   }
   return 0;
 }

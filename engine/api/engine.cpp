@@ -17,13 +17,28 @@ namespace hearth {
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
     case FinishReason::kEos:
-    case FinishReason::kStopString: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kContextFull: return "context_full";
-    case FinishReason::kError: return "error";
+    case FinishReason::kStopString:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kContextFull:
+      return "context_full";
+    case FinishReason::kError:
+      return "error";
   }
   return "?";
+}
+
+const char* speculation_name(Speculation s) {
+  return s == Speculation::kNgram ? "ngram" : "off";
+}
+
+std::optional<Speculation> parse_speculation(std::string_view name) {
+  if (name == "off") return Speculation::kOff;
+  if (name == "ngram") return Speculation::kNgram;
+  return std::nullopt;
 }
 
 double GenerationStats::prompt_tokens_per_s() const {
@@ -80,11 +95,16 @@ MemoryPlan make_plan(const LoadOptions& options, const ModelInfo& info, const Re
 
 FinishReason to_finish_reason(JobEnd end) {
   switch (end) {
-    case JobEnd::kEos: return FinishReason::kEos;
-    case JobEnd::kStopString: return FinishReason::kStopString;
-    case JobEnd::kLength: return FinishReason::kLength;
-    case JobEnd::kContextFull: return FinishReason::kContextFull;
-    case JobEnd::kCancelled: return FinishReason::kCancelled;
+    case JobEnd::kEos:
+      return FinishReason::kEos;
+    case JobEnd::kStopString:
+      return FinishReason::kStopString;
+    case JobEnd::kLength:
+      return FinishReason::kLength;
+    case JobEnd::kContextFull:
+      return FinishReason::kContextFull;
+    case JobEnd::kCancelled:
+      return FinishReason::kCancelled;
   }
   return FinishReason::kError;
 }
@@ -145,8 +165,13 @@ void Engine::load(const LoadOptions& options, const ProgressCallback& progress,
   gen.max_seq_len = impl->resolved.max_seq_len;
   gen.max_batch_tokens = impl->resolved.max_batch_tokens;
   gen.prefix_reuse = options.prefix_reuse;
-  impl->generator = std::make_unique<Generator>(*impl->model, *impl->cache,
-                                                *impl->bundle.tokenizer, gen);
+  if (options.speculation == Speculation::kNgram) {
+    gen.speculation.mode = SpeculationMode::kNgram;
+    gen.speculation.max_draft_tokens = options.draft_tokens;
+    gen.speculation.max_step_rows = kSpeculationStepRows;
+  }
+  impl->generator =
+      std::make_unique<Generator>(*impl->model, *impl->cache, *impl->bundle.tokenizer, gen);
   impl->eos_ids = info.config.eos_token_ids;
   const std::optional<int32_t> eos = impl->bundle.tokenizer->eos_id();
   if (eos && std::find(impl->eos_ids.begin(), impl->eos_ids.end(), *eos) == impl->eos_ids.end()) {
@@ -166,7 +191,9 @@ void Engine::unload() {
   impl_.reset();
 }
 
-bool Engine::loaded() const { return impl_ != nullptr; }
+bool Engine::loaded() const {
+  return impl_ != nullptr;
+}
 
 namespace {
 void require_loaded(const void* impl) {
@@ -262,6 +289,8 @@ std::optional<GenerationResult> Engine::take_result(RequestId id) {
   g.finish = to_finish_reason(r->end);
   g.stats.prompt_tokens = r->prompt_tokens;
   g.stats.cached_prompt_tokens = r->cached_tokens;
+  g.stats.proposed_tokens = r->proposed_tokens;
+  g.stats.accepted_tokens = r->accepted_tokens;
   g.stats.generated_tokens = static_cast<int64_t>(g.tokens.size());
   g.stats.prompt_seconds = r->prompt_seconds;
   g.stats.decode_seconds = r->decode_seconds;
@@ -273,9 +302,9 @@ GenerationResult Engine::generate(const GenerationRequest& request, const TextCa
   return std::move(generate_batch({request}, {on_text}, cancel).front());
 }
 
-std::vector<GenerationResult> Engine::generate_batch(
-    const std::vector<GenerationRequest>& requests, const std::vector<TextCallback>& on_text,
-    const CancelToken& cancel) {
+std::vector<GenerationResult> Engine::generate_batch(const std::vector<GenerationRequest>& requests,
+                                                     const std::vector<TextCallback>& on_text,
+                                                     const CancelToken& cancel) {
   require_loaded(impl_.get());
   std::vector<RequestId> ids;
   std::vector<std::optional<GenerationResult>> results(requests.size());

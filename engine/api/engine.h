@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -22,6 +23,15 @@
 namespace hearth {
 
 class Tokenizer;
+
+// Speculative decoding: kNgram proposes tokens copied from the request's own text (prompt
+// lookup) and keeps those the model agrees with, several tokens per step when the answer repeats
+// its prompt (code edits, summaries, quotes). Output is as without it (greedy: the same tokens;
+// sampling: the same distribution).
+enum class Speculation { kOff, kNgram };
+const char* speculation_name(Speculation s);  // "off", "ngram"
+// "off" / "ngram"; nullopt otherwise.
+std::optional<Speculation> parse_speculation(std::string_view name);
 
 struct LoadOptions {
   std::filesystem::path model_path;  // a model folder or a .gguf file
@@ -39,8 +49,11 @@ struct LoadOptions {
   // Tokens per KV-cache page, a multiple of 16 up to 1024 (0: 64). Prefix reuse shares whole
   // pages, so smaller pages share more of a prompt.
   int64_t kv_page_size = 0;
+  Speculation speculation = Speculation::kOff;
+  int draft_tokens = 8;  // most tokens proposed per sequence and step (1..16)
 
   static constexpr int64_t kDefaultMaxSeqLen = 8192;
+  static constexpr int kMaxDraftTokens = 16;
 };
 
 // What a load will need, computed before anything is allocated.
@@ -68,8 +81,8 @@ const char* finish_reason_name(FinishReason r);  // "stop", "stop", "length", "c
 
 struct GenerationRequest {
   std::vector<int32_t> prompt_tokens;  // token ids, used as they are when not empty
-  std::string prompt;                 // raw text (ignored when messages is not empty)
-  std::vector<ChatMessage> messages;  // rendered with the model's chat template
+  std::string prompt;                  // raw text (ignored when messages is not empty)
+  std::vector<ChatMessage> messages;   // rendered with the model's chat template
   SamplingParams sampling;
   int32_t max_tokens = 512;
   std::vector<std::string> stop_strings;
@@ -83,6 +96,8 @@ struct GenerationStats {
   int64_t prompt_tokens = 0;
   int64_t cached_prompt_tokens = 0;  // of prompt_tokens, those an earlier request left in cache
   int64_t generated_tokens = 0;
+  int64_t proposed_tokens = 0;  // speculative proposals the model checked
+  int64_t accepted_tokens = 0;  // of those, the ones kept (part of generated_tokens)
   double prompt_seconds = 0;
   double decode_seconds = 0;
   double prompt_tokens_per_s() const;

@@ -40,6 +40,14 @@ ResolvedLoad resolve_load(const LoadOptions& options, const ModelInfo& info) {
   r.num_pages = (r.cache_tokens + r.page_size - 1) / r.page_size;
   r.max_batch_tokens = options.device == DeviceKind::kCuda ? 2048 : 512;
   r.max_logit_rows = r.max_batch;
+  if (options.speculation != Speculation::kOff) {
+    if (options.draft_tokens < 1 || options.draft_tokens > LoadOptions::kMaxDraftTokens) {
+      fail(ErrorCode::kInvalidArgument,
+           "draft_tokens must be in 1.." + std::to_string(LoadOptions::kMaxDraftTokens));
+    }
+    // A step checks up to kSpeculationStepRows decode rows, and prompt chunks add one each.
+    r.max_logit_rows = r.max_batch + kSpeculationStepRows;
+  }
   return r;
 }
 

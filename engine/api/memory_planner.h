@@ -5,11 +5,16 @@
 
 namespace hearth {
 
+// Decode rows a speculating step may hold (GeneratorOptions' SpeculationOptions::max_step_rows):
+// with more sequences than this decoding, speculation stops (their rows are no longer free).
+inline constexpr int kSpeculationStepRows = 16;
+
 // The settings a load resolves to once the model's config is known.
 struct ResolvedLoad {
   int64_t max_seq_len = 0;
   int64_t cache_tokens = 0;
-  int64_t page_size = 64;  // measured: no slower than 256 in decode, and reuse shares more (PERFORMANCE.md)
+  int64_t page_size =
+      64;  // measured: no slower than 256 in decode, and reuse shares more (PERFORMANCE.md)
   int64_t num_pages = 0;
   int64_t max_batch_tokens = 512;
   int64_t max_logit_rows = 8;

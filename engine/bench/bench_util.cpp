@@ -126,4 +126,31 @@ double time_greedy_decode(LlamaModel& model, CudaBackend& backend, KvCacheStorag
   return seconds_since(start);
 }
 
+double time_check_steps(LlamaModel& model, CudaBackend& backend, KvCacheStorage& cache,
+                        int64_t tokens, int64_t pages_per_seq, int64_t context, int steps) {
+  std::vector<int32_t> page_table;
+  for (int64_t i = 0; i < pages_per_seq; ++i) page_table.push_back(static_cast<int32_t>(i));
+  std::vector<int32_t> feed = tokens_for(tokens, model.config().vocab_size, 5);
+  SamplingParams greedy;
+  std::vector<SampleRequest> requests(static_cast<size_t>(tokens));
+  for (auto& r : requests) r.params = &greedy;
+  std::chrono::steady_clock::time_point start;
+  for (int step = 0; step < kDecodeWarmSteps + steps; ++step) {
+    if (step == kDecodeWarmSteps) {
+      backend.synchronize();
+      start = std::chrono::steady_clock::now();
+    }
+    BatchDesc desc;
+    SequenceSlice s;
+    s.tokens = feed;
+    s.start_pos = static_cast<int32_t>(context + step);
+    s.page_table = page_table;
+    s.all_logits = tokens > 1;
+    desc.seqs.push_back(s);
+    DeviceTensor logits = model.forward(desc, cache);
+    feed[0] = backend.sample(logits, requests)[0];
+  }
+  return seconds_since(start);
+}
+
 }  // namespace hearth::cuda::bench

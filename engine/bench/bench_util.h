@@ -42,6 +42,12 @@ constexpr int kDecodeWarmSteps = 3;
 double time_greedy_decode(LlamaModel& model, CudaBackend& backend, KvCacheStorage& cache,
                           int64_t batch, int64_t pages_per_seq, int64_t context, int steps,
                           bool profile_first = false);
+// Seconds for `steps` speculative check steps of one sequence, laid out as
+// time_greedy_decode's: each step feeds the last sampled token and `tokens` - 1 proposals at
+// position `context` + step (every row's logits, sampled on the device), the cost of checking
+// `tokens` - 1 proposals against a one-token step (`tokens` = 1).
+double time_check_steps(LlamaModel& model, CudaBackend& backend, KvCacheStorage& cache,
+                        int64_t tokens, int64_t pages_per_seq, int64_t context, int steps);
 // printf-style formatting of one number.
 std::string fmt(const char* format, double value);
 

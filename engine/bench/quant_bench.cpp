@@ -30,6 +30,7 @@ using cuda::bench::fmt;
 using cuda::bench::kDecodeWarmSteps;
 using cuda::bench::median;
 using cuda::bench::seconds_since;
+using cuda::bench::time_check_steps;
 using cuda::bench::time_greedy_decode;
 using cuda::bench::time_ms;
 using cuda::bench::tokens_for;
@@ -184,7 +185,9 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
   LlamaModelOptions mo;
   mo.max_seq_len = std::max<int64_t>(max_prefill, o.decode_context + o.decode_steps + 16);
   mo.max_batch_tokens = max_tokens;
-  mo.max_logit_rows = max_batch;
+  const int64_t max_check =
+      o.check_tokens.empty() ? 1 : *std::max_element(o.check_tokens.begin(), o.check_tokens.end());
+  mo.max_logit_rows = std::max(max_batch, max_check);
   std::optional<LlamaModel> model_storage;
   model_storage.emplace(config, be, weights, mo);
   LlamaModel& lm = *model_storage;
@@ -245,6 +248,20 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
   json decode = json::array();
   for (int64_t B : o.decode_batches) decode.push_back(decode_run(B));
   r["decode"] = decode;
+  json checks = json::array();
+  if (!o.check_tokens.empty()) {
+    auto step_ms = [&](int64_t k) {
+      return 1e3 *
+             time_check_steps(lm, be, *cache, k, seq_pages, o.decode_context, o.decode_steps) /
+             o.decode_steps;
+    };
+    const double one = step_ms(1);
+    for (int64_t k : o.check_tokens) {
+      const double ms = k == 1 ? one : step_ms(k);
+      checks.push_back({{"tokens", k}, {"step_ms", ms}, {"cost_vs_one_token", ms / one}});
+    }
+  }
+  r["check_steps"] = checks;
   if (truncated && !decode.empty()) {
     const double head = static_cast<double>(config.vocab_size * config.hidden_size);
     const double per_layer =
@@ -280,6 +297,12 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
   if (r.contains("full_depth_estimate_decode_batch1_tokens_per_s")) {
     text += fmt("estimated full-depth batch-1 decode: %.1f tokens/s\n",
                 r["full_depth_estimate_decode_batch1_tokens_per_s"].get<double>());
+  }
+  if (!checks.empty()) text += "check tokens | ms/step | cost vs one token\n";
+  for (const auto& e : checks) {
+    text += fmt("%12.0f | ", e["tokens"].get<double>()) +
+            fmt("%7.3f | ", e["step_ms"].get<double>()) +
+            fmt("%.3fx\n", e["cost_vs_one_token"].get<double>());
   }
   return r;
 }

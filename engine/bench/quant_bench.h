@@ -24,6 +24,9 @@ struct QuantBenchOptions {
   int device = 0;
   std::vector<int64_t> prefill_lengths = {512, 2048};
   std::vector<int64_t> decode_batches = {1, 8, 32};
+  // Speculative checks of one sequence: a step of k tokens (the last one and k - 1 proposals)
+  // for each k here, against a one-token step.
+  std::vector<int64_t> check_tokens = {};
   int64_t decode_context = 512;
   int decode_steps = 32;
   bool kernel_sweep = true;  // on the first model's shapes, for every quantization

@@ -31,7 +31,8 @@ int usage() {
   std::fprintf(
       stderr,
       "usage: quant_bench [--models a,b] [--quants exl2:4.0,gptq:4:128] [--prefill N,..] "
-      "[--batches N,..] [--context N] [--steps N] [--device N] [--no-sweep] [--profile-step] "
+      "[--batches N,..] [--check-tokens K,..] [--context N] [--steps N] [--device N] [--no-sweep] "
+      "[--profile-step] "
       "[--json] "
       "[--json-out FILE]\n");
   return 2;
@@ -63,6 +64,8 @@ int main(int argc, char** argv) {
         o.prefill_lengths = numbers(value());
       else if (a == "--batches")
         o.decode_batches = numbers(value());
+      else if (a == "--check-tokens")
+        o.check_tokens = numbers(value());
       else if (a == "--context")
         o.decode_context = std::stoll(value());
       else if (a == "--steps")

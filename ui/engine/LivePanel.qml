@@ -102,6 +102,20 @@ Pane {
                       : "–"
                 color: Theme.text
             }
+            Label { text: qsTr("Speculation"); color: Theme.textMuted }
+            Label {
+                objectName: "speculation"
+                // Proposals from the conversation's own text that the model kept (load panel:
+                // Speculative decoding); known when the answer ends.
+                text: EngineController.proposedTokens > 0 && !panel.answering
+                      ? qsTr("kept %1 of %2 proposed tokens (%3 %)")
+                            .arg(Ui.formatNumber(EngineController.acceptedTokens, 0))
+                            .arg(Ui.formatNumber(EngineController.proposedTokens, 0))
+                            .arg(Ui.formatNumber(100 * EngineController.acceptedTokens
+                                                 / EngineController.proposedTokens, 0))
+                      : "–"
+                color: Theme.text
+            }
         }
         RateChart {
             Layout.fillWidth: true

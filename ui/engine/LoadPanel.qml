@@ -30,6 +30,7 @@ Pane {
     property real highFreqFactor: 4
     property real betaFast: 32
     property real betaSlow: 1
+    property string speculation: AppSettings.speculation === "ngram" ? "ngram" : "off"
 
     // The maximum sequence length the loaded model runs with when it is the chosen one, else 0.
     readonly property int maxSeqLenInForce: EngineController.model.path !== undefined
@@ -73,7 +74,8 @@ Pane {
             lowFreqFactor: lowFreqFactor,
             highFreqFactor: highFreqFactor,
             betaFast: betaFast,
-            betaSlow: betaSlow
+            betaSlow: betaSlow,
+            speculation: speculation
         }
     }
     function requestPlan() { planTimer.restart() }
@@ -356,6 +358,38 @@ Pane {
             from: 0
             to: 1000
             onEdited: (v) => { panel.betaSlow = v; panel.requestPlan() }
+        }
+
+        Label {
+            text: qsTr("Speculative decoding")
+            font.bold: true
+            color: Theme.text
+        }
+        ComboBox {
+            id: speculationBox
+            objectName: "speculationBox"
+            Layout.fillWidth: true
+            textRole: "text"
+            valueRole: "value"
+            model: [
+                { value: "ngram", text: qsTr("From the conversation's own text") },
+                { value: "off", text: qsTr("Off") }
+            ]
+            currentIndex: Math.max(0, indexOfValue(panel.speculation))
+            onActivated: {
+                panel.speculation = currentValue
+                AppSettings.speculation = currentValue
+            }
+            Accessible.name: qsTr("Speculative decoding")
+        }
+        Label {
+            Layout.fillWidth: true
+            wrapMode: Text.Wrap
+            color: Theme.textMuted
+            font.pointSize: Theme.smallFont
+            text: panel.speculation === "ngram"
+                  ? qsTr("Guesses the next tokens from earlier text and keeps those the model agrees with: answers that repeat the conversation (code edits, quotes, summaries) come faster; the answers themselves do not change.")
+                  : qsTr("Every token is computed one step at a time.")
         }
 
         Label {

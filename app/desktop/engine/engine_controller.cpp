@@ -232,6 +232,8 @@ quint64 EngineController::generate(const std::vector<hearth::ChatMessage>& messa
   // From now on the figures are this answer's.
   promptTokens_ = 0;
   cachedPromptTokens_ = 0;
+  proposedTokens_ = 0;
+  acceptedTokens_ = 0;
   promptTps_ = 0;
   generatedTokens_ = 0;
   decodeTps_ = 0;
@@ -276,6 +278,8 @@ void EngineController::onFinished(quint64 id, const QString& text, const Message
   // The engine's own figures; a stopped answer has none for its prompt, so the live ones stay.
   if (stats.promptTokens > 0) promptTokens_ = stats.promptTokens;
   cachedPromptTokens_ = stats.cachedPromptTokens;
+  proposedTokens_ = stats.proposedTokens;
+  acceptedTokens_ = stats.acceptedTokens;
   if (stats.promptSeconds > 0) promptTps_ = stats.promptTokens / stats.promptSeconds;
   generatedTokens_ = stats.generatedTokens;
   if (stats.decodeSeconds > 0) decodeTps_ = stats.generatedTokens / stats.decodeSeconds;

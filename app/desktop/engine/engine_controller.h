@@ -55,6 +55,9 @@ class EngineController : public QObject {
   // Of promptTokens, those the engine found in its cache from an earlier answer (known when
   // the answer ends).
   Q_PROPERTY(qint64 cachedPromptTokens READ cachedPromptTokens NOTIFY statsChanged)
+  // Speculative decoding of the last answer: proposals checked and kept (known when it ends).
+  Q_PROPERTY(qint64 proposedTokens READ proposedTokens NOTIFY statsChanged)
+  Q_PROPERTY(qint64 acceptedTokens READ acceptedTokens NOTIFY statsChanged)
   Q_PROPERTY(double decodeTokensPerSecond READ decodeTps NOTIFY statsChanged)  // 0: not yet
   Q_PROPERTY(qint64 contextUsed READ contextUsed NOTIFY statsChanged)
   Q_PROPERTY(double liveTokensPerSecond READ liveTps NOTIFY liveChanged)
@@ -91,6 +94,8 @@ class EngineController : public QObject {
   double promptTps() const { return promptTps_; }
   qint64 generatedTokens() const { return generatedTokens_; }
   qint64 cachedPromptTokens() const { return cachedPromptTokens_; }
+  qint64 proposedTokens() const { return proposedTokens_; }
+  qint64 acceptedTokens() const { return acceptedTokens_; }
   double decodeTps() const { return decodeTps_; }
   qint64 contextUsed() const { return contextUsed_; }
   double liveTps() const { return liveTps_; }
@@ -165,6 +170,8 @@ class EngineController : public QObject {
   double promptTps_ = 0;
   qint64 generatedTokens_ = 0;
   qint64 cachedPromptTokens_ = 0;
+  qint64 proposedTokens_ = 0;
+  qint64 acceptedTokens_ = 0;
   double decodeTps_ = 0;
   qint64 contextUsed_ = 0;
   double liveTps_ = 0;

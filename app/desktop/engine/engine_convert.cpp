@@ -78,6 +78,8 @@ MessageStats toStats(const hearth::GenerationResult& r, const QString& model) {
   MessageStats s;
   s.promptTokens = r.stats.prompt_tokens;
   s.cachedPromptTokens = r.stats.cached_prompt_tokens;
+  s.proposedTokens = r.stats.proposed_tokens;
+  s.acceptedTokens = r.stats.accepted_tokens;
   s.generatedTokens = r.stats.generated_tokens;
   s.promptSeconds = r.stats.prompt_seconds;
   s.decodeSeconds = r.stats.decode_seconds;
@@ -121,6 +123,14 @@ hearth::LoadOptions toLoadOptions(const QVariantMap& m) {
   o.cpu_threads = int(number(m, "cpuThreads", 0));
   if (o.max_seq_len < 0 || o.cache_tokens < 0)
     hearth::fail(hearth::ErrorCode::kInvalidArgument, "context and cache sizes cannot be negative");
+  const QString speculation =
+      m.value(QStringLiteral("speculation"), QStringLiteral("off")).toString();
+  const auto mode = hearth::parse_speculation(speculation.toStdString());
+  if (!mode)
+    hearth::fail(
+        hearth::ErrorCode::kInvalidArgument,
+        "load setting \"speculation\" must be off or ngram, not " + speculation.toStdString());
+  o.speculation = *mode;
 
   const QString rope = m.value(QStringLiteral("rope"), QStringLiteral("model")).toString();
   if (rope == u"model") return o;

@@ -84,6 +84,8 @@ HEARTH_SETTING_IMPL(QStringList, hiddenModels, HiddenModels, "library/hidden", Q
 HEARTH_SETTING_IMPL(QString, lastModel, LastModel, "load/lastModel", QString(), toString)
 HEARTH_SETTING_IMPL(QString, device, Device, "load/device", QStringLiteral("gpu"), toString)
 HEARTH_SETTING_IMPL(int, maxSeqLen, MaxSeqLen, "load/maxSeqLen", 0, toInt)
+HEARTH_SETTING_IMPL(QString, speculation, Speculation, "load/speculation", QStringLiteral("ngram"),
+                    toString)
 HEARTH_SETTING_IMPL(QString, systemPrompt, SystemPrompt, "chat/systemPrompt",
                     QStringLiteral("You are a helpful assistant."), toString)
 HEARTH_SETTING_IMPL(QStringList, quantizeFolders, QuantizeFolders, "quantize/folders",

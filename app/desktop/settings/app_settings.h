@@ -39,6 +39,8 @@ class AppSettings : public QObject {
   Q_PROPERTY(QString device READ device WRITE setDevice NOTIFY deviceChanged)  // "cpu", "gpu"
   Q_PROPERTY(int maxSeqLen READ maxSeqLen WRITE setMaxSeqLen NOTIFY
                  maxSeqLenChanged)  // 0: the model's own
+  Q_PROPERTY(QString speculation READ speculation WRITE setSpeculation NOTIFY
+                 speculationChanged)  // "off", "ngram" (hearth::parse_speculation)
   Q_PROPERTY(QString systemPrompt READ systemPrompt WRITE setSystemPrompt NOTIFY
                  systemPromptChanged)  // for new conversations
   Q_PROPERTY(QStringList quantizeFolders READ quantizeFolders WRITE setQuantizeFolders NOTIFY
@@ -86,6 +88,8 @@ class AppSettings : public QObject {
   void setDevice(const QString& value);
   int maxSeqLen() const;
   void setMaxSeqLen(int value);
+  QString speculation() const;
+  void setSpeculation(const QString& value);
   QString systemPrompt() const;
   void setSystemPrompt(const QString& value);
   QStringList quantizeFolders() const;
@@ -115,6 +119,7 @@ class AppSettings : public QObject {
   void lastModelChanged();
   void deviceChanged();
   void maxSeqLenChanged();
+  void speculationChanged();
   void systemPromptChanged();
   void quantizeFoldersChanged();
   void serverEnabledChanged();

@@ -106,6 +106,10 @@ QJsonObject MessageStats::toJson() const {
   o[QStringLiteral("prompt_tokens")] = promptTokens;
   o[QStringLiteral("generated_tokens")] = generatedTokens;
   if (cachedPromptTokens > 0) o[QStringLiteral("cached_prompt_tokens")] = cachedPromptTokens;
+  if (proposedTokens > 0) {
+    o[QStringLiteral("proposed_tokens")] = proposedTokens;
+    o[QStringLiteral("accepted_tokens")] = acceptedTokens;
+  }
   o[QStringLiteral("prompt_seconds")] = promptSeconds;
   o[QStringLiteral("decode_seconds")] = decodeSeconds;
   if (!finishReason.isEmpty()) o[QStringLiteral("finish_reason")] = finishReason;
@@ -118,6 +122,8 @@ MessageStats MessageStats::fromJson(const QJsonObject& o) {
   s.promptTokens = o.value(QStringLiteral("prompt_tokens")).toInteger();
   s.generatedTokens = o.value(QStringLiteral("generated_tokens")).toInteger();
   s.cachedPromptTokens = o.value(QStringLiteral("cached_prompt_tokens")).toInteger();
+  s.proposedTokens = o.value(QStringLiteral("proposed_tokens")).toInteger();
+  s.acceptedTokens = o.value(QStringLiteral("accepted_tokens")).toInteger();
   s.promptSeconds = o.value(QStringLiteral("prompt_seconds")).toDouble();
   s.decodeSeconds = o.value(QStringLiteral("decode_seconds")).toDouble();
   s.finishReason = o.value(QStringLiteral("finish_reason")).toString();

@@ -24,9 +24,11 @@ struct MessageStats {
   qint64 generatedTokens = 0;
   double promptSeconds = 0;
   double decodeSeconds = 0;
-  QString finishReason;  // "stop", "length", "cancelled", ...
-  QString model;         // the model that wrote the answer
+  QString finishReason;           // "stop", "length", "cancelled", ...
+  QString model;                  // the model that wrote the answer
   qint64 cachedPromptTokens = 0;  // of promptTokens, those reused from the engine's cache
+  qint64 proposedTokens = 0;      // speculative proposals checked while answering
+  qint64 acceptedTokens = 0;      // of those, kept (part of generatedTokens)
 
   bool isEmpty() const { return generatedTokens == 0 && promptTokens == 0 && model.isEmpty(); }
   QJsonObject toJson() const;

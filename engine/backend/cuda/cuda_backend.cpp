@@ -405,6 +405,18 @@ PreparedBatch CudaBackend::prepare_batch(const BatchDesc& batch) {
   p.logit_rows = batch.logit_rows();
   p.decode = batch.is_decode();
   if (p.tokens <= 0) fail(ErrorCode::kInvalidArgument, "a batch without tokens");
+  if (!p.decode && options_.check_slice_max_tokens > 0 && p.tokens <= kMaxCheckRows) {
+    p.check = std::all_of(batch.seqs.begin(), batch.seqs.end(), [&](const SequenceSlice& s) {
+      const auto n = static_cast<int64_t>(s.tokens.size());
+      return n == 1 || (s.all_logits && n <= options_.check_slice_max_tokens);
+    });
+    if (p.check) {
+      // One decode row per token: the layout below makes each token a sequence of its own.
+      p.decode = true;
+      p.one_sequence = batch.seqs.size() == 1;
+      p.seqs = p.tokens;
+    }
+  }
   int64_t pages = 0;
   for (const auto& s : batch.seqs) {
     if (s.start_pos < 0) fail(ErrorCode::kInvalidArgument, "negative start position");
@@ -426,7 +438,8 @@ PreparedBatch CudaBackend::prepare_batch(const BatchDesc& batch) {
   if (p.max_kv_len >= (int64_t(1) << 31)) fail(ErrorCode::kInvalidArgument, "sequence too long");
   if (p.decode && options_.cuda_graphs && p.seqs <= 256) {
     p.padded_seqs = std::max(p.seqs, std::min(cuda_decode_bucket(p.seqs), min_activation_rows_));
-    p.graph_key = p.padded_seqs;
+    // Check batches record other launches (kv_store, rope) and block sizes: keys of their own.
+    p.graph_key = p.padded_seqs + (p.check ? (p.one_sequence ? 2 : 1) << 20 : 0);
   } else {
     p.padded_seqs = p.seqs;
   }
@@ -447,19 +460,23 @@ PreparedBatch CudaBackend::prepare_batch(const BatchDesc& batch) {
   int32_t* logit_rows = h + meta_.logit_rows_at;
   int32_t* page_ids = h + meta_.pages_at;
   int32_t row = 0, page_at = 0, logit = 0;
+  int32_t layout_seq = 0;  // in a check batch every token is a sequence of the layout
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const SequenceSlice& seq = batch.seqs[s];
     const auto n = static_cast<int32_t>(seq.tokens.size());
-    q_start[s] = row;
-    kv_len[s] = seq.start_pos + n;
-    seq_pages[s] = page_at;
+    for (int32_t i = 0; i < (p.check ? n : 1); ++i) {
+      q_start[layout_seq + i] = row + i;
+      kv_len[layout_seq + i] = seq.start_pos + (p.check ? i + 1 : n);
+      seq_pages[layout_seq + i] = page_at;
+    }
     std::memcpy(page_ids + page_at, seq.page_table.data(), seq.page_table.size() * 4);
     page_at += static_cast<int32_t>(seq.page_table.size());
     for (int32_t i = 0; i < n; ++i) {
       tokens[row + i] = seq.tokens[i];
       positions[row + i] = seq.start_pos + i;
-      token_seq[row + i] = static_cast<int32_t>(s);
+      token_seq[row + i] = layout_seq + (p.check ? i : 0);
     }
+    layout_seq += p.check ? n : 1;
     if (seq.all_logits) {
       for (int32_t i = 0; i < n; ++i) logit_rows[logit++] = row + i;
     } else if (n > 0) {

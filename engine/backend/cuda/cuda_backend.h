@@ -33,6 +33,12 @@ struct CudaBackendOptions {
   // where staging normalized rows costs every block more than the separate pass saves
   // (docs/PERFORMANCE.md).
   int64_t fold_norm_max_rows = 2;
+  // A batch of short slices that want every logit (speculative checks: a sequence's last token
+  // and its proposals) runs as a decode step with one row per token, each row attending up to
+  // its own position: the decode kernels and a CUDA graph instead of the prefill path, and the
+  // same bits for a row as when that token is decoded alone. Slices of up to this many tokens
+  // (0: off; at most kMaxCheckRows in all).
+  int64_t check_slice_max_tokens = 16;
   size_t cublas_workspace_bytes = size_t(32) << 20;
 };
 
@@ -70,5 +76,7 @@ std::unique_ptr<Backend> create_cuda_backend(const CudaBackendOptions& options =
 // fewest rows of any buffer from alloc_activation; larger decode batches and all other batches
 // are not padded.
 int64_t cuda_decode_bucket(int64_t sequences);
+// Most rows of a check batch (CudaBackendOptions::check_slice_max_tokens).
+inline constexpr int64_t kMaxCheckRows = 256;
 
 }  // namespace hearth

@@ -98,7 +98,11 @@ struct PreparedLayout {
   int64_t max_q_len = 0;
   int64_t max_kv_len = 0;
   bool decode = false;
-  int64_t max_page = -1;  // largest page id used (validated against the cache in attention)
+  // A check batch (CudaBackendOptions::check_slice_max_tokens): decode rows, one per token,
+  // whose keys and values are stored before the attention (rows of a sequence read each other's).
+  bool check = false;
+  bool one_sequence = false;  // every row belongs to one sequence
+  int64_t max_page = -1;      // largest page id used (validated against the cache in attention)
   std::optional<int64_t> graph_key;
 };
 

@@ -262,7 +262,7 @@ void CudaBackend::rope(DeviceTensor q, DeviceTensor k, const RopeParams& params)
                       static_cast<int>(params.rotary_dim)};
   // In a decode step the attention that follows can rotate q and k as it reads them: one pass
   // less per layer. Any other op launches the rotation first (flush_rope).
-  if (options_.fuse_decode_rope && prepared_.decode &&
+  if (options_.fuse_decode_rope && prepared_.decode && !prepared_.check &&
       kernels::attention_decode_rope_supported(r.head_dim, r.rotary_dim)) {
     pending_rope_ = r;
     return;
@@ -332,8 +332,16 @@ void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCa
         static_cast<size_t>(batch.num_seqs) * static_cast<size_t>(p.num_kv_heads));
     const kernels::DecodeScratch scratch{decode_partials_.as<float>(),
                                          decode_counters_.as<int32_t>()};
+    // A check batch's rows read the keys of the rows before them: all are stored first (the
+    // kernel's own store of each row's key then writes the same bytes again).
+    if (prepared_.check) {
+      check_launch(kernels::kv_store(launch(), elem, k.data, v.data, batch, view), "kv_store");
+    }
+    kernels::DecodeShape shape;
+    shape.one_sequence = prepared_.check ? prepared_.one_sequence : batch.num_seqs == 1;
+    shape.keys_stored_this_step = prepared_.check;
     check_launch(kernels::attention_decode(launch(), elem, q.data, k.data, v.data, batch, view,
-                                           heads, p.scale, out.data, scratch, fused),
+                                           heads, p.scale, out.data, scratch, shape, fused),
                  "attention_decode");
     return;
   }

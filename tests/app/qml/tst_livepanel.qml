@@ -93,5 +93,18 @@ Item {
             verify(EngineController.cachedPromptTokens < EngineController.promptTokens)
             verify(label("promptCache").indexOf("reused ") === 0, label("promptCache"))
         }
+
+        // With speculation on, the Live tab says how many proposed tokens the model kept.
+        function test_speculationFigures() {
+            EngineController.load({ path: testModelPath, device: "cpu", maxSeqLen: 1024, speculation: "ngram" })
+            tryCompare(EngineController, "state", EngineController.Ready, 120000)
+            ChatSession.startNew()
+            ChatSession.sampling = { temperature: 0, maxTokens: 64 }
+            // The answer repeats the function: lookup proposes it.
+            verify(ChatSession.send("Add a comment to this function and return it whole:\n\ndef area(width, height):\n    if width < 0 or height < 0:\n        raise ValueError(\"negative size\")\n    return width * height\n"))
+            tryVerify(() => !ChatSession.generating && EngineController.proposedTokens > 0, 120000)
+            verify(label("speculation").indexOf("kept ") === 0, label("speculation"))
+            verify(EngineController.acceptedTokens <= EngineController.proposedTokens)
+        }
     }
 }

@@ -56,6 +56,18 @@ Item {
             compare(note.text, "The loaded model runs with this length.")
         }
 
+        // The speculation choice is remembered and goes with the load settings.
+        function test_speculationChoiceIsSavedAndSent() {
+            const box = findChild(panel, "speculationBox")
+            verify(box !== null)
+            for (const value of ["off", "ngram"]) {
+                box.currentIndex = box.indexOfValue(value)
+                box.activated(box.currentIndex)
+                compare(panel.settings().speculation, value)
+                compare(AppSettings.speculation, value)
+            }
+        }
+
         // Without a usable GPU the GPU choice is disabled and the reason is written under it.
         function test_gpuChoiceSaysWhyItIsDisabled() {
             const reason = findChild(panel, "gpuUnavailableReason")

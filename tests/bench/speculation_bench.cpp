@@ -1,0 +1,180 @@
+// Speculative decoding (prompt lookup) on a code-editing chat: the same requests with
+// speculation off and on, at several numbers of concurrent requests. Prints tokens/s of each,
+// the speed-up, the share of proposals kept, and whether the greedy answers are identical.
+//
+//   speculation_bench --model PATH [--backend cuda|cpu] [--concurrency 1,8,32]
+//                     [--max-tokens N] [--draft-tokens K] [--json-out FILE]
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/api/engine.h"
+#include "engine/core/error.h"
+
+namespace hearth {
+namespace {
+
+// A function the request asks to change a little: the answer repeats most of it.
+constexpr const char* kFunction = R"(def summarize_orders(orders, tax_rate):
+    total = 0
+    count = 0
+    largest = None
+    for order in orders:
+        if order.cancelled:
+            continue
+        amount = order.quantity * order.unit_price
+        if order.discount:
+            amount = amount - amount * order.discount
+        total = total + amount
+        count = count + 1
+        if largest is None or amount > largest:
+            largest = amount
+    tax = total * tax_rate
+    average = total / count if count else 0
+    return {
+        "total": total,
+        "tax": tax,
+        "count": count,
+        "average": average,
+        "largest": largest,
+    })";
+
+GenerationRequest edit_request(int max_tokens, int variant) {
+  GenerationRequest r;
+  r.messages = {{"system", "You are a careful coding assistant. Answer with code only."},
+                {"user", std::string("Here is a Python function:\n\n```python\n") + kFunction +
+                             "\n```\n\nRename the variable `total` to `subtotal` everywhere and "
+                             "return the whole updated function." +
+                             (variant > 0 ? " (request " + std::to_string(variant) + ")" : "")}};
+  r.max_tokens = max_tokens;
+  return r;
+}
+
+struct Run {
+  double seconds = 0;
+  int64_t generated = 0, proposed = 0, accepted = 0;
+  std::vector<std::vector<int32_t>> tokens;
+};
+
+Run run_batch(Engine& engine, int concurrency, int max_tokens) {
+  std::vector<RequestId> ids;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < concurrency; ++i) ids.push_back(engine.submit(edit_request(max_tokens, i)));
+  while (engine.step()) {
+  }
+  Run r;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (RequestId id : ids) {
+    const GenerationResult g = *engine.take_result(id);
+    r.generated += g.stats.generated_tokens;
+    r.proposed += g.stats.proposed_tokens;
+    r.accepted += g.stats.accepted_tokens;
+    r.tokens.push_back(g.tokens);
+  }
+  return r;
+}
+
+int main_impl(int argc, char** argv) {
+  std::string model, backend = "cuda", json_out;
+  std::vector<int> concurrency = {1, 8, 32};
+  int max_tokens = 256, draft_tokens = 8;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--model") {
+      model = value();
+    } else if (a == "--backend") {
+      backend = value();
+    } else if (a == "--concurrency") {
+      concurrency.clear();
+      std::string list = value();
+      for (size_t at = 0; at <= list.size();) {
+        const size_t comma = std::min(list.find(',', at), list.size());
+        concurrency.push_back(std::stoi(list.substr(at, comma - at)));
+        at = comma + 1;
+      }
+    } else if (a == "--max-tokens") {
+      max_tokens = std::stoi(value());
+    } else if (a == "--draft-tokens") {
+      draft_tokens = std::stoi(value());
+    } else if (a == "--json-out") {
+      json_out = value();
+    } else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (model.empty()) {
+    std::fprintf(stderr, "--model is required\n");
+    return 2;
+  }
+  int max_concurrency = 1;
+  for (int c : concurrency) max_concurrency = std::max(max_concurrency, c);
+
+  nlohmann::json report = nlohmann::json::array();
+  std::vector<std::vector<Run>> runs(2);
+  for (int mode = 0; mode < 2; ++mode) {
+    Engine engine;
+    LoadOptions o;
+    o.model_path = model;
+    o.device = backend == "cpu" ? DeviceKind::kCpu : DeviceKind::kCuda;
+    o.max_seq_len = 2048;
+    o.max_batch = max_concurrency;
+    o.cache_tokens = static_cast<int64_t>(max_concurrency) * 1024;
+    o.speculation = mode == 0 ? Speculation::kOff : Speculation::kNgram;
+    o.draft_tokens = draft_tokens;
+    engine.load(o);
+    run_batch(engine, 1, 16);  // warm-up: kernels, graphs
+    for (int c : concurrency) runs[mode].push_back(run_batch(engine, c, max_tokens));
+  }
+  std::printf(
+      "concurrent | tokens/s off | tokens/s ngram | speed-up | kept of proposed | "
+      "identical answers\n");
+  for (size_t i = 0; i < concurrency.size(); ++i) {
+    const Run& off = runs[0][i];
+    const Run& on = runs[1][i];
+    const double off_tps = static_cast<double>(off.generated) / off.seconds;
+    const double on_tps = static_cast<double>(on.generated) / on.seconds;
+    int identical = 0;
+    for (size_t r = 0; r < off.tokens.size(); ++r) identical += off.tokens[r] == on.tokens[r];
+    const double kept =
+        on.proposed > 0 ? static_cast<double>(on.accepted) / static_cast<double>(on.proposed) : 0;
+    std::printf("%10d | %12.1f | %14.1f | %7.2fx | %7lld of %6lld (%4.1f %%) | %d of %zu\n",
+                concurrency[i], off_tps, on_tps, on_tps / off_tps,
+                static_cast<long long>(on.accepted), static_cast<long long>(on.proposed),
+                100 * kept, identical, off.tokens.size());
+    report.push_back({{"concurrency", concurrency[i]},
+                      {"tokens_per_s_off", off_tps},
+                      {"tokens_per_s_ngram", on_tps},
+                      {"speedup", on_tps / off_tps},
+                      {"generated_off", off.generated},
+                      {"generated_ngram", on.generated},
+                      {"proposed", on.proposed},
+                      {"accepted", on.accepted},
+                      {"acceptance", kept},
+                      {"identical_answers", identical},
+                      {"answers", off.tokens.size()}});
+  }
+  if (!json_out.empty()) std::ofstream(json_out) << report.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace hearth
+
+int main(int argc, char** argv) {
+  try {
+    return hearth::main_impl(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "speculation_bench: %s\n", e.what());
+    return 1;
+  }
+}
