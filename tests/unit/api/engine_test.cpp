@@ -174,6 +174,42 @@ TEST_F(EngineApi, RepeatedPromptsReportCachedTokensAndReuseCanBeTurnedOff) {
   EXPECT_EQ(on[1].tokens, off[1].tokens);
 }
 
+// Speculation through the Engine: the same greedy tokens, the counts in the stats, and a clear
+// error for a draft length out of range.
+TEST_F(EngineApi, SpeculationGivesTheSameTokensAndReportsItsCounts) {
+  std::string prompt;
+  for (int i = 0; i < 6; ++i) prompt += "one two three four five ";
+  std::vector<GenerationResult> results;
+  for (const Speculation s : {Speculation::kOff, Speculation::kNgram}) {
+    Engine engine;
+    LoadOptions o = options();
+    o.speculation = s;
+    o.draft_tokens = 6;
+    engine.load(o);
+    results.push_back(engine.generate(greedy(prompt, 40)));
+  }
+  EXPECT_EQ(results[1].tokens, results[0].tokens);
+  EXPECT_EQ(results[0].stats.proposed_tokens, 0);
+  EXPECT_GT(results[1].stats.proposed_tokens, 0);
+  EXPECT_LE(results[1].stats.accepted_tokens, results[1].stats.proposed_tokens);
+
+  Engine engine;
+  LoadOptions bad = options();
+  bad.speculation = Speculation::kNgram;
+  bad.draft_tokens = 0;
+  try {
+    engine.load(bad);
+    ADD_FAILURE() << "draft_tokens 0 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("draft_tokens"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(engine.loaded());
+  EXPECT_EQ(parse_speculation("ngram"), Speculation::kNgram);
+  EXPECT_EQ(parse_speculation("draft"), std::nullopt);
+  EXPECT_STREQ(speculation_name(Speculation::kOff), "off");
+}
+
 // Stop strings are tested where text is meaningful: generator_test (Generator) and cli_test
 // (the real model); the random weights here write mostly invalid UTF-8.
 TEST_F(EngineApi, ACancelledRequestEndsAndTheNextRunsAsBefore) {

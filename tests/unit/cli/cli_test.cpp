@@ -115,6 +115,10 @@ TEST(Cli, UsageErrorsExitWithTwoAndTheUsage) {
       {{"bench", "--synthetic", "llama3-8b", "--batches", "0"}, "--batches: decode batch sizes"},
       {{"bench", "--synthetic", "llama3-8b", "--batches", "8,x"}, "--batches: decode batch sizes"},
       {{"bench", "--synthetic", "llama3-8b", "--batches", ","}, "--batches: decode batch sizes"},
+      {{"generate", "--prompt", "hi", "--speculate", "draft"}, "--speculate must be off or ngram"},
+      {{"generate", "--prompt", "hi", "--draft-tokens", "4"}, "--draft-tokens needs --speculate"},
+      {{"generate", "--prompt", "hi", "--speculate", "ngram", "--draft-tokens", "40"},
+       "--draft-tokens"},
   };
   for (const Case& c : cases) {
     const CliRun r = run_cli(c.args);
@@ -234,6 +238,27 @@ TEST(Cli, ChatTemplateGenerationStopsAtTheEndOfTheTurn) {
   EXPECT_FALSE(text.empty());
   EXPECT_FALSE(contains(text, "<|im_end|>"));  // the end of turn stops, it is not printed
   EXPECT_LT(j["tokens"].size(), 64u);
+}
+
+// A code edit repeats its function: with --speculate ngram the model keeps proposals, --json
+// says how many, and the greedy answer is the one without speculation.
+TEST(Cli, SpeculationKeepsTheAnswerAndReportsProposals) {
+  const std::string prompt =
+      "Add a comment to this function and return it whole:\n\ndef area(width, height):\n    if "
+      "width < 0 or height < 0:\n        raise ValueError(\"negative size\")\n    return width * "
+      "height\n";
+  std::vector<json> runs;
+  for (const std::string mode : {"off", "ngram"}) {
+    const CliRun r = run_cli({"generate", "--model", model(), "--chat", "--prompt", prompt,
+                              "--max-tokens", "64", "--speculate", mode, "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    runs.push_back(json::parse(r.out));
+  }
+  EXPECT_EQ(runs[0]["proposed_tokens"], 0);
+  EXPECT_GT(runs[1]["accepted_tokens"].get<int>(), 10);
+  EXPECT_LE(runs[1]["accepted_tokens"].get<int>(), runs[1]["proposed_tokens"].get<int>());
+  EXPECT_EQ(runs[1]["tokens"], runs[0]["tokens"]);
+  EXPECT_EQ(runs[1]["generated_tokens"], runs[0]["generated_tokens"]);
 }
 
 }  // namespace
