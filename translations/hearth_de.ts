@@ -699,6 +699,22 @@
             <source>Every token is computed one step at a time.</source>
             <translation>Jedes Token wird einzeln in einem eigenen Schritt berechnet.</translation>
         </message>
+        <message>
+            <source>With a smaller draft model</source>
+            <translation>Mit einem kleineren Entwurfsmodell</translation>
+        </message>
+        <message>
+            <source>Choose a draft model</source>
+            <translation>Entwurfsmodell wählen</translation>
+        </message>
+        <message>
+            <source>Draft model</source>
+            <translation>Entwurfsmodell</translation>
+        </message>
+        <message>
+            <source>A smaller model with the same vocabulary guesses the next tokens; the model keeps those it agrees with. The answers do not change.</source>
+            <translation>Ein kleineres Modell mit demselben Vokabular errät die nächsten Tokens; das Modell übernimmt die, denen es zustimmt. Die Antworten ändern sich nicht.</translation>
+        </message>
     </context>
     <context>
         <name>Main</name>

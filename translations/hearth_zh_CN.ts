@@ -699,6 +699,22 @@
             <source>Every token is computed one step at a time.</source>
             <translation>每个词元逐步单独计算。</translation>
         </message>
+        <message>
+            <source>With a smaller draft model</source>
+            <translation>使用较小的草稿模型</translation>
+        </message>
+        <message>
+            <source>Choose a draft model</source>
+            <translation>选择草稿模型</translation>
+        </message>
+        <message>
+            <source>Draft model</source>
+            <translation>草稿模型</translation>
+        </message>
+        <message>
+            <source>A smaller model with the same vocabulary guesses the next tokens; the model keeps those it agrees with. The answers do not change.</source>
+            <translation>一个词表相同的较小模型猜测接下来的词元；模型保留它认可的部分。回答不会改变。</translation>
+        </message>
     </context>
     <context>
         <name>Main</name>

@@ -40,7 +40,8 @@ std::set<std::string> load_flags() {
           "rope-original-context",
           "prefix-reuse",
           "speculate",
-          "draft-tokens"};
+          "draft-tokens",
+          "draft-model"};
 }
 
 LoadOptions load_options_from(const ArgParser& args) {
@@ -66,12 +67,18 @@ LoadOptions load_options_from(const ArgParser& args) {
   o.prefix_reuse = reuse == "on";
   const std::string speculate = args.get("speculate").value_or("off");
   const std::optional<Speculation> speculation = parse_speculation(speculate);
-  if (!speculation) throw UsageError("--speculate must be off or ngram, got '" + speculate + "'");
+  if (!speculation) {
+    throw UsageError("--speculate must be off, ngram or draft, got '" + speculate + "'");
+  }
   o.speculation = *speculation;
   o.draft_tokens =
       static_cast<int>(args.get_int("draft-tokens", 8, 1, LoadOptions::kMaxDraftTokens));
   if (args.has("draft-tokens") && o.speculation == Speculation::kOff) {
     throw UsageError("--draft-tokens needs --speculate");
+  }
+  if (auto draft = args.get("draft-model")) o.draft_model_path = *draft;
+  if ((o.speculation == Speculation::kDraft) != args.has("draft-model")) {
+    throw UsageError("--speculate draft and --draft-model PATH go together");
   }
   if (auto type = args.get("rope-scaling")) {
     RopeScaling rs;

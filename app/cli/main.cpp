@@ -47,9 +47,9 @@ load flags (every command that runs the model):
   --max-batch N  --rope-scaling none|linear|dynamic|yarn|llama3  --rope-factor F
   --rope-original-context N  --ntk-alpha A
   --prefix-reuse on|off  (share the cache pages of prompts that start alike; default on)
-  --speculate off|ngram  --draft-tokens K  (propose up to K tokens (1..16, default 8) from the
-            request's own text and keep those the model agrees with; same output, faster when
-            the answer repeats the prompt; default off)
+  --speculate off|ngram|draft  --draft-tokens K  --draft-model PATH  (propose up to K tokens
+            (1..16, default 8) from the request's own text (ngram) or with a smaller model of the
+            same vocabulary (draft) and keep those the model agrees with; same output; default off)
 
 Without --model, the default model (SmolLM2-135M-Instruct) is used. PATH is a model
 folder or a .gguf file.

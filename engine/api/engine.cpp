@@ -32,12 +32,21 @@ const char* finish_reason_name(FinishReason r) {
 }
 
 const char* speculation_name(Speculation s) {
-  return s == Speculation::kNgram ? "ngram" : "off";
+  switch (s) {
+    case Speculation::kNgram:
+      return "ngram";
+    case Speculation::kDraft:
+      return "draft";
+    case Speculation::kOff:
+      break;
+  }
+  return "off";
 }
 
 std::optional<Speculation> parse_speculation(std::string_view name) {
   if (name == "off") return Speculation::kOff;
   if (name == "ngram") return Speculation::kNgram;
+  if (name == "draft") return Speculation::kDraft;
   return std::nullopt;
 }
 
@@ -56,10 +65,14 @@ struct Engine::Impl {
   LoadOptions options;
   ResolvedLoad resolved;
   ModelBundle bundle;
+  ModelBundle draft_bundle;  // Speculation::kDraft
   std::optional<ChatTemplate> chat_template;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<LlamaModel> model;
   std::unique_ptr<KvCacheStorage> cache;
+  std::unique_ptr<LlamaModel> draft_model;
+  std::unique_ptr<KvCacheStorage> draft_cache;
+  std::unique_ptr<DraftModel> drafter;
   std::unique_ptr<Generator> generator;
   std::vector<int32_t> eos_ids;  // the config's and the tokenizer's end-of-sequence ids
 };
@@ -85,12 +98,43 @@ ModelConfig apply_overrides(ModelConfig config, const LoadOptions& options) {
 
 MemoryPlan make_plan(const LoadOptions& options, const ModelInfo& info, const ResolvedLoad& r) {
   MemoryPlan plan = estimate_memory(options, info, r);
+  if (options.speculation == Speculation::kDraft) {
+    // The draft model and its cache (as many positions as the model's) on the same device.
+    const MemoryPlan draft =
+        estimate_memory(options, open_model(options.draft_model_path, false).info, r);
+    plan.weights += draft.weights;
+    plan.kv_cache += draft.kv_cache;
+    plan.activations += draft.activations;
+  }
   const DeviceMemoryInfo device = query_device_memory(options.device, options.cuda_device);
   plan.device_free = device.free_bytes;
   plan.device_total = device.total_bytes;
   plan.device_name = device.name;
   judge_plan(plan, options, r);
   return plan;
+}
+
+// A draft model proposes token ids the model must read as the same tokens: the same vocabulary
+// (every id's piece) and the same logits width.
+void check_draft_vocabulary(const ModelBundle& model, const ModelBundle& draft,
+                            const std::filesystem::path& draft_path) {
+  const Tokenizer& a = *model.tokenizer;
+  const Tokenizer& b = *draft.tokenizer;
+  const std::string name = draft_path.filename().string();
+  if (a.vocab_size() != b.vocab_size() ||
+      model.info.config.vocab_size != draft.info.config.vocab_size) {
+    fail(ErrorCode::kInvalidArgument,
+         "the draft model " + name + " has a vocabulary of " +
+             std::to_string(draft.info.config.vocab_size) + " tokens, the model " +
+             std::to_string(model.info.config.vocab_size) + ": it cannot propose for this model");
+  }
+  for (int32_t id = 0; id < a.vocab_size(); ++id) {
+    if (a.piece(id) != b.piece(id)) {
+      fail(ErrorCode::kInvalidArgument, "the draft model " + name +
+                                            " has another vocabulary: token " + std::to_string(id) +
+                                            " differs");
+    }
+  }
 }
 
 FinishReason to_finish_reason(JobEnd end) {
@@ -145,6 +189,11 @@ void Engine::load(const LoadOptions& options, const ProgressCallback& progress,
   impl->resolved = resolve_load(options, info);
   const MemoryPlan plan = make_plan(options, info, impl->resolved);
   if (!plan.fits) fail(ErrorCode::kOutOfMemory, "The model does not fit: " + plan.advice);
+  if (options.speculation == Speculation::kDraft) {
+    report("reading draft", 0, 1);
+    impl->draft_bundle = open_model(options.draft_model_path, true);
+    check_draft_vocabulary(impl->bundle, impl->draft_bundle, options.draft_model_path);
+  }
 
   if (impl->bundle.chat_template_source) {
     impl->chat_template.emplace(*impl->bundle.chat_template_source);
@@ -160,18 +209,27 @@ void Engine::load(const LoadOptions& options, const ProgressCallback& progress,
   report("allocating cache", 0, 1);
   impl->cache = impl->backend->create_kv_cache(
       impl->model->kv_cache_spec(impl->resolved.num_pages, impl->resolved.page_size));
+  if (options.speculation == Speculation::kDraft) {
+    impl->draft_model = std::make_unique<LlamaModel>(
+        impl->draft_bundle.info.config, *impl->backend, *impl->draft_bundle.weights, model_options,
+        [&](int64_t done, int64_t total) { report("uploading draft", done, total); }, cancel);
+    impl->draft_cache = impl->backend->create_kv_cache(
+        impl->draft_model->kv_cache_spec(impl->resolved.num_pages, impl->resolved.page_size));
+    impl->drafter = std::make_unique<DraftModel>(*impl->draft_model, *impl->draft_cache);
+  }
   GeneratorOptions gen;
   gen.max_batch = impl->resolved.max_batch;
   gen.max_seq_len = impl->resolved.max_seq_len;
   gen.max_batch_tokens = impl->resolved.max_batch_tokens;
   gen.prefix_reuse = options.prefix_reuse;
-  if (options.speculation == Speculation::kNgram) {
-    gen.speculation.mode = SpeculationMode::kNgram;
+  if (options.speculation != Speculation::kOff) {
+    gen.speculation.mode = options.speculation == Speculation::kNgram ? SpeculationMode::kNgram
+                                                                      : SpeculationMode::kDraft;
     gen.speculation.max_draft_tokens = options.draft_tokens;
     gen.speculation.max_step_rows = kSpeculationStepRows;
   }
-  impl->generator =
-      std::make_unique<Generator>(*impl->model, *impl->cache, *impl->bundle.tokenizer, gen);
+  impl->generator = std::make_unique<Generator>(*impl->model, *impl->cache, *impl->bundle.tokenizer,
+                                                gen, impl->drafter.get());
   impl->eos_ids = info.config.eos_token_ids;
   const std::optional<int32_t> eos = impl->bundle.tokenizer->eos_id();
   if (eos && std::find(impl->eos_ids.begin(), impl->eos_ids.end(), *eos) == impl->eos_ids.end()) {
@@ -185,6 +243,9 @@ void Engine::unload() {
   if (!impl_) return;
   // Order matters: the generator and cache refer to the model, the model to the backend.
   impl_->generator.reset();
+  impl_->drafter.reset();
+  impl_->draft_cache.reset();
+  impl_->draft_model.reset();
   impl_->cache.reset();
   impl_->model.reset();
   impl_->backend.reset();

@@ -25,12 +25,12 @@ namespace hearth {
 class Tokenizer;
 
 // Speculative decoding: kNgram proposes tokens copied from the request's own text (prompt
-// lookup) and keeps those the model agrees with, several tokens per step when the answer repeats
-// its prompt (code edits, summaries, quotes). Output is as without it (greedy: the same tokens;
-// sampling: the same distribution).
-enum class Speculation { kOff, kNgram };
-const char* speculation_name(Speculation s);  // "off", "ngram"
-// "off" / "ngram"; nullopt otherwise.
+// lookup), kDraft has a smaller model with the same vocabulary (LoadOptions::draft_model_path)
+// propose them; the model keeps those it agrees with, several tokens per step. Output is as
+// without it (greedy: the same tokens; sampling: the same distribution).
+enum class Speculation { kOff, kNgram, kDraft };
+const char* speculation_name(Speculation s);  // "off", "ngram", "draft"
+// "off" / "ngram" / "draft"; nullopt otherwise.
 std::optional<Speculation> parse_speculation(std::string_view name);
 
 struct LoadOptions {
@@ -51,6 +51,9 @@ struct LoadOptions {
   int64_t kv_page_size = 0;
   Speculation speculation = Speculation::kOff;
   int draft_tokens = 8;  // most tokens proposed per sequence and step (1..16)
+  // kDraft: the proposing model (a folder or .gguf), loaded beside the model on the same device
+  // with a KV cache of the same capacity; its tokenizer must have the model's vocabulary.
+  std::filesystem::path draft_model_path;
 
   static constexpr int64_t kDefaultMaxSeqLen = 8192;
   static constexpr int kMaxDraftTokens = 16;

@@ -45,6 +45,9 @@ ResolvedLoad resolve_load(const LoadOptions& options, const ModelInfo& info) {
       fail(ErrorCode::kInvalidArgument,
            "draft_tokens must be in 1.." + std::to_string(LoadOptions::kMaxDraftTokens));
     }
+    if (options.speculation == Speculation::kDraft && options.draft_model_path.empty()) {
+      fail(ErrorCode::kInvalidArgument, "draft speculation needs a draft model");
+    }
     // A step checks up to kSpeculationStepRows decode rows, and prompt chunks add one each.
     r.max_logit_rows = r.max_batch + kSpeculationStepRows;
   }

@@ -35,15 +35,20 @@ struct Generator::Job {
   Clock::time_point admitted, first_token;
   DraftLength draft_length{0};
   int proposed_now = 0;  // proposals in this step's slice (after the last token)
+  std::vector<std::vector<float>> draft_probs;  // the draft's q of each proposal (sampled jobs)
+  bool drafted = false;                         // the draft model serves this job
 };
 
 Generator::Generator(LlamaModel& model, KvCacheStorage& cache, const Tokenizer& tokenizer,
-                     const GeneratorOptions& options)
+                     const GeneratorOptions& options, DraftModel* draft)
     : model_(model),
       cache_(cache),
       tokenizer_(tokenizer),
       options_(options),
+      draft_(draft),
       pages_(cache.spec().num_pages, cache.spec().page_size) {
+  HEARTH_CHECK((options_.speculation.mode == SpeculationMode::kDraft) == (draft != nullptr),
+               "a draft model goes with draft speculation");
   HEARTH_CHECK(options_.max_batch > 0 && options_.max_batch_tokens > 0, "generator options");
   HEARTH_CHECK(options_.max_batch <= model.options().max_logit_rows,
                "max_batch exceeds the model's logit rows");
@@ -166,6 +171,7 @@ void Generator::admit() {
     job.cached = job.published * pages_.page_size();
     job.result.cached_tokens = job.cached;
     job.admitted = Clock::now();
+    if (draft_) job.drafted = draft_->attach(job.id, need_tokens);
     running_.push_back(std::move(queued_.front()));
     queued_.pop_front();
   }
@@ -208,26 +214,39 @@ void Generator::finish(Job& job, JobEnd end) {
   }
   pages_.release(job.pages);
   job.pages.clear();
+  if (draft_) draft_->detach(job.id);
   finished_.emplace_back(job.id, std::move(job.result));
 }
 
-int Generator::propose(Job& job, int limit) {
+int Generator::proposal_limit(Job& job, int64_t spare) const {
   // Positions this step may write: the last token's and one per proposal, within the job's pages
   // and the context; and no more tokens than the job may still generate.
   const auto pos = static_cast<int64_t>(job.tokens.size()) - 1;
   const int64_t room = std::min<int64_t>(
       {static_cast<int64_t>(job.pages.size()) * pages_.page_size(), options_.max_seq_len});
   const int64_t left = job.request.max_tokens - static_cast<int64_t>(job.result.tokens.size()) - 1;
-  limit =
-      static_cast<int>(std::min<int64_t>({limit, job.draft_length.next(), room - pos - 1, left}));
-  if (limit <= 0) {
-    job.draft_length.skip();
-    return 0;
+  return static_cast<int>(std::max<int64_t>(
+      0, std::min<int64_t>({spare, job.draft_length.next(), room - pos - 1, left})));
+}
+
+void Generator::propose_with_draft(const std::vector<Job*>& jobs, const std::vector<int>& limits) {
+  std::vector<DraftModel::Request> requests;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    DraftModel::Request r;
+    r.job = jobs[i]->id;
+    r.tokens = jobs[i]->tokens;
+    r.count = limits[i];
+    r.params = &jobs[i]->request.sampling;
+    r.generated = static_cast<int64_t>(jobs[i]->result.tokens.size());
+    requests.push_back(r);
   }
-  const std::vector<int32_t> proposals = propose_from_ngrams(job.tokens, limit);
-  if (proposals.empty()) job.draft_length.skip();
-  job.tokens.insert(job.tokens.end(), proposals.begin(), proposals.end());
-  return static_cast<int>(proposals.size());
+  std::vector<DraftModel::Proposal> proposals = draft_->propose(requests);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    Job& job = *jobs[i];
+    job.tokens.insert(job.tokens.end(), proposals[i].tokens.begin(), proposals[i].tokens.end());
+    job.proposed_now = static_cast<int>(proposals[i].tokens.size());
+    job.draft_probs = std::move(proposals[i].probs);
+  }
 }
 
 bool Generator::take_token(Job& job, int32_t id, const DeviceTensor& logits, int64_t logit_row) {
@@ -266,6 +285,11 @@ bool Generator::take_token(Job& job, int32_t id, const DeviceTensor& logits, int
 int64_t Generator::verified_tokens(Job& job, std::span<const int32_t> proposals,
                                    std::span<const int32_t> sampled, const DeviceTensor& logits,
                                    int64_t first_row, int32_t& next) {
+  // A draft model's proposals come with its distribution q (sampled jobs); a lookup's are certain.
+  auto draft_probs = [&](size_t j) -> std::span<const float> {
+    return j < job.draft_probs.size() ? std::span<const float>(job.draft_probs[j])
+                                      : std::span<const float>();
+  };
   // Row j's logits decide the token after proposal j (row 0: after the last sampled token). A
   // greedy job keeps a proposal exactly when it is what decoding would have picked (the
   // backend's own sample of the row), so its output is the same as without speculation.
@@ -290,7 +314,7 @@ int64_t Generator::verified_tokens(Job& job, std::span<const int32_t> proposals,
     r.history = seen;
     r.generated_count = static_cast<int32_t>(generated + static_cast<int64_t>(j));
     r.draw_index = static_cast<uint64_t>(generated) + j;
-    const SpeculativeVerdict v = verify_proposal(row, r, proposals[j]);
+    const SpeculativeVerdict v = verify_proposal(row, r, proposals[j], draft_probs(j));
     if (!v.accepted) {
       next = v.token;
       return static_cast<int64_t>(j);
@@ -338,15 +362,33 @@ bool Generator::step() {
                            model_.options().max_logit_rows - static_cast<int64_t>(running_.size()),
                            budget - decoding});
   }
+  std::vector<Job*> drafting;
+  std::vector<int> draft_counts;
   for (auto& j : running_) {
     j->proposed_now = 0;
-    if (j->cached >= j->prompt_len && budget > 0) {
-      if (spare > 0) {
-        j->proposed_now = propose(*j, static_cast<int>(spare));
-        spare -= j->proposed_now;
-      }
-      add(*j, 1 + j->proposed_now);
+    j->draft_probs.clear();
+    if (j->cached < j->prompt_len || spare <= 0) continue;
+    if (options_.speculation.mode == SpeculationMode::kDraft && !j->drafted) continue;
+    const int limit = proposal_limit(*j, spare);
+    if (limit <= 0) {
+      j->draft_length.skip();
+      continue;
     }
+    if (options_.speculation.mode == SpeculationMode::kDraft) {
+      drafting.push_back(j.get());
+      draft_counts.push_back(limit);
+      spare -= limit;
+      continue;
+    }
+    const std::vector<int32_t> proposals = propose_from_ngrams(j->tokens, limit);
+    if (proposals.empty()) j->draft_length.skip();
+    j->tokens.insert(j->tokens.end(), proposals.begin(), proposals.end());
+    j->proposed_now = static_cast<int>(proposals.size());
+    spare -= j->proposed_now;
+  }
+  if (!drafting.empty()) propose_with_draft(drafting, draft_counts);
+  for (auto& j : running_) {
+    if (j->cached >= j->prompt_len && budget > 0) add(*j, 1 + j->proposed_now);
   }
   for (auto& j : running_) {
     if (j->cached < j->prompt_len && budget > 0) {
@@ -425,6 +467,7 @@ bool Generator::step() {
     job.result.accepted_tokens += kept;
     job.draft_length.record(static_cast<int>(k), static_cast<int>(kept));
     job.cached = static_cast<int64_t>(job.tokens.size());
+    if (draft_) draft_->settle(job.id, job.cached + kept);
     publish_full_pages(job);
     bool going = true;
     for (int64_t j = 0; j < kept && going; ++j) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/generate/draft_model.h"
 #include "engine/generate/page_pool.h"
 #include "engine/generate/stop_matcher.h"
 #include "engine/model/llama_model.h"
@@ -56,7 +57,9 @@ struct JobResult {
   double decode_seconds = 0;    // from the first token until the end
 };
 
-enum class SpeculationMode { kOff, kNgram };
+// kNgram: proposals copied from the job's own text (ngram_proposer.h); kDraft: proposed by a
+// smaller model (DraftModel, given to the Generator).
+enum class SpeculationMode { kOff, kNgram, kDraft };
 
 struct SpeculationOptions {
   SpeculationMode mode = SpeculationMode::kOff;
@@ -79,8 +82,10 @@ struct GeneratorOptions {
 
 class Generator {
  public:
+  // `draft`: the proposing model when options.speculation.mode is kDraft (it must share the
+  // model's vocabulary; the Engine checks).
   Generator(LlamaModel& model, KvCacheStorage& cache, const Tokenizer& tokenizer,
-            const GeneratorOptions& options);
+            const GeneratorOptions& options, DraftModel* draft = nullptr);
   ~Generator();
 
   // Queues a job; returns its id. Throws Error(kInvalidArgument) on a bad request (empty or
@@ -102,7 +107,8 @@ class Generator {
   void finish(Job& job, JobEnd end);
   void emit(Job& job, const std::string& text);
   void publish_full_pages(Job& job);
-  int propose(Job& job, int limit);
+  int proposal_limit(Job& job, int64_t spare) const;
+  void propose_with_draft(const std::vector<Job*>& jobs, const std::vector<int>& limits);
   // Takes a sampled token (its logits are row `logit_row` of `logits`); false once the job ended.
   bool take_token(Job& job, int32_t id, const DeviceTensor& logits, int64_t logit_row);
   int64_t verified_tokens(Job& job, std::span<const int32_t> proposals,
@@ -113,6 +119,7 @@ class Generator {
   KvCacheStorage& cache_;
   const Tokenizer& tokenizer_;
   GeneratorOptions options_;
+  DraftModel* draft_;
   PagePool pages_;
   int64_t next_id_ = 1;
   std::deque<std::unique_ptr<Job>> queued_;

@@ -30,7 +30,9 @@ Pane {
     property real highFreqFactor: 4
     property real betaFast: 32
     property real betaSlow: 1
-    property string speculation: AppSettings.speculation === "ngram" ? "ngram" : "off"
+    property string speculation: ["ngram", "draft"].indexOf(AppSettings.speculation) >= 0
+                                 ? AppSettings.speculation : "off"
+    property string draftPath: AppSettings.draftModel
 
     // The maximum sequence length the loaded model runs with when it is the chosen one, else 0.
     readonly property int maxSeqLenInForce: EngineController.model.path !== undefined
@@ -75,7 +77,8 @@ Pane {
             highFreqFactor: highFreqFactor,
             betaFast: betaFast,
             betaSlow: betaSlow,
-            speculation: speculation
+            speculation: speculation,
+            draftPath: speculation === "draft" ? draftPath : ""
         }
     }
     function requestPlan() { planTimer.restart() }
@@ -86,6 +89,8 @@ Pane {
     onRopeTypeChanged: requestPlan()
     onRopeFactorChanged: requestPlan()
     onNtkAlphaChanged: requestPlan()
+    onSpeculationChanged: requestPlan()
+    onDraftPathChanged: requestPlan()
     // A load sets the length in force: show it (the engine may have settled on another value).
     Connections {
         target: EngineController
@@ -373,6 +378,7 @@ Pane {
             valueRole: "value"
             model: [
                 { value: "ngram", text: qsTr("From the conversation's own text") },
+                { value: "draft", text: qsTr("With a smaller draft model") },
                 { value: "off", text: qsTr("Off") }
             ]
             currentIndex: Math.max(0, indexOfValue(panel.speculation))
@@ -382,12 +388,32 @@ Pane {
             }
             Accessible.name: qsTr("Speculative decoding")
         }
+        // The draft model: any model of the library with the chosen model's vocabulary (the
+        // engine checks when loading, and the plan counts it).
+        ComboBox {
+            id: draftBox
+            objectName: "draftBox"
+            Layout.fillWidth: true
+            visible: panel.speculation === "draft"
+            model: ModelLibrary
+            textRole: "name"
+            valueRole: "path"
+            displayText: currentIndex < 0 ? qsTr("Choose a draft model") : currentText
+            currentIndex: ModelLibrary.indexOfPath(panel.draftPath)
+            onActivated: {
+                panel.draftPath = currentValue
+                AppSettings.draftModel = currentValue
+            }
+            Accessible.name: qsTr("Draft model")
+        }
         Label {
             Layout.fillWidth: true
             wrapMode: Text.Wrap
             color: Theme.textMuted
             font.pointSize: Theme.smallFont
-            text: panel.speculation === "ngram"
+            text: panel.speculation === "draft"
+                  ? qsTr("A smaller model with the same vocabulary guesses the next tokens; the model keeps those it agrees with. The answers do not change.")
+                  : panel.speculation === "ngram"
                   ? qsTr("Guesses the next tokens from earlier text and keeps those the model agrees with: answers that repeat the conversation (code edits, quotes, summaries) come faster; the answers themselves do not change.")
                   : qsTr("Every token is computed one step at a time.")
         }
@@ -447,6 +473,7 @@ Pane {
                         ? qsTr("Reload with these settings") : qsTr("Load instead")
                 highlighted: true
                 enabled: !!modelBox.currentValue && !ChatSession.generating && !panel.entry.error
+                         && (panel.speculation !== "draft" || panel.draftPath !== "")
                          && !(panel.plan.valid === true && !panel.plan.fits) && !panel.gpuReserved
                 Accessible.name: qsTr("Load the model with these settings")
                 onClicked: {

@@ -127,10 +127,17 @@ hearth::LoadOptions toLoadOptions(const QVariantMap& m) {
       m.value(QStringLiteral("speculation"), QStringLiteral("off")).toString();
   const auto mode = hearth::parse_speculation(speculation.toStdString());
   if (!mode)
-    hearth::fail(
-        hearth::ErrorCode::kInvalidArgument,
-        "load setting \"speculation\" must be off or ngram, not " + speculation.toStdString());
+    hearth::fail(hearth::ErrorCode::kInvalidArgument,
+                 "load setting \"speculation\" must be off, ngram or draft, not " +
+                     speculation.toStdString());
   o.speculation = *mode;
+  const QString draft = m.value(QStringLiteral("draftPath")).toString();
+  if (o.speculation == hearth::Speculation::kDraft) {
+    if (draft.isEmpty())
+      hearth::fail(hearth::ErrorCode::kInvalidArgument,
+                   "choose a draft model for draft speculation");
+    o.draft_model_path = std::filesystem::path(draft.toStdString());
+  }
 
   const QString rope = m.value(QStringLiteral("rope"), QStringLiteral("model")).toString();
   if (rope == u"model") return o;

@@ -86,6 +86,7 @@ HEARTH_SETTING_IMPL(QString, device, Device, "load/device", QStringLiteral("gpu"
 HEARTH_SETTING_IMPL(int, maxSeqLen, MaxSeqLen, "load/maxSeqLen", 0, toInt)
 HEARTH_SETTING_IMPL(QString, speculation, Speculation, "load/speculation", QStringLiteral("ngram"),
                     toString)
+HEARTH_SETTING_IMPL(QString, draftModel, DraftModel, "load/draftModel", QString(), toString)
 HEARTH_SETTING_IMPL(QString, systemPrompt, SystemPrompt, "chat/systemPrompt",
                     QStringLiteral("You are a helpful assistant."), toString)
 HEARTH_SETTING_IMPL(QStringList, quantizeFolders, QuantizeFolders, "quantize/folders",

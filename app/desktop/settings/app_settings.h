@@ -40,7 +40,9 @@ class AppSettings : public QObject {
   Q_PROPERTY(int maxSeqLen READ maxSeqLen WRITE setMaxSeqLen NOTIFY
                  maxSeqLenChanged)  // 0: the model's own
   Q_PROPERTY(QString speculation READ speculation WRITE setSpeculation NOTIFY
-                 speculationChanged)  // "off", "ngram" (hearth::parse_speculation)
+                 speculationChanged)  // "off", "ngram", "draft" (hearth::parse_speculation)
+  Q_PROPERTY(QString draftModel READ draftModel WRITE setDraftModel NOTIFY
+                 draftModelChanged)  // the draft model's path, for "draft"
   Q_PROPERTY(QString systemPrompt READ systemPrompt WRITE setSystemPrompt NOTIFY
                  systemPromptChanged)  // for new conversations
   Q_PROPERTY(QStringList quantizeFolders READ quantizeFolders WRITE setQuantizeFolders NOTIFY
@@ -90,6 +92,8 @@ class AppSettings : public QObject {
   void setMaxSeqLen(int value);
   QString speculation() const;
   void setSpeculation(const QString& value);
+  QString draftModel() const;
+  void setDraftModel(const QString& value);
   QString systemPrompt() const;
   void setSystemPrompt(const QString& value);
   QStringList quantizeFolders() const;
@@ -120,6 +124,7 @@ class AppSettings : public QObject {
   void deviceChanged();
   void maxSeqLenChanged();
   void speculationChanged();
+  void draftModelChanged();
   void systemPromptChanged();
   void quantizeFoldersChanged();
   void serverEnabledChanged();

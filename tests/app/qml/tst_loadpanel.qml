@@ -60,12 +60,25 @@ Item {
         function test_speculationChoiceIsSavedAndSent() {
             const box = findChild(panel, "speculationBox")
             verify(box !== null)
-            for (const value of ["off", "ngram"]) {
+            for (const value of ["off", "draft", "ngram"]) {
                 box.currentIndex = box.indexOfValue(value)
                 box.activated(box.currentIndex)
                 compare(panel.settings().speculation, value)
                 compare(AppSettings.speculation, value)
             }
+            // A draft model is picked from the library, and only sent with "draft".
+            box.currentIndex = box.indexOfValue("draft")
+            box.activated(box.currentIndex)
+            const drafts = findChild(panel, "draftBox")
+            verify(drafts.visible)
+            drafts.currentIndex = ModelLibrary.indexOfPath(testModelPath)
+            drafts.activated(drafts.currentIndex)
+            compare(panel.settings().draftPath, testModelPath)
+            compare(AppSettings.draftModel, testModelPath)
+            box.currentIndex = box.indexOfValue("ngram")
+            box.activated(box.currentIndex)
+            verify(!drafts.visible)
+            compare(panel.settings().draftPath, "")
         }
 
         // Without a usable GPU the GPU choice is disabled and the reason is written under it.

@@ -206,8 +206,50 @@ TEST_F(EngineApi, SpeculationGivesTheSameTokensAndReportsItsCounts) {
   }
   EXPECT_FALSE(engine.loaded());
   EXPECT_EQ(parse_speculation("ngram"), Speculation::kNgram);
-  EXPECT_EQ(parse_speculation("draft"), std::nullopt);
+  EXPECT_EQ(parse_speculation("draft"), Speculation::kDraft);
+  EXPECT_EQ(parse_speculation("magic"), std::nullopt);
   EXPECT_STREQ(speculation_name(Speculation::kOff), "off");
+}
+
+// A draft model: the model drafting for itself has every greedy proposal kept and changes no
+// token; the plan counts its weights and cache; one with another vocabulary is refused.
+TEST_F(EngineApi, ADraftModelProposesAndMustShareTheVocabulary) {
+  auto with_draft = [](const fs::path& draft) {
+    LoadOptions o = options();
+    o.speculation = Speculation::kDraft;
+    o.draft_model_path = draft;
+    o.draft_tokens = 4;
+    return o;
+  };
+  std::vector<GenerationResult> results;
+  for (const LoadOptions& o : {options(), with_draft(dir_ / "tiny")}) {
+    Engine engine;
+    engine.load(o);
+    results.push_back(engine.generate(greedy("Hello, hearth", 24)));
+  }
+  EXPECT_EQ(results[1].tokens, results[0].tokens);
+  EXPECT_GT(results[1].stats.proposed_tokens, 0);
+  EXPECT_EQ(results[1].stats.accepted_tokens, results[1].stats.proposed_tokens);
+
+  const MemoryPlan alone = Engine::plan(options());
+  const MemoryPlan drafted = Engine::plan(with_draft(dir_ / "tiny"));
+  EXPECT_EQ(drafted.weights, 2 * alone.weights);
+  EXPECT_EQ(drafted.kv_cache, 2 * alone.kv_cache);
+
+  qt::TinySpec other = spec_;
+  other.vocab += 8;
+  qt::write_tiny_model(dir_ / "other_vocab", other);
+  Engine engine;
+  try {
+    engine.load(with_draft(dir_ / "other_vocab"));
+    ADD_FAILURE() << "a draft with another vocabulary was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("vocabulary"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(engine.loaded());
+  LoadOptions missing = with_draft({});
+  EXPECT_THROW(engine.load(missing), Error);
 }
 
 // Stop strings are tested where text is meaningful: generator_test (Generator) and cli_test

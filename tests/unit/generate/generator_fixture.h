@@ -18,6 +18,9 @@ class GeneratorTest : public ::testing::Test {
   void build(int64_t max_batch_tokens, int64_t max_seq_len = 256, int64_t pages = 32,
              int max_batch = 8, bool prefix_reuse = true, SpeculationOptions speculation = {}) {
     generator.reset();
+    drafter.reset();
+    draft_cache.reset();
+    draft_model.reset();
     cache.reset();
     model.reset();
     LlamaModelOptions mo;
@@ -32,7 +35,13 @@ class GeneratorTest : public ::testing::Test {
     go.max_batch_tokens = max_batch_tokens;
     go.prefix_reuse = prefix_reuse;
     go.speculation = speculation;
-    generator = std::make_unique<Generator>(*model, *cache, tokenizer, go);
+    if (speculation.mode == SpeculationMode::kDraft) {
+      // The draft: the same shape, its own weights (or the model's, when draft_weights says so).
+      draft_model = std::make_unique<LlamaModel>(config, *backend, *draft_weights, mo);
+      draft_cache = backend->create_kv_cache(draft_model->kv_cache_spec(pages, 16));
+      drafter = std::make_unique<DraftModel>(*draft_model, *draft_cache);
+    }
+    generator = std::make_unique<Generator>(*model, *cache, tokenizer, go, drafter.get());
   }
   JobRequest request(const std::string& prompt, int32_t max_tokens) {
     JobRequest r;
@@ -51,10 +60,15 @@ class GeneratorTest : public ::testing::Test {
 
   ModelConfig config = test::tiny_config();
   test::TinyWeights weights{config};
+  test::TinyWeights other_weights{config, 8};
+  const TensorSource* draft_weights = &other_weights;
   test::ByteTokenizer tokenizer;
   std::unique_ptr<Backend> backend = create_cpu_backend(2);
   std::unique_ptr<LlamaModel> model;
   std::unique_ptr<KvCacheStorage> cache;
+  std::unique_ptr<LlamaModel> draft_model;
+  std::unique_ptr<KvCacheStorage> draft_cache;
+  std::unique_ptr<DraftModel> drafter;
   std::unique_ptr<Generator> generator;
 };
 

@@ -58,6 +58,11 @@ class SpeculationTest : public GeneratorTest {
     s.max_draft_tokens = max_draft;
     return s;
   }
+  static SpeculationOptions draft(int max_draft = 4) {
+    SpeculationOptions s = ngram(max_draft);
+    s.mode = SpeculationMode::kDraft;
+    return s;
+  }
   // Prompts that repeat (so lookup proposes) and one that does not.
   // The distribution sampling would draw the token after `tokens` from (one forward pass over
   // all of them on a cache of its own).
@@ -233,6 +238,117 @@ TEST_F(SpeculationTest, SampledOutputKeepsTheModelsDistribution) {
   const double df = cells - 1;
   const double z = 3.090;
   const double critical = df * std::pow(1 - 2 / (9 * df) + z * std::sqrt(2 / (9 * df)), 3.0);
+  EXPECT_LT(chi2, critical) << cells << " cells, " << accepted << " of " << proposed
+                            << " proposals kept";
+}
+
+// A draft model with the main model's own weights proposes exactly what greedy decoding picks:
+// every proposal is kept. With other weights, proposals are replaced; the tokens never change.
+TEST_F(SpeculationTest, GreedyDraftModelGivesTheSameTokens) {
+  build(512);
+  std::vector<JobResult> plain;
+  for (const auto& p : prompts) plain.push_back(run({request(p, 40)})[0]);
+  for (const bool same_weights : {true, false}) {
+    SCOPED_TRACE(same_weights ? "draft = model" : "draft with other weights");
+    draft_weights = same_weights ? static_cast<const TensorSource*>(&weights) : &other_weights;
+    for (const int64_t budget : {512, 24}) {
+      build(budget, 256, 64, 8, true, draft());
+      std::vector<JobRequest> all;
+      for (const auto& p : prompts) all.push_back(request(p, 40));
+      const auto spec = run(std::move(all));
+      int64_t proposed = 0, accepted = 0;
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        EXPECT_EQ(spec[i].tokens, plain[i].tokens) << "prompt " << i << ", budget " << budget;
+        proposed += spec[i].proposed_tokens;
+        accepted += spec[i].accepted_tokens;
+      }
+      EXPECT_GT(proposed, 0);
+      if (same_weights) {
+        EXPECT_EQ(accepted, proposed);
+      } else {
+        EXPECT_LT(accepted, proposed);
+      }
+      EXPECT_EQ(drafter->pages().available_pages(), drafter->pages().num_pages());
+    }
+  }
+  draft_weights = &other_weights;
+}
+
+// Sampling with a draft model of other weights: proposals drawn from the draft's q, kept with
+// min(1, p/q), replaced from the residual. The 3-token continuations still follow the model's
+// exact probabilities (as SampledOutputKeepsTheModelsDistribution, with q instead of a lookup).
+TEST_F(SpeculationTest, SampledDraftOutputKeepsTheModelsDistribution) {
+  build(512, 256, 128, 8, true, draft(2));
+  SamplingParams params;
+  params.temperature = 16.0f;
+  params.top_k = 3;
+  const std::vector<int32_t> prompt = tokenizer.encode("abababababababab", false);
+  {
+    const std::vector<float> row = logits_after(prompt);
+    const float level = std::max(row['a'], row['b']);
+    for (const int32_t t : {int32_t{'a'}, int32_t{'b'}}) {
+      params.logit_bias.emplace_back(t, 50.0f + level - row[static_cast<size_t>(t)]);
+    }
+  }
+  std::map<std::vector<int32_t>, double> expected;
+  const TokenDistribution d1 = exact_next(prompt, params, 0);
+  for (size_t i = 0; i < d1.tokens.size(); ++i) {
+    auto p1 = prompt;
+    p1.push_back(d1.tokens[i]);
+    const TokenDistribution d2 = exact_next(p1, params, 1);
+    for (size_t j = 0; j < d2.tokens.size(); ++j) {
+      auto p2 = p1;
+      p2.push_back(d2.tokens[j]);
+      const TokenDistribution d3 = exact_next(p2, params, 2);
+      for (size_t k = 0; k < d3.tokens.size(); ++k) {
+        expected[{d1.tokens[i], d2.tokens[j], d3.tokens[k]}] =
+            d1.probs[i] * d2.probs[j] * d3.probs[k];
+      }
+    }
+  }
+  constexpr int kRuns = 4096;
+  std::map<std::vector<int32_t>, int> seen;
+  int64_t proposed = 0, accepted = 0;
+  for (int first = 0; first < kRuns; first += 64) {
+    std::vector<JobRequest> batch;
+    for (int i = first; i < first + 64; ++i) {
+      JobRequest r;
+      r.prompt = prompt;
+      r.max_tokens = 3;
+      r.ignore_eos = true;
+      r.sampling = params;
+      r.sampling.seed = 7000 + static_cast<uint64_t>(i);
+      batch.push_back(std::move(r));
+    }
+    for (const JobResult& r : run(std::move(batch))) {
+      ++seen[r.tokens];
+      proposed += r.proposed_tokens;
+      accepted += r.accepted_tokens;
+    }
+  }
+  EXPECT_GT(accepted, kRuns / 20);
+  EXPECT_GT(proposed - accepted, kRuns / 20) << "replacements must be exercised too";
+  double chi2 = 0, pooled_expected = 0;
+  int pooled_seen = 0, cells = 0, total = 0;
+  for (const auto& [seq, p] : expected) {
+    const double e = p * kRuns;
+    const int o = seen.count(seq) ? seen.at(seq) : 0;
+    total += o;
+    if (e < 5) {
+      pooled_expected += e;
+      pooled_seen += o;
+      continue;
+    }
+    chi2 += (o - e) * (o - e) / e;
+    ++cells;
+  }
+  if (pooled_expected > 0) {
+    chi2 += (pooled_seen - pooled_expected) * (pooled_seen - pooled_expected) / pooled_expected;
+    ++cells;
+  }
+  EXPECT_EQ(total, kRuns) << "a continuation the distribution does not allow was produced";
+  const double df = cells - 1;
+  const double critical = df * std::pow(1 - 2 / (9 * df) + 3.090 * std::sqrt(2 / (9 * df)), 3.0);
   EXPECT_LT(chi2, critical) << cells << " cells, " << accepted << " of " << proposed
                             << " proposals kept";
 }
