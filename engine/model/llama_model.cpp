@@ -1,5 +1,6 @@
 #include "engine/model/llama_model.h"
 
+#include <atomic>
 #include <cmath>
 
 #include "engine/core/error.h"
@@ -7,6 +8,13 @@
 #include "engine/model/rope.h"
 
 namespace hearth {
+
+namespace {
+int64_t next_graph_id() {
+  static std::atomic<int64_t> next{0};
+  return (next++ % (int64_t(1) << 20));
+}
+}  // namespace
 
 struct LlamaModel::Layer {
   std::unique_ptr<BackendWeight> input_norm, post_attention_norm;
@@ -20,14 +28,18 @@ struct LlamaModel::Activations {
 
 namespace {
 
-std::string layer_prefix(int64_t i) { return "model.layers." + std::to_string(i) + "."; }
+std::string layer_prefix(int64_t i) {
+  return "model.layers." + std::to_string(i) + ".";
+}
 
 void check_shape(const TensorInfo& info, const std::vector<int64_t>& expected) {
   if (info.shape != expected) {
     std::string want = "[";
-    for (size_t i = 0; i < expected.size(); ++i) want += (i ? ", " : "") + std::to_string(expected[i]);
+    for (size_t i = 0; i < expected.size(); ++i)
+      want += (i ? ", " : "") + std::to_string(expected[i]);
     std::string got = "[";
-    for (size_t i = 0; i < info.shape.size(); ++i) got += (i ? ", " : "") + std::to_string(info.shape[i]);
+    for (size_t i = 0; i < info.shape.size(); ++i)
+      got += (i ? ", " : "") + std::to_string(info.shape[i]);
     fail(ErrorCode::kInvalidFile, info.file + ": tensor " + info.name + " has shape " + got +
                                       "], the config needs " + want + "]");
   }
@@ -183,7 +195,7 @@ LinearSource read_linear(const TensorSource& weights, const std::string& prefix,
 LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, const TensorSource& weights,
                        const LlamaModelOptions& options, const WeightProgress& progress,
                        const CancelToken& cancel)
-    : config_(config), options_(options), backend_(backend) {
+    : config_(config), options_(options), backend_(backend), graph_id_(next_graph_id()) {
   // A missing or misshapen tensor fails here, before gigabytes are uploaded.
   check_weights(config_, weights);
   const int64_t H = config_.hidden_size;
@@ -226,8 +238,8 @@ LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, const Tensor
   step();
 
   const RopeFrequencies rope = compute_rope_frequencies(config_, options_.max_seq_len);
-  inv_freq_ = backend_.upload(HostTensor::from_floats(
-      rope.inv_freq, {static_cast<int64_t>(rope.inv_freq.size())}));
+  inv_freq_ = backend_.upload(
+      HostTensor::from_floats(rope.inv_freq, {static_cast<int64_t>(rope.inv_freq.size())}));
   rope_attention_factor_ = rope.attention_factor;
 
   const int64_t T = options_.max_batch_tokens;
@@ -299,8 +311,11 @@ DeviceTensor LlamaModel::forward(const BatchDesc& batch, KvCacheStorage& cache) 
   HEARTH_CHECK(prepared.tokens <= options_.max_batch_tokens &&
                    prepared.logit_rows <= options_.max_logit_rows,
                "backend padded the batch beyond the activation buffers");
-  backend_.run([&] { record_forward(prepared.tokens, prepared.logit_rows, cache); },
-               prepared.graph_key);
+  // A backend may serve several models (a draft model beside the main one): a captured step
+  // replays one model's kernels and buffers, so the key names the model too.
+  std::optional<int64_t> graph_key;
+  if (prepared.graph_key) graph_key = *prepared.graph_key + (graph_id_ << 40);
+  backend_.run([&] { record_forward(prepared.tokens, prepared.logit_rows, cache); }, graph_key);
   return act_->logits.first_rows(prepared.logit_rows);
 }
 

@@ -63,6 +63,7 @@ class LlamaModel {
   std::unique_ptr<BackendWeight> inv_freq_;
   float rope_attention_factor_ = 1.0f;
   std::unique_ptr<Activations> act_;
+  int64_t graph_id_;  // distinct per model in the process (CUDA graph keys)
 };
 
 // Reads the linear layer `prefix` (dense, EXL2 or GPTQ) and checks its shape.

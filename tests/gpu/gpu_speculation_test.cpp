@@ -234,6 +234,67 @@ TEST(GpuSpeculation, GreedyGenerationMatchesPlainDecoding) {
   }
 }
 
+// A draft model on the same backend (its own decode graphs beside the model's): greedy tokens
+// are those of plain decoding, and a draft with the model's own weights has every proposal kept.
+TEST(GpuSpeculation, DraftModelOnTheSameGpuKeepsGreedyTokens) {
+  HEARTH_REQUIRE_GPU();
+  auto gpu = create_cuda_backend({});
+  test::ByteTokenizer tokenizer;
+  const Weights w("exl2");
+  SyntheticSource other(w.config, 77, DType::kF16);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 4; ++i) prompts.push_back(ids(30 + 11 * i, w.config.vocab_size, 500 + i));
+  auto run = [&](const TensorSource* draft_weights) {
+    LlamaModel model(w.config, *gpu, w.source(), model_options());
+    auto cache = gpu->create_kv_cache(model.kv_cache_spec(64, kPage));
+    std::unique_ptr<LlamaModel> draft_model;
+    std::unique_ptr<KvCacheStorage> draft_cache;
+    std::unique_ptr<DraftModel> drafter;
+    GeneratorOptions go;
+    go.max_batch = 8;
+    go.max_seq_len = 1024;
+    go.max_batch_tokens = 512;
+    if (draft_weights) {
+      ModelConfig dc = w.config;
+      if (draft_weights == &other) dc.quantization_config_json.clear();
+      draft_model = std::make_unique<LlamaModel>(dc, *gpu, *draft_weights, model_options());
+      draft_cache = gpu->create_kv_cache(draft_model->kv_cache_spec(64, kPage));
+      drafter = std::make_unique<DraftModel>(*draft_model, *draft_cache);
+      go.speculation.mode = SpeculationMode::kDraft;
+      go.speculation.max_draft_tokens = 4;
+    }
+    Generator generator(model, *cache, tokenizer, go, drafter.get());
+    std::vector<JobResult> out;
+    for (const auto& p : prompts) {  // one at a time: the same block shapes as plain decoding
+      JobRequest r;
+      r.prompt = p;
+      r.max_tokens = 40;
+      r.ignore_eos = true;
+      const int64_t id = generator.submit(std::move(r));
+      while (!generator.idle()) generator.step();
+      out.push_back(*generator.take_result(id));
+    }
+    return out;
+  };
+  const auto plain = run(nullptr);
+  const auto self = run(&w.source());
+  const auto foreign = run(&other);
+  int64_t self_kept = 0, self_proposed = 0, other_kept = 0, other_proposed = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(self[i].tokens, plain[i].tokens) << "prompt " << i;
+    EXPECT_EQ(foreign[i].tokens, plain[i].tokens) << "prompt " << i;
+    self_kept += self[i].accepted_tokens;
+    self_proposed += self[i].proposed_tokens;
+    other_kept += foreign[i].accepted_tokens;
+    other_proposed += foreign[i].proposed_tokens;
+  }
+  EXPECT_GT(self_proposed, 0);
+  EXPECT_EQ(self_kept, self_proposed);
+  std::printf("[ speculation ] draft = model: %lld of %lld kept; other draft: %lld of %lld\n",
+              static_cast<long long>(self_kept), static_cast<long long>(self_proposed),
+              static_cast<long long>(other_kept), static_cast<long long>(other_proposed));
+}
+
 // The real model: a code edit through the Engine with speculation off and on.
 TEST(GpuSpeculation, SmolLm2CodeEditGivesTheSameAnswer) {
   HEARTH_REQUIRE_GPU();
