@@ -356,7 +356,9 @@ bool Generator::step() {
   // Rows left for proposals: within the step-row limit, the token budget and the model's logit
   // rows (every running job takes at least one).
   int64_t spare = 0;
-  if (options_.speculation.mode != SpeculationMode::kOff) {
+  const auto step_start = Clock::now();
+  if (options_.speculation.mode != SpeculationMode::kOff &&
+      (!options_.speculation.measured || governor_.allows(decoding))) {
     spare =
         std::min<int64_t>({options_.speculation.max_step_rows - decoding,
                            model_.options().max_logit_rows - static_cast<int64_t>(running_.size()),
@@ -397,6 +399,16 @@ bool Generator::step() {
   }
 
   const DeviceTensor logits = model_.forward(batch, cache_);
+  // Tokens the decoding jobs had before this step (for the governor's rates).
+  int64_t tokens_before = 0;
+  bool speculated = false;
+  for (Job* job : in_batch) {
+    if (job->cached >= job->prompt_len) {
+      tokens_before += static_cast<int64_t>(job->result.tokens.size());
+      speculated |= job->proposed_now > 0;
+    }
+  }
+  const bool decode_only = static_cast<int64_t>(in_batch.size()) == decoding;
 
   // One sample request per logit row of a sampling job (a speculating job's rows see the
   // proposals before them as history), in logit-row order.
@@ -478,6 +490,12 @@ bool Generator::step() {
       }
     }
     if (going) take_token(job, next, logits, row0 + kept);
+  }
+  if (options_.speculation.mode != SpeculationMode::kOff && decode_only && decoding > 0) {
+    int64_t tokens_after = 0;
+    for (Job* job : in_batch) tokens_after += static_cast<int64_t>(job->result.tokens.size());
+    governor_.record(seconds_between(step_start, Clock::now()), tokens_after - tokens_before,
+                     decoding, speculated);
   }
   std::erase_if(running_, [](const auto& j) { return j->done; });
   return true;

@@ -18,6 +18,7 @@
 #include "engine/backend/backend.h"
 #include "engine/generate/draft_model.h"
 #include "engine/generate/page_pool.h"
+#include "engine/generate/speculation_governor.h"
 #include "engine/generate/stop_matcher.h"
 #include "engine/model/llama_model.h"
 #include "engine/sampling/logprobs.h"
@@ -68,6 +69,10 @@ struct SpeculationOptions {
   // more rows costs little while a step is bound by reading the weights, but with a full batch
   // the rows cost compute and speculation would slow everyone down.
   int max_step_rows = 16;
+  // Pause speculation while steps with proposals deliver fewer tokens per second than steps
+  // without (SpeculationGovernor). Off: propose whenever the limits allow (tests that need
+  // the same proposals on every run).
+  bool measured = true;
 };
 
 struct GeneratorOptions {
@@ -98,6 +103,7 @@ class Generator {
   bool idle() const;
   // The cache's pages: free, held by running jobs, or cached for reuse.
   const PagePool& pages() const { return pages_; }
+  const SpeculationGovernor& governor() const { return governor_; }
   // The result of a finished job (nullopt while it runs); removes it.
   std::optional<JobResult> take_result(int64_t id);
 
@@ -121,6 +127,7 @@ class Generator {
   GeneratorOptions options_;
   DraftModel* draft_;
   PagePool pages_;
+  SpeculationGovernor governor_;
   int64_t next_id_ = 1;
   std::deque<std::unique_ptr<Job>> queued_;
   std::vector<std::unique_ptr<Job>> running_;

@@ -189,6 +189,7 @@ TEST(GpuSpeculation, GreedyGenerationMatchesPlainDecoding) {
       go.max_seq_len = 1024;
       go.max_batch_tokens = 256;
       if (speculate) go.speculation.mode = SpeculationMode::kNgram;
+      go.speculation.measured = false;  // the same proposals whatever the timing
       Generator generator(model, *cache, tokenizer, go);
       auto request = [&](const std::vector<int32_t>& prompt) {
         JobRequest r;
@@ -262,6 +263,7 @@ TEST(GpuSpeculation, DraftModelOnTheSameGpuKeepsGreedyTokens) {
       drafter = std::make_unique<DraftModel>(*draft_model, *draft_cache);
       go.speculation.mode = SpeculationMode::kDraft;
       go.speculation.max_draft_tokens = 4;
+      go.speculation.measured = false;
     }
     Generator generator(model, *cache, tokenizer, go, drafter.get());
     std::vector<JobResult> out;

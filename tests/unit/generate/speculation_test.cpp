@@ -8,6 +8,7 @@
 
 #include "engine/generate/draft_length.h"
 #include "engine/generate/ngram_proposer.h"
+#include "engine/generate/speculation_governor.h"
 #include "engine/sampling/sampler.h"
 #include "tests/unit/generate/generator_fixture.h"
 
@@ -30,6 +31,41 @@ TEST(NgramProposer, ProposesWhatFollowedTheLatestEarlierMatch) {
             (std::vector<int32_t>{3, 4}));
   // A run of one token proposes more of it.
   EXPECT_EQ(propose_from_ngrams(std::vector<int32_t>{4, 4, 4, 4}, 3), (std::vector<int32_t>{4}));
+}
+
+TEST(SpeculationGovernor, PausesWhenSpeculationIsSlowerAndTriesAgain) {
+  SpeculationGovernor g;
+  EXPECT_FALSE(g.allows(1)) << "plain steps first, to compare with";
+  g.record(0.01, 1, 1, false);  // 100 tokens/s without
+  g.record(0.01, 1, 1, false);
+  ASSERT_TRUE(g.allows(1));
+  EXPECT_FALSE(g.allows(2)) << "rates are kept per number of jobs";
+  // Speculative steps at 60 tokens/s: paused after they are judged.
+  int speculative = 0;
+  while (g.allows(1) && speculative < 100) {
+    g.record(0.05, 3, 1, true);
+    ++speculative;
+  }
+  EXPECT_EQ(speculative, 8);
+  int plain = 0;
+  while (!g.allows(1) && plain < 100) {
+    g.record(0.01, 1, 1, false);
+    ++plain;
+  }
+  EXPECT_EQ(plain, 16) << "the first pause";
+  // Faster now (200 tokens/s): speculation stays on, with a plain step now and then.
+  int plain_between = 0;
+  for (int i = 0; i < 200; ++i) {
+    if (g.allows(1)) {
+      g.record(0.01, 2, 1, true);
+    } else {
+      g.record(0.01, 1, 1, false);
+      ++plain_between;
+    }
+  }
+  EXPECT_GT(plain_between, 0);
+  EXPECT_LT(plain_between, 20);
+  EXPECT_GT(g.rates(1).speculative, g.rates(1).plain);
 }
 
 TEST(DraftLength, GrowsWithAcceptanceAndPausesWhenProposalsFail) {
@@ -56,6 +92,7 @@ class SpeculationTest : public GeneratorTest {
     SpeculationOptions s;
     s.mode = SpeculationMode::kNgram;
     s.max_draft_tokens = max_draft;
+    s.measured = false;  // the same proposals on every run, whatever the timing
     return s;
   }
   static SpeculationOptions draft(int max_draft = 4) {
