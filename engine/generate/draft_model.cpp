@@ -10,6 +10,7 @@ namespace hearth {
 namespace {
 // The draft's own draws: apart from the streams of sampling and of the acceptance test.
 constexpr uint64_t kDraftStream = 0x27d4eb2f165667c5ull;
+constexpr int64_t kShortCatchUp = 8;
 }  // namespace
 
 DraftModel::DraftModel(LlamaModel& model, KvCacheStorage& cache)
@@ -110,8 +111,9 @@ std::vector<DraftModel::Proposal> DraftModel::propose(std::span<const Request> r
       std::vector<size_t> fed, sampled;
       std::vector<int64_t> rows;
       int64_t left = budget;
+      int64_t logit_rows = 0;
       for (size_t i : pending) {
-        if (left <= 0 || static_cast<int64_t>(fed.size()) >= max_rows) break;
+        if (left <= 0 || logit_rows >= max_rows) break;
         const auto size = static_cast<int64_t>(text[i].size());
         const int64_t count = std::min(left, size - seq[i]->cached);
         SequenceSlice s;
@@ -119,13 +121,19 @@ std::vector<DraftModel::Proposal> DraftModel::propose(std::span<const Request> r
                                                              static_cast<size_t>(count));
         s.start_pos = static_cast<int32_t>(seq[i]->cached);
         s.page_table = seq[i]->pages;
+        // A short catch-up (the tokens kept since the last step) asks for every row's logits:
+        // the batch then stays a decode-shaped step on backends that run such steps as decode
+        // rows (CUDA graphs), at the price of a few more rows of the output layer.
+        s.all_logits = count > 1 && count <= kShortCatchUp && logit_rows + count <= max_rows;
+        const int64_t slice_rows = s.all_logits ? count : 1;
         batch.seqs.push_back(s);
         if (seq[i]->cached + count == size) {
           sampled.push_back(i);
-          rows.push_back(static_cast<int64_t>(fed.size()));
+          rows.push_back(logit_rows + slice_rows - 1);
         }
         fed.push_back(i);
         left -= count;
+        logit_rows += slice_rows;
       }
       const DeviceTensor logits = model_.forward(batch, cache_);
       for (size_t b = 0; b < fed.size(); ++b)

@@ -9,6 +9,7 @@ constexpr double kWeight = 0.2;      // of a new step in the running averages
 constexpr int kStepsToJudge = 8;     // speculative steps between judgements
 constexpr double kTolerance = 0.97;  // speculation must deliver at least this share
 constexpr int kLongestPause = 1024;  // steps
+constexpr double kFarSlower = 0.5;   // a speculative step below this share pauses at once
 }  // namespace
 
 bool SpeculationGovernor::allows(int64_t jobs) const {
@@ -37,8 +38,11 @@ void SpeculationGovernor::record(double seconds, int64_t tokens, int64_t jobs, b
     return;
   }
   update(s.speculative, s.speculative_steps);
-  if (s.speculative_steps % kStepsToJudge != 0) return;
-  if (s.speculative < kTolerance * s.plain) {
+  // A step far slower than plain ones is judged at once: probing must stay cheap when a
+  // speculative step costs many plain ones (a slow draft model).
+  const bool far_slower = rate < kFarSlower * s.plain;
+  if (s.speculative_steps % kStepsToJudge != 0 && !far_slower) return;
+  if (far_slower || s.speculative < kTolerance * s.plain) {
     s.paused_for = s.next_pause;
     s.next_pause = std::min(2 * s.next_pause, kLongestPause);
     s.speculative_steps = 0;  // judged afresh after the pause

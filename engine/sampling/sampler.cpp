@@ -188,6 +188,24 @@ Candidates filtered_candidates(std::span<float> logits, const SampleRequest& req
 }  // namespace
 
 TokenDistribution sampling_distribution(std::span<float> logits, const SampleRequest& request) {
+  const SamplingParams& p = *request.params;
+  if (!is_greedy(p) && p.top_k == 0 && p.top_p >= 1.0f && p.min_p <= 0.0f) {
+    // Nothing is cut: the softmax over the whole vocabulary, in id order (no sort of it).
+    apply_logit_adjustments(logits, request);
+    TokenDistribution d;
+    const double inv_t = 1.0 / p.temperature;
+    const double top = *std::max_element(logits.begin(), logits.end());
+    d.tokens.resize(logits.size());
+    d.probs.resize(logits.size());
+    double sum = 0;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      d.tokens[i] = static_cast<int32_t>(i);
+      d.probs[i] = std::exp((static_cast<double>(logits[i]) - top) * inv_t);
+      sum += d.probs[i];
+    }
+    for (double& q : d.probs) q /= sum;
+    return d;
+  }
   Candidates c = filtered_candidates(logits, request);
   for (double& q : c.probs) q /= c.mass;
   return {std::move(c.tokens), std::move(c.probs)};

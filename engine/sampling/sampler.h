@@ -13,9 +13,10 @@ namespace hearth {
 // `logits` is modified (penalties and filtering are applied in place).
 int32_t sample_token(std::span<float> logits, const SampleRequest& request);
 
-// The distribution sample_token draws from: the tokens that survive top-k, top-p and min-p, most
-// likely first, with their probabilities renormalised to sum to 1. Greedy requests (temperature
-// 0 or top_k 1) give the argmax alone. `logits` is modified as by sample_token.
+// The distribution sample_token draws from: the tokens that survive top-k, top-p and min-p, with
+// their probabilities renormalised to sum to 1 (most likely first; in id order when nothing is
+// cut, which spares sorting the vocabulary). Greedy requests (temperature 0 or top_k 1) give the
+// argmax alone. `logits` is modified as by sample_token.
 struct TokenDistribution {
   std::vector<int32_t> tokens;
   std::vector<double> probs;
