@@ -84,7 +84,7 @@ HEARTH_SETTING_IMPL(QStringList, hiddenModels, HiddenModels, "library/hidden", Q
 HEARTH_SETTING_IMPL(QString, lastModel, LastModel, "load/lastModel", QString(), toString)
 HEARTH_SETTING_IMPL(QString, device, Device, "load/device", QStringLiteral("gpu"), toString)
 HEARTH_SETTING_IMPL(int, maxSeqLen, MaxSeqLen, "load/maxSeqLen", 0, toInt)
-HEARTH_SETTING_IMPL(QString, speculation, Speculation, "load/speculation", QStringLiteral("ngram"),
+HEARTH_SETTING_IMPL(QString, speculation, Speculation, "load/speculation", QStringLiteral("off"),
                     toString)
 HEARTH_SETTING_IMPL(QString, draftModel, DraftModel, "load/draftModel", QString(), toString)
 HEARTH_SETTING_IMPL(QString, systemPrompt, SystemPrompt, "chat/systemPrompt",
