@@ -294,7 +294,8 @@ int64_t Generator::verified_tokens(Job& job, std::span<const int32_t> proposals,
   // greedy job keeps a proposal exactly when it is what decoding would have picked (the
   // backend's own sample of the row), so its output is the same as without speculation.
   const SamplingParams& params = job.request.sampling;
-  const int64_t history = static_cast<int64_t>(job.tokens.size()) - 1;  // up to the last token
+  // job.tokens still ends with the proposals: row j's history is everything before proposal j.
+  const size_t before = job.tokens.size() - proposals.size();
   const auto generated = static_cast<int64_t>(job.result.tokens.size());
   std::vector<float> row;
   for (size_t j = 0; j < proposals.size(); ++j) {
@@ -307,11 +308,9 @@ int64_t Generator::verified_tokens(Job& job, std::span<const int32_t> proposals,
     }
     row.resize(static_cast<size_t>(logits.cols));
     model_.backend().read_into(logits.row(first_row + static_cast<int64_t>(j)), 1, row);
-    std::vector<int32_t> seen(job.tokens.begin(), job.tokens.begin() + history + 1);
-    seen.insert(seen.end(), proposals.begin(), proposals.begin() + static_cast<int64_t>(j));
     SampleRequest r;
     r.params = &params;
-    r.history = seen;
+    r.history = std::span<const int32_t>(job.tokens).first(before + j);
     r.generated_count = static_cast<int32_t>(generated + static_cast<int64_t>(j));
     r.draw_index = static_cast<uint64_t>(generated) + j;
     const SpeculativeVerdict v = verify_proposal(row, r, proposals[j], draft_probs(j));
@@ -472,9 +471,9 @@ bool Generator::step() {
     // Speculation: the cache now holds the last token and every proposal; keep the agreed ones.
     const int64_t k = job.proposed_now;
     const std::vector<int32_t> proposals(job.tokens.end() - k, job.tokens.end());
-    job.tokens.resize(job.tokens.size() - static_cast<size_t>(k));
     int32_t next = 0;
     const int64_t kept = verified_tokens(job, proposals, sampled, logits, row0, next);
+    job.tokens.resize(job.tokens.size() - static_cast<size_t>(k));
     job.result.proposed_tokens += k;
     job.result.accepted_tokens += kept;
     job.draft_length.record(static_cast<int>(k), static_cast<int>(kept));

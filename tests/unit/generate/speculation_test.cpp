@@ -123,6 +123,84 @@ class SpeculationTest : public GeneratorTest {
     r.generated_count = generated;
     return sampling_distribution(row, r);
   }
+  // Runs 4,096 sampled 3-token jobs (seeds from `first_seed`) on a repeating prompt whose two
+  // tokens are lifted (logit bias) far above all others and level with each other after the
+  // prompt, so proposals are both kept and replaced; checks the continuations' frequencies
+  // against the model's exact probabilities with a chi-square test at the 0.1 % level.
+  void expect_the_models_distribution(uint64_t first_seed) {
+    SamplingParams params;
+    params.temperature = 16.0f;  // the tiny model is very sure of itself
+    params.top_k = 3;
+    const std::vector<int32_t> prompt = tokenizer.encode("abababababababab", false);
+    const std::vector<float> row = logits_after(prompt);
+    const float level = std::max(row['a'], row['b']);
+    for (const int32_t t : {int32_t{'a'}, int32_t{'b'}}) {
+      params.logit_bias.emplace_back(t, 50.0f + level - row[static_cast<size_t>(t)]);
+    }
+    std::map<std::vector<int32_t>, double> expected;
+    const TokenDistribution d1 = exact_next(prompt, params, 0);
+    for (size_t i = 0; i < d1.tokens.size(); ++i) {
+      auto p1 = prompt;
+      p1.push_back(d1.tokens[i]);
+      const TokenDistribution d2 = exact_next(p1, params, 1);
+      for (size_t j = 0; j < d2.tokens.size(); ++j) {
+        auto p2 = p1;
+        p2.push_back(d2.tokens[j]);
+        const TokenDistribution d3 = exact_next(p2, params, 2);
+        for (size_t k = 0; k < d3.tokens.size(); ++k) {
+          expected[{d1.tokens[i], d2.tokens[j], d3.tokens[k]}] =
+              d1.probs[i] * d2.probs[j] * d3.probs[k];
+        }
+      }
+    }
+    constexpr int kRuns = 4096;
+    std::map<std::vector<int32_t>, int> seen;
+    int64_t proposed = 0, accepted = 0;
+    for (int first = 0; first < kRuns; first += 64) {
+      std::vector<JobRequest> batch;
+      for (int i = first; i < first + 64; ++i) {
+        JobRequest r;
+        r.prompt = prompt;
+        r.max_tokens = 3;
+        r.ignore_eos = true;
+        r.sampling = params;
+        r.sampling.seed = first_seed + static_cast<uint64_t>(i);
+        batch.push_back(std::move(r));
+      }
+      for (const JobResult& r : run(std::move(batch))) {
+        ++seen[r.tokens];
+        proposed += r.proposed_tokens;
+        accepted += r.accepted_tokens;
+      }
+    }
+    EXPECT_GT(accepted, kRuns / 20);
+    EXPECT_GT(proposed - accepted, kRuns / 20) << "replacements must be exercised too";
+    // Cells expected fewer than 5 times are pooled.
+    double chi2 = 0, pooled_expected = 0;
+    int pooled_seen = 0, cells = 0, total = 0;
+    for (const auto& [seq, p] : expected) {
+      const double e = p * kRuns;
+      const int o = seen.count(seq) ? seen.at(seq) : 0;
+      total += o;
+      if (e < 5) {
+        pooled_expected += e;
+        pooled_seen += o;
+        continue;
+      }
+      chi2 += (o - e) * (o - e) / e;
+      ++cells;
+    }
+    if (pooled_expected > 0) {
+      chi2 += (pooled_seen - pooled_expected) * (pooled_seen - pooled_expected) / pooled_expected;
+      ++cells;
+    }
+    EXPECT_EQ(total, kRuns) << "a continuation the distribution does not allow was produced";
+    // Wilson-Hilferty approximation of the chi-square quantile at 0.999.
+    const double df = cells - 1;
+    const double critical = df * std::pow(1 - 2 / (9 * df) + 3.090 * std::sqrt(2 / (9 * df)), 3.0);
+    EXPECT_LT(chi2, critical) << cells << " cells, " << accepted << " of " << proposed
+                              << " proposals kept";
+  }
   const std::vector<std::string> prompts = {
       "abcabcabcabcabcabcabc", "int f(int x) { return x + 1; } int g(int x) { return x + 1; } int",
       "the cat sat on the mat. the cat sat on the mat. the cat", "qwertyuiop"};
@@ -196,87 +274,7 @@ TEST_F(SpeculationTest, LogprobsAndStreamedTextAreThoseOfPlainDecoding) {
 // proposals that are kept or replaced, so a bias in either path shows here.
 TEST_F(SpeculationTest, SampledOutputKeepsTheModelsDistribution) {
   build(512, 256, 64, 8, true, ngram());
-  SamplingParams params;
-  params.temperature = 16.0f;  // the tiny model is very sure of itself
-  params.top_k = 3;
-  // A repeating prompt whose two tokens are lifted (logit bias) far above all others and level
-  // with each other after the prompt: lookup proposes the pattern and sampling keeps it about
-  // half the time, so proposals are both kept and replaced.
-  const std::vector<int32_t> prompt = tokenizer.encode("abababababababab", false);
-  {
-    const std::vector<float> row = logits_after(prompt);
-    const float level = std::max(row['a'], row['b']);
-    for (const int32_t t : {int32_t{'a'}, int32_t{'b'}}) {
-      params.logit_bias.emplace_back(t, 50.0f + level - row[static_cast<size_t>(t)]);
-    }
-  }
-
-  std::map<std::vector<int32_t>, double> expected;
-  const TokenDistribution d1 = exact_next(prompt, params, 0);
-  for (size_t i = 0; i < d1.tokens.size(); ++i) {
-    auto p1 = prompt;
-    p1.push_back(d1.tokens[i]);
-    const TokenDistribution d2 = exact_next(p1, params, 1);
-    for (size_t j = 0; j < d2.tokens.size(); ++j) {
-      auto p2 = p1;
-      p2.push_back(d2.tokens[j]);
-      const TokenDistribution d3 = exact_next(p2, params, 2);
-      for (size_t k = 0; k < d3.tokens.size(); ++k) {
-        expected[{d1.tokens[i], d2.tokens[j], d3.tokens[k]}] =
-            d1.probs[i] * d2.probs[j] * d3.probs[k];
-      }
-    }
-  }
-
-  constexpr int kRuns = 4096;
-  std::map<std::vector<int32_t>, int> seen;
-  int64_t proposed = 0, accepted = 0;
-  for (int first = 0; first < kRuns; first += 64) {
-    std::vector<JobRequest> batch;
-    for (int i = first; i < first + 64; ++i) {
-      JobRequest r;
-      r.prompt = prompt;
-      r.max_tokens = 3;
-      r.ignore_eos = true;
-      r.sampling = params;
-      r.sampling.seed = 1000 + static_cast<uint64_t>(i);
-      batch.push_back(std::move(r));
-    }
-    for (const JobResult& r : run(std::move(batch))) {
-      ++seen[r.tokens];
-      proposed += r.proposed_tokens;
-      accepted += r.accepted_tokens;
-    }
-  }
-  EXPECT_GT(accepted, kRuns / 20);
-  EXPECT_GT(proposed - accepted, kRuns / 20) << "replacements must be exercised too";
-
-  // Cells expected fewer than 5 times are pooled.
-  double chi2 = 0, pooled_expected = 0;
-  int pooled_seen = 0, cells = 0, total = 0;
-  for (const auto& [seq, p] : expected) {
-    const double e = p * kRuns;
-    const int o = seen.count(seq) ? seen.at(seq) : 0;
-    total += o;
-    if (e < 5) {
-      pooled_expected += e;
-      pooled_seen += o;
-      continue;
-    }
-    chi2 += (o - e) * (o - e) / e;
-    ++cells;
-  }
-  if (pooled_expected > 0) {
-    chi2 += (pooled_seen - pooled_expected) * (pooled_seen - pooled_expected) / pooled_expected;
-    ++cells;
-  }
-  EXPECT_EQ(total, kRuns) << "a continuation the distribution does not allow was produced";
-  // Wilson-Hilferty approximation of the chi-square quantile at 0.999.
-  const double df = cells - 1;
-  const double z = 3.090;
-  const double critical = df * std::pow(1 - 2 / (9 * df) + z * std::sqrt(2 / (9 * df)), 3.0);
-  EXPECT_LT(chi2, critical) << cells << " cells, " << accepted << " of " << proposed
-                            << " proposals kept";
+  expect_the_models_distribution(1000);
 }
 
 // A draft model with the main model's own weights proposes exactly what greedy decoding picks:
@@ -311,83 +309,11 @@ TEST_F(SpeculationTest, GreedyDraftModelGivesTheSameTokens) {
   draft_weights = &other_weights;
 }
 
-// Sampling with a draft model of other weights: proposals drawn from the draft's q, kept with
-// min(1, p/q), replaced from the residual. The 3-token continuations still follow the model's
-// exact probabilities (as SampledOutputKeepsTheModelsDistribution, with q instead of a lookup).
+// The same with a draft model of other weights: proposals drawn from the draft's q, kept with
+// min(1, p/q), replaced from the residual.
 TEST_F(SpeculationTest, SampledDraftOutputKeepsTheModelsDistribution) {
   build(512, 256, 128, 8, true, draft(2));
-  SamplingParams params;
-  params.temperature = 16.0f;
-  params.top_k = 3;
-  const std::vector<int32_t> prompt = tokenizer.encode("abababababababab", false);
-  {
-    const std::vector<float> row = logits_after(prompt);
-    const float level = std::max(row['a'], row['b']);
-    for (const int32_t t : {int32_t{'a'}, int32_t{'b'}}) {
-      params.logit_bias.emplace_back(t, 50.0f + level - row[static_cast<size_t>(t)]);
-    }
-  }
-  std::map<std::vector<int32_t>, double> expected;
-  const TokenDistribution d1 = exact_next(prompt, params, 0);
-  for (size_t i = 0; i < d1.tokens.size(); ++i) {
-    auto p1 = prompt;
-    p1.push_back(d1.tokens[i]);
-    const TokenDistribution d2 = exact_next(p1, params, 1);
-    for (size_t j = 0; j < d2.tokens.size(); ++j) {
-      auto p2 = p1;
-      p2.push_back(d2.tokens[j]);
-      const TokenDistribution d3 = exact_next(p2, params, 2);
-      for (size_t k = 0; k < d3.tokens.size(); ++k) {
-        expected[{d1.tokens[i], d2.tokens[j], d3.tokens[k]}] =
-            d1.probs[i] * d2.probs[j] * d3.probs[k];
-      }
-    }
-  }
-  constexpr int kRuns = 4096;
-  std::map<std::vector<int32_t>, int> seen;
-  int64_t proposed = 0, accepted = 0;
-  for (int first = 0; first < kRuns; first += 64) {
-    std::vector<JobRequest> batch;
-    for (int i = first; i < first + 64; ++i) {
-      JobRequest r;
-      r.prompt = prompt;
-      r.max_tokens = 3;
-      r.ignore_eos = true;
-      r.sampling = params;
-      r.sampling.seed = 7000 + static_cast<uint64_t>(i);
-      batch.push_back(std::move(r));
-    }
-    for (const JobResult& r : run(std::move(batch))) {
-      ++seen[r.tokens];
-      proposed += r.proposed_tokens;
-      accepted += r.accepted_tokens;
-    }
-  }
-  EXPECT_GT(accepted, kRuns / 20);
-  EXPECT_GT(proposed - accepted, kRuns / 20) << "replacements must be exercised too";
-  double chi2 = 0, pooled_expected = 0;
-  int pooled_seen = 0, cells = 0, total = 0;
-  for (const auto& [seq, p] : expected) {
-    const double e = p * kRuns;
-    const int o = seen.count(seq) ? seen.at(seq) : 0;
-    total += o;
-    if (e < 5) {
-      pooled_expected += e;
-      pooled_seen += o;
-      continue;
-    }
-    chi2 += (o - e) * (o - e) / e;
-    ++cells;
-  }
-  if (pooled_expected > 0) {
-    chi2 += (pooled_seen - pooled_expected) * (pooled_seen - pooled_expected) / pooled_expected;
-    ++cells;
-  }
-  EXPECT_EQ(total, kRuns) << "a continuation the distribution does not allow was produced";
-  const double df = cells - 1;
-  const double critical = df * std::pow(1 - 2 / (9 * df) + 3.090 * std::sqrt(2 / (9 * df)), 3.0);
-  EXPECT_LT(chi2, critical) << cells << " cells, " << accepted << " of " << proposed
-                            << " proposals kept";
+  expect_the_models_distribution(7000);
 }
 
 }  // namespace
