@@ -269,7 +269,9 @@ TEST_F(GeneratorTest, RandomAdmitCancelFinishNeverLeaksPages) {
     EXPECT_GT(reused, 50) << "the stems should have been shared";
     generator->pages().check_invariants();
     EXPECT_EQ(generator->pages().available_pages(), generator->pages().num_pages());
-    if (drafter) EXPECT_EQ(drafter->pages().available_pages(), drafter->pages().num_pages());
+    if (drafter) {
+      EXPECT_EQ(drafter->pages().available_pages(), drafter->pages().num_pages());
+    }
   }
 }
 

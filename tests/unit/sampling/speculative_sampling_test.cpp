@@ -29,7 +29,9 @@ double chi_square(const std::vector<int>& counts, const std::vector<double>& p, 
   for (size_t i = 0; i < p.size(); ++i) {
     const double e = p[i] * n;
     if (e >= 5) chi2 += (counts[i] - e) * (counts[i] - e) / e;
-    if (e == 0) EXPECT_EQ(counts[i], 0) << "token " << i << " is outside the distribution";
+    if (e == 0) {
+      EXPECT_EQ(counts[i], 0) << "token " << i << " is outside the distribution";
+    }
   }
   return chi2;
 }
@@ -59,7 +61,9 @@ Draws draw(const SamplingParams& params, int32_t proposed, const std::vector<flo
     const SpeculativeVerdict v = verify_proposal(l, r, x, draft);
     ++d.counts[static_cast<size_t>(v.token)];
     d.accepted += v.accepted;
-    if (v.accepted) EXPECT_EQ(v.token, x);
+    if (v.accepted) {
+      EXPECT_EQ(v.token, x);
+    }
   }
   return d;
 }
