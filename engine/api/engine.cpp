@@ -96,12 +96,13 @@ ModelConfig apply_overrides(ModelConfig config, const LoadOptions& options) {
   return config;
 }
 
-MemoryPlan make_plan(const LoadOptions& options, const ModelInfo& info, const ResolvedLoad& r) {
+// `draft_info`: the draft model's info with Speculation::kDraft, else null.
+MemoryPlan make_plan(const LoadOptions& options, const ModelInfo& info, const ResolvedLoad& r,
+                     const ModelInfo* draft_info) {
   MemoryPlan plan = estimate_memory(options, info, r);
-  if (options.speculation == Speculation::kDraft) {
+  if (draft_info) {
     // The draft model and its cache (as many positions as the model's) on the same device.
-    const MemoryPlan draft =
-        estimate_memory(options, open_model(options.draft_model_path, false).info, r);
+    const MemoryPlan draft = estimate_memory(options, *draft_info, r);
     plan.weights += draft.weights;
     plan.kv_cache += draft.kv_cache;
     plan.activations += draft.activations;
@@ -170,7 +171,12 @@ DeviceMemoryInfo Engine::device_memory(DeviceKind kind, int device) {
 MemoryPlan Engine::plan(const LoadOptions& options) {
   ModelInfo info = inspect(options.model_path);
   info.config = apply_overrides(info.config, options);
-  return make_plan(options, info, resolve_load(options, info));
+  const ResolvedLoad resolved = resolve_load(options, info);
+  std::optional<ModelInfo> draft;
+  if (options.speculation == Speculation::kDraft) {
+    draft = open_model(options.draft_model_path, false).info;
+  }
+  return make_plan(options, info, resolved, draft ? &*draft : nullptr);
 }
 
 void Engine::load(const LoadOptions& options, const ProgressCallback& progress,
@@ -187,13 +193,15 @@ void Engine::load(const LoadOptions& options, const ProgressCallback& progress,
   ModelInfo& info = impl->bundle.info;
   info.config = apply_overrides(info.config, options);
   impl->resolved = resolve_load(options, info);
-  const MemoryPlan plan = make_plan(options, info, impl->resolved);
-  if (!plan.fits) fail(ErrorCode::kOutOfMemory, "The model does not fit: " + plan.advice);
-  if (options.speculation == Speculation::kDraft) {
+  const bool drafted = options.speculation == Speculation::kDraft;
+  if (drafted) {
     report("reading draft", 0, 1);
     impl->draft_bundle = open_model(options.draft_model_path, true);
     check_draft_vocabulary(impl->bundle, impl->draft_bundle, options.draft_model_path);
   }
+  const MemoryPlan plan =
+      make_plan(options, info, impl->resolved, drafted ? &impl->draft_bundle.info : nullptr);
+  if (!plan.fits) fail(ErrorCode::kOutOfMemory, "The model does not fit: " + plan.advice);
 
   if (impl->bundle.chat_template_source) {
     impl->chat_template.emplace(*impl->bundle.chat_template_source);

@@ -103,7 +103,6 @@ class Generator {
   bool idle() const;
   // The cache's pages: free, held by running jobs, or cached for reuse.
   const PagePool& pages() const { return pages_; }
-  const SpeculationGovernor& governor() const { return governor_; }
   // The result of a finished job (nullopt while it runs); removes it.
   std::optional<JobResult> take_result(int64_t id);
 

@@ -49,6 +49,18 @@ class GeneratorTest : public ::testing::Test {
     r.max_tokens = max_tokens;
     return r;
   }
+  // The model's logits after `tokens`: one forward pass over all of them on a cache of its own.
+  std::vector<float> logits_after(const std::vector<int32_t>& tokens) {
+    auto side = backend->create_kv_cache(model->kv_cache_spec(32, 16));
+    std::vector<int32_t> pages;
+    for (int32_t p = 0; p * 16 < static_cast<int32_t>(tokens.size()); ++p) pages.push_back(p);
+    BatchDesc batch;
+    SequenceSlice s;
+    s.tokens = tokens;
+    s.page_table = pages;
+    batch.seqs.push_back(s);
+    return backend->read(model->forward(batch, *side), 1);
+  }
   std::vector<JobResult> run(std::vector<JobRequest> requests) {
     std::vector<int64_t> ids;
     for (auto& r : requests) ids.push_back(generator->submit(std::move(r)));

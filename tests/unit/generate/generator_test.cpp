@@ -115,15 +115,7 @@ TEST_F(GeneratorTest, LogprobsAreTheModelsLogSoftmaxAtEachStep) {
     EXPECT_EQ(lp.top[0].first, lp.token) << "greedy takes the most likely token";
     EXPECT_EQ(streamed[i].logprob, lp.logprob);
     // The same logits again from a fresh cache: the whole sequence so far in one pass.
-    auto fresh = backend->create_kv_cache(model->kv_cache_spec(32, 16));
-    std::vector<int32_t> pages;
-    for (int32_t p = 0; p * 16 < static_cast<int32_t>(ids.size()); ++p) pages.push_back(p);
-    BatchDesc batch;
-    SequenceSlice s;
-    s.tokens = ids;
-    s.page_table = pages;
-    batch.seqs.push_back(s);
-    const std::vector<float> logits = backend->read(model->forward(batch, *fresh), 1);
+    const std::vector<float> logits = logits_after(ids);
     const TokenLogprobs again = token_logprobs(logits, lp.token, 3);
     EXPECT_NEAR(lp.logprob, again.logprob, 1e-4) << "token " << i;
     ids.push_back(result.tokens[i]);

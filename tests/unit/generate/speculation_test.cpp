@@ -100,20 +100,7 @@ class SpeculationTest : public GeneratorTest {
     s.mode = SpeculationMode::kDraft;
     return s;
   }
-  // Prompts that repeat (so lookup proposes) and one that does not.
-  // The distribution sampling would draw the token after `tokens` from (one forward pass over
-  // all of them on a cache of its own).
-  std::vector<float> logits_after(const std::vector<int32_t>& tokens) {
-    auto side = backend->create_kv_cache(model->kv_cache_spec(32, 16));
-    std::vector<int32_t> pages;
-    for (int32_t p = 0; p * 16 < static_cast<int32_t>(tokens.size()); ++p) pages.push_back(p);
-    BatchDesc b;
-    SequenceSlice s;
-    s.tokens = tokens;
-    s.page_table = pages;
-    b.seqs.push_back(s);
-    return backend->read(model->forward(b, *side), 1);
-  }
+  // The distribution sampling would draw the token after `tokens` from.
   TokenDistribution exact_next(const std::vector<int32_t>& tokens, const SamplingParams& params,
                                int32_t generated) {
     std::vector<float> row = logits_after(tokens);
@@ -201,6 +188,7 @@ class SpeculationTest : public GeneratorTest {
     EXPECT_LT(chi2, critical) << cells << " cells, " << accepted << " of " << proposed
                               << " proposals kept";
   }
+  // Prompts that repeat (so lookup proposes) and one that does not.
   const std::vector<std::string> prompts = {
       "abcabcabcabcabcabcabc", "int f(int x) { return x + 1; } int g(int x) { return x + 1; } int",
       "the cat sat on the mat. the cat sat on the mat. the cat", "qwertyuiop"};
