@@ -89,6 +89,36 @@ cudaError_t rope(const Launch& l, Elem t, void* q, int64_t q_cols, void* k, int6
 cudaError_t silu_mul(const Launch& l, Elem t, const void* gate, const void* up, void* out,
                      int64_t n);
 
+// LoRA of a group of linears that read one input (lora.cu). `a` [cols, k] stacks the A matrices
+// of every adapter and target; column c belongs to adapter slot slot_of_col[c]; row_weights
+// [rows, slots] is the weight each row gives each slot.
+// lora_shrink: out[r, c] = row_weights[r, slot_of_col[c]] · Σ_i x[r, i] · a[c, i], fp32
+// arithmetic, rounded once; rows ≤ kLoraKernelMaxRows.
+inline constexpr int kLoraKernelMaxRows = 16;
+cudaError_t lora_shrink(const Launch& l, Elem t, const void* x, int64_t rows, int64_t k,
+                        const void* a, int cols, const int32_t* slot_of_col,
+                        const float* row_weights, int slots, void* out);
+// lora_expand: for each target, out[r, j] += Σ_c t[r, col0 + c] · bt[c, j] (bt = Bᵀ, [cols, n],
+// its adapter scale folded in), fp32 arithmetic, one rounding into out.
+inline constexpr int kLoraMaxTargets = 3;
+struct LoraExpandTarget {
+  void* out = nullptr;       // [rows, n]
+  const void* bt = nullptr;  // [cols, n]
+  int64_t n = 0;
+  int col0 = 0;
+  int cols = 0;
+};
+struct LoraExpandTargets {
+  LoraExpandTarget t[kLoraMaxTargets];
+  int count = 0;
+};
+cudaError_t lora_expand(const Launch& l, Elem t, const void* tmat, int64_t rows, int total_cols,
+                        const LoraExpandTargets& targets);
+// out[r, c] = row_weights[r, slot_of_col[c]] · in[r, c] (in: fp32 from a GEMM), rounded to t.
+cudaError_t lora_scale_rows(const Launch& l, Elem t, const float* in, int64_t rows, int cols,
+                            const int32_t* slot_of_col, const float* row_weights, int slots,
+                            void* out);
+
 // out[L, cols] = x[rows[i]] (rows[i] < 0 gives zeros).
 cudaError_t gather_rows(const Launch& l, Elem t, const void* x, int64_t cols, const int32_t* rows,
                         int64_t num_rows, void* out);

@@ -22,12 +22,9 @@ ArgParser::ArgParser(const std::vector<std::string>& args, std::set<std::string>
       if (inline_value) throw UsageError("--" + a + " takes no value");
       switches_.insert(a);
     } else if (value_flags.count(a)) {
-      if (inline_value) {
-        values_[a] = *inline_value;
-      } else {
-        if (i + 1 >= args.size()) throw UsageError("--" + a + " needs a value");
-        values_[a] = args[++i];
-      }
+      if (!inline_value && i + 1 >= args.size()) throw UsageError("--" + a + " needs a value");
+      values_[a] = inline_value ? *inline_value : args[++i];
+      all_values_[a].push_back(values_[a]);
     } else {
       throw UsageError("unknown flag --" + a);
     }
@@ -42,6 +39,11 @@ std::optional<std::string> ArgParser::get(const std::string& flag) const {
   auto it = values_.find(flag);
   if (it == values_.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<std::string> ArgParser::get_all(const std::string& flag) const {
+  auto it = all_values_.find(flag);
+  return it == all_values_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::string ArgParser::require(const std::string& flag) const {

@@ -30,13 +30,15 @@ class ArgParser {
             std::set<std::string> switch_flags);
 
   bool has(const std::string& flag) const;
-  std::optional<std::string> get(const std::string& flag) const;
+  std::optional<std::string> get(const std::string& flag) const;    // the last value given
+  std::vector<std::string> get_all(const std::string& flag) const;  // every value, in order
   std::string require(const std::string& flag) const;
   int64_t get_int(const std::string& flag, int64_t fallback, int64_t min, int64_t max) const;
   double get_double(const std::string& flag, double fallback, double min, double max) const;
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> all_values_;
   std::set<std::string> switches_;
 };
 

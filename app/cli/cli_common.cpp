@@ -1,7 +1,10 @@
 #include "app/cli/cli_common.h"
 
 #include <unistd.h>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "engine/api/paths.h"
 
@@ -41,7 +44,36 @@ std::set<std::string> load_flags() {
           "prefix-reuse",
           "speculate",
           "draft-tokens",
-          "draft-model"};
+          "draft-model",
+          "lora"};
+}
+
+std::vector<AdapterSpec> adapters_from(const ArgParser& args) {
+  std::vector<AdapterSpec> out;
+  for (const std::string& value : args.get_all("lora")) {
+    AdapterSpec a;
+    a.path = value;
+    // PATH:WEIGHT when what follows the last ':' is a number (paths rarely end so).
+    if (const size_t colon = value.rfind(':'); colon != std::string::npos && colon > 0) {
+      const std::string weight = value.substr(colon + 1);
+      char* end = nullptr;
+      errno = 0;
+      const double w = std::strtod(weight.c_str(), &end);
+      if (!weight.empty() && *end == '\0') {
+        if (errno == ERANGE || !std::isfinite(w) || w < -100 || w > 100) {
+          throw UsageError("--lora " + value + ": the weight must be a number from -100 to 100");
+        }
+        a.path = value.substr(0, colon);
+        a.weight = static_cast<float>(w);
+      }
+    }
+    if (a.path.empty()) throw UsageError("--lora needs a path");
+    out.push_back(std::move(a));
+  }
+  if (out.size() > static_cast<size_t>(Engine::kMaxAdapters)) {
+    throw UsageError("at most " + std::to_string(Engine::kMaxAdapters) + " --lora adapters");
+  }
+  return out;
 }
 
 LoadOptions load_options_from(const ArgParser& args) {
@@ -102,6 +134,7 @@ LoadOptions load_options_from(const ArgParser& args) {
     throw UsageError("--rope-factor needs --rope-scaling");
   }
   if (args.has("ntk-alpha")) o.ntk_alpha = args.get_double("ntk-alpha", 1.0, 1.0, 1000.0);
+  o.adapters = adapters_from(args);
   return o;
 }
 

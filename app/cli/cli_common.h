@@ -11,9 +11,12 @@
 namespace hearth::cli {
 
 // --model --backend --threads --max-seq-len --cache-tokens --device --max-batch
-// --rope-scaling --rope-factor --ntk-alpha
+// --rope-scaling --rope-factor --ntk-alpha --prefix-reuse --speculate --draft-tokens
+// --draft-model --lora
 std::set<std::string> load_flags();
 LoadOptions load_options_from(const ArgParser& args);
+// Every --lora PATH[:WEIGHT] (repeatable; weight 1 when none is given).
+std::vector<AdapterSpec> adapters_from(const ArgParser& args);
 
 // --temperature --top-k --top-p --min-p --repetition-penalty --frequency-penalty
 // --presence-penalty --seed

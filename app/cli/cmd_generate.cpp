@@ -50,6 +50,10 @@ int run_generate(const std::vector<std::string>& raw) {
     j["prompt_tokens_per_s"] = result.stats.prompt_tokens_per_s();
     j["decode_tokens_per_s"] = result.stats.decode_tokens_per_s();
     j["finish_reason"] = finish_reason_name(result.finish);
+    j["adapters"] = nlohmann::json::array();
+    for (const AppliedAdapter& a : result.adapters) {
+      j["adapters"].push_back({{"name", a.name}, {"path", a.path.string()}, {"weight", a.weight}});
+    }
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::printf("\n");

@@ -14,6 +14,13 @@ int run_info(const std::vector<std::string>& raw) {
   const LoadOptions options = load_options_from(args);
   const ModelInfo info = Engine::inspect(options.model_path);
   const ModelConfig& c = info.config;
+  // Each --lora adapter checked against the model (an adapter that does not fit fails here,
+  // naming the tensor).
+  std::vector<AdapterInfo> adapters;
+  for (const AdapterSpec& a : options.adapters) {
+    adapters.push_back(Engine::inspect_adapter(a.path, options.model_path));
+    adapters.back().weight = a.weight;
+  }
   const MemoryPlan plan = Engine::plan(options);
 
   nlohmann::json j;
@@ -46,9 +53,24 @@ int run_info(const std::vector<std::string>& raw) {
                  {"kv_cache", plan.kv_cache},
                  {"activations", plan.activations},
                  {"workspace", plan.workspace},
+                 {"adapters", plan.adapters},
                  {"needed", plan.needed()},
                  {"device_free", plan.device_free},
                  {"fits", plan.fits}};
+  j["adapters"] = nlohmann::json::array();
+  for (const AdapterInfo& a : adapters) {
+    j["adapters"].push_back({{"path", a.path.string()},
+                             {"name", a.name},
+                             {"format", a.format},
+                             {"rank", a.rank},
+                             {"alpha", a.alpha},
+                             {"rslora", a.rslora},
+                             {"targets", a.targets},
+                             {"layers", a.layers},
+                             {"bytes", a.bytes},
+                             {"weight", a.weight},
+                             {"fits", true}});
+  }
   const CudaStatus& gpu = Engine::cuda_status();
   j["gpu"] = {{"available", gpu.available}, {"status", gpu.summary}};
 
@@ -58,7 +80,8 @@ int run_info(const std::vector<std::string>& raw) {
   }
   std::printf("%s\n", info.name.c_str());
   std::printf("  path           %s\n", info.path.c_str());
-  std::printf("  format         %s (%s)\n", model_format_name(info.format), info.stored_types.c_str());
+  std::printf("  format         %s (%s)\n", model_format_name(info.format),
+              info.stored_types.c_str());
   std::printf("  architecture   %s\n", c.architecture.c_str());
   std::printf("  parameters     %.1f M (%.2f bits per weight, %s on disk)\n",
               static_cast<double>(info.parameters) / 1e6, info.bits_per_weight,
@@ -73,11 +96,22 @@ int run_info(const std::vector<std::string>& raw) {
               static_cast<long long>(c.max_position_embeddings), c.rope_theta,
               rope_scaling_name(c.rope_scaling.type));
   if (!info.quantization.empty()) std::printf("  quantization   %s\n", info.quantization.c_str());
-  std::printf("  memory on %s: %s needed (weights %s, cache %s, activations %s), %s free%s\n",
+  std::printf("  memory on %s: %s needed (weights %s, cache %s, activations %s%s), %s free%s\n",
               plan.device_name.c_str(), format_bytes(plan.needed()).c_str(),
               format_bytes(plan.weights).c_str(), format_bytes(plan.kv_cache).c_str(),
-              format_bytes(plan.activations).c_str(), format_bytes(plan.device_free).c_str(),
-              plan.fits ? "" : " — does not fit");
+              format_bytes(plan.activations).c_str(),
+              plan.adapters ? (", adapters " + format_bytes(plan.adapters)).c_str() : "",
+              format_bytes(plan.device_free).c_str(), plan.fits ? "" : " — does not fit");
+  for (const AdapterInfo& a : adapters) {
+    std::string targets;
+    for (const std::string& t : a.targets) targets += (targets.empty() ? "" : ",") + t;
+    std::printf(
+        "  adapter        %s (%s, rank %lld, alpha %g%s, %s on %lld layers, %s, weight %g): "
+        "fits\n",
+        a.name.c_str(), a.format.c_str(), static_cast<long long>(a.rank), a.alpha,
+        a.rslora ? ", rsLoRA" : "", targets.c_str(), static_cast<long long>(a.layers),
+        format_bytes(a.bytes).c_str(), static_cast<double>(a.weight));
+  }
   std::printf("  gpu            %s\n", gpu.summary.c_str());
   return 0;
 }

@@ -15,10 +15,10 @@ std::string read_eval_text(const std::string& path);
 EvalOptions eval_options_from(const ArgParser& args);
 
 int run_kld(const std::vector<std::string>& raw) {
-  const ArgParser args(
-      raw,
-      {"model", "reference", "data", "ctx", "stride", "max-tokens", "backend", "device", "threads"},
-      {"json"});
+  const ArgParser args(raw,
+                       {"model", "reference", "data", "ctx", "stride", "max-tokens", "backend",
+                        "device", "threads", "lora"},
+                       {"json"});
   const std::string model = args.require("model");
   const std::string reference = args.require("reference");
   const std::string text = read_eval_text(args.require("data"));

@@ -34,12 +34,13 @@ EvalOptions eval_options_from(const ArgParser& args) {
   o.ctx = args.get_int("ctx", 2048, 2, 1 << 20);
   o.stride = args.get_int("stride", 0, 0, 1 << 20);
   o.max_tokens = args.get_int("max-tokens", 0, 0, int64_t{1} << 40);
+  o.adapters = adapters_from(args);
   return o;
 }
 
 int run_ppl(const std::vector<std::string>& raw) {
   const ArgParser args(
-      raw, {"model", "data", "ctx", "stride", "max-tokens", "backend", "device", "threads"},
+      raw, {"model", "data", "ctx", "stride", "max-tokens", "backend", "device", "threads", "lora"},
       {"json"});
   const std::string model = args.get("model").value_or(default_model_path().string());
   const std::string text = read_eval_text(args.require("data"));

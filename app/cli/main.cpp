@@ -26,9 +26,9 @@ commands:
             [--batches 1,8,32] [--sweep] [--json]
                                     (GPU: random weights of real shapes, with hardware limits)
   ppl       [--model PATH] --data FILE|builtin [--ctx N] [--stride N] [--max-tokens N]
-            [--backend cpu|cuda] [--json]      (sliding-window perplexity)
+            [--backend cpu|cuda] [--lora PATH[:W]]... [--json]      (sliding-window perplexity)
   kld       --model QUANT --reference FP16 --data FILE|builtin [--ctx N] [--stride N]
-            [--max-tokens N] [--backend cpu|cuda] [--json]
+            [--max-tokens N] [--backend cpu|cuda] [--lora PATH[:W]]... [--json]
             (mean / 99.9th-percentile KL divergence, top-token agreement)
   quantize  [--model SRC] --out DIR [--format exl2|gptq] [--bpw B] [--head-bits H]
             [--bits N --group-size G] [--no-act-order] [--asym] [--quantize-head]
@@ -50,6 +50,8 @@ load flags (every command that runs the model):
   --speculate off|ngram|draft  --draft-tokens K  --draft-model PATH  (propose up to K tokens
             (1..16, default 8) from the request's own text (ngram) or with a smaller model of the
             same vocabulary (draft) and keep those the model agrees with; same output; default off)
+  --lora PATH[:WEIGHT]  (repeatable, up to 8: a LoRA adapter, a PEFT folder or a GGUF adapter,
+            applied with WEIGHT, default 1; `info --lora PATH` checks one against the model)
 
 Without --model, the default model (SmolLM2-135M-Instruct) is used. PATH is a model
 folder or a .gguf file.

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
 #include <optional>
 
 #include "engine/api/memory_planner.h"
@@ -61,6 +64,33 @@ double GenerationStats::decode_tokens_per_s() const {
              : 0;
 }
 
+namespace {
+
+// What an adapter is, for users; `dtype` is what the backend holds its A and B in.
+AdapterInfo describe_adapter(const LoraAdapter& lora, DType dtype) {
+  AdapterInfo info;
+  info.path = lora.path;
+  info.name = lora.name;
+  info.format = lora.format;
+  info.rank = lora.max_rank();
+  info.alpha = lora.alpha;
+  info.rslora = lora.rslora;
+  info.targets = lora.target_names();
+  info.layers = lora.layer_count();
+  info.bytes = static_cast<size_t>(lora.parameter_count()) * dtype_size(dtype);
+  return info;
+}
+
+void require_loaded(const void* impl) {
+  if (!impl) fail(ErrorCode::kInvalidArgument, "no model is loaded");
+}
+
+DType adapter_dtype(DeviceKind device) {
+  return device == DeviceKind::kCpu ? DType::kF32 : DType::kF16;
+}
+
+}  // namespace
+
 struct Engine::Impl {
   LoadOptions options;
   ResolvedLoad resolved;
@@ -75,7 +105,62 @@ struct Engine::Impl {
   std::unique_ptr<DraftModel> drafter;
   std::unique_ptr<Generator> generator;
   std::vector<int32_t> eos_ids;  // the config's and the tokenizer's end-of-sequence ids
+  struct LoadedAdapter {
+    AdapterInfo info;
+    std::shared_ptr<const LoraAdapter> lora;
+    int slot = 0;  // LlamaModel::set_adapters slot
+  };
+  std::vector<LoadedAdapter> adapters;  // in load order
+  int next_adapter_id = 1;
+  // Requests not yet taken: the adapters they run with (ids) and the record for their result.
+  std::map<RequestId, std::vector<int>> request_adapter_ids;
+  std::map<RequestId, std::vector<AppliedAdapter>> request_adapters;
+
+  LoadedAdapter& adapter(int id);
+  void apply_adapters();  // hands every loaded adapter to the model, by slot
+  int add_adapter(std::shared_ptr<const LoraAdapter> lora, float weight);
 };
+
+Engine::Impl::LoadedAdapter& Engine::Impl::adapter(int id) {
+  for (LoadedAdapter& a : adapters) {
+    if (a.info.id == id) return a;
+  }
+  fail(ErrorCode::kInvalidArgument, "no loaded adapter has id " + std::to_string(id));
+}
+
+void Engine::Impl::apply_adapters() {
+  std::vector<std::shared_ptr<const LoraAdapter>> slots(kMaxLoraSlots);
+  for (const LoadedAdapter& a : adapters) slots[static_cast<size_t>(a.slot)] = a.lora;
+  while (!slots.empty() && !slots.back()) slots.pop_back();
+  model->set_adapters(slots);
+}
+
+int Engine::Impl::add_adapter(std::shared_ptr<const LoraAdapter> lora, float weight) {
+  if (!std::isfinite(weight)) fail(ErrorCode::kInvalidArgument, "an adapter weight must be finite");
+  if (adapters.size() >= static_cast<size_t>(Engine::kMaxAdapters)) {
+    fail(ErrorCode::kInvalidArgument, "at most " + std::to_string(Engine::kMaxAdapters) +
+                                          " adapters can be loaded at once; unload one first");
+  }
+  int slot = 0;
+  while (std::any_of(adapters.begin(), adapters.end(),
+                     [&](const LoadedAdapter& a) { return a.slot == slot; })) {
+    ++slot;
+  }
+  LoadedAdapter loaded;
+  loaded.info = describe_adapter(*lora, backend->activation_dtype());
+  loaded.info.id = next_adapter_id;
+  loaded.info.weight = weight;
+  loaded.lora = std::move(lora);
+  loaded.slot = slot;
+  adapters.push_back(std::move(loaded));
+  try {
+    apply_adapters();
+  } catch (...) {
+    adapters.pop_back();
+    throw;
+  }
+  return next_adapter_id++;
+}
 
 Engine::Engine() = default;
 Engine::~Engine() = default;
@@ -98,8 +183,9 @@ ModelConfig apply_overrides(ModelConfig config, const LoadOptions& options) {
 
 // `draft_info`: the draft model's info with Speculation::kDraft, else null.
 MemoryPlan make_plan(const LoadOptions& options, const ModelInfo& info, const ResolvedLoad& r,
-                     const ModelInfo* draft_info) {
+                     const ModelInfo* draft_info, size_t adapter_bytes) {
   MemoryPlan plan = estimate_memory(options, info, r);
+  plan.adapters = adapter_bytes;
   if (draft_info) {
     // The draft model and its cache (as many positions as the model's) on the same device.
     const MemoryPlan draft = estimate_memory(options, *draft_info, r);
@@ -176,7 +262,60 @@ MemoryPlan Engine::plan(const LoadOptions& options) {
   if (options.speculation == Speculation::kDraft) {
     draft = open_model(options.draft_model_path, false).info;
   }
-  return make_plan(options, info, resolved, draft ? &*draft : nullptr);
+  size_t adapter_bytes = 0;
+  for (const AdapterSpec& a : options.adapters) {
+    adapter_bytes +=
+        describe_adapter(read_lora_adapter(a.path, info.config), adapter_dtype(options.device))
+            .bytes;
+  }
+  return make_plan(options, info, resolved, draft ? &*draft : nullptr, adapter_bytes);
+}
+
+AdapterInfo Engine::inspect_adapter(const std::filesystem::path& adapter,
+                                    const std::filesystem::path& model_path) {
+  const ModelInfo info = open_model(model_path, false).info;
+  return describe_adapter(read_lora_adapter(adapter, info.config), DType::kF16);
+}
+
+int Engine::load_adapter(const std::filesystem::path& path, float weight) {
+  require_loaded(impl_.get());
+  auto lora = std::make_shared<const LoraAdapter>(read_lora_adapter(path, impl_->model->config()));
+  return impl_->add_adapter(std::move(lora), weight);
+}
+
+void Engine::unload_adapter(int id) {
+  require_loaded(impl_.get());
+  Impl::LoadedAdapter& a = impl_->adapter(id);
+  for (const auto& [request, ids] : impl_->request_adapter_ids) {
+    if (std::find(ids.begin(), ids.end(), id) != ids.end()) {
+      fail(ErrorCode::kInvalidArgument, "adapter " + a.info.name +
+                                            " is in use by a running request; unload it when "
+                                            "the request ends");
+    }
+  }
+  const auto it = std::find_if(impl_->adapters.begin(), impl_->adapters.end(),
+                               [&](const Impl::LoadedAdapter& x) { return x.info.id == id; });
+  Impl::LoadedAdapter removed = std::move(*it);
+  impl_->adapters.erase(it);
+  try {
+    impl_->apply_adapters();
+  } catch (...) {
+    impl_->adapters.push_back(std::move(removed));
+    throw;
+  }
+}
+
+void Engine::set_adapter_weight(int id, float weight) {
+  require_loaded(impl_.get());
+  if (!std::isfinite(weight)) fail(ErrorCode::kInvalidArgument, "an adapter weight must be finite");
+  impl_->adapter(id).info.weight = weight;
+}
+
+std::vector<AdapterInfo> Engine::adapters() const {
+  if (!impl_) return {};
+  std::vector<AdapterInfo> out;
+  for (const Impl::LoadedAdapter& a : impl_->adapters) out.push_back(a.info);
+  return out;
 }
 
 void Engine::load(const LoadOptions& options, const ProgressCallback& progress,
@@ -199,8 +338,15 @@ void Engine::load(const LoadOptions& options, const ProgressCallback& progress,
     impl->draft_bundle = open_model(options.draft_model_path, true);
     check_draft_vocabulary(impl->bundle, impl->draft_bundle, options.draft_model_path);
   }
-  const MemoryPlan plan =
-      make_plan(options, info, impl->resolved, drafted ? &impl->draft_bundle.info : nullptr);
+  // Adapters are read (and checked) before any weight is uploaded.
+  std::vector<std::shared_ptr<const LoraAdapter>> adapters;
+  size_t adapter_bytes = 0;
+  for (const AdapterSpec& a : options.adapters) {
+    adapters.push_back(std::make_shared<const LoraAdapter>(read_lora_adapter(a.path, info.config)));
+    adapter_bytes += describe_adapter(*adapters.back(), adapter_dtype(options.device)).bytes;
+  }
+  const MemoryPlan plan = make_plan(options, info, impl->resolved,
+                                    drafted ? &impl->draft_bundle.info : nullptr, adapter_bytes);
   if (!plan.fits) fail(ErrorCode::kOutOfMemory, "The model does not fit: " + plan.advice);
 
   if (impl->bundle.chat_template_source) {
@@ -238,6 +384,10 @@ void Engine::load(const LoadOptions& options, const ProgressCallback& progress,
   }
   impl->generator = std::make_unique<Generator>(*impl->model, *impl->cache, *impl->bundle.tokenizer,
                                                 gen, impl->drafter.get());
+  for (size_t i = 0; i < adapters.size(); ++i) {
+    report("applying adapters", static_cast<int64_t>(i), static_cast<int64_t>(adapters.size()));
+    impl->add_adapter(adapters[i], options.adapters[i].weight);
+  }
   impl->eos_ids = info.config.eos_token_ids;
   const std::optional<int32_t> eos = impl->bundle.tokenizer->eos_id();
   if (eos && std::find(impl->eos_ids.begin(), impl->eos_ids.end(), *eos) == impl->eos_ids.end()) {
@@ -263,12 +413,6 @@ void Engine::unload() {
 bool Engine::loaded() const {
   return impl_ != nullptr;
 }
-
-namespace {
-void require_loaded(const void* impl) {
-  if (!impl) fail(ErrorCode::kInvalidArgument, "no model is loaded");
-}
-}  // namespace
 
 const ModelInfo& Engine::info() const {
   require_loaded(impl_.get());
@@ -330,7 +474,52 @@ RequestId Engine::submit(const GenerationRequest& request, RequestCallbacks call
   job.logprobs = request.logprobs;
   job.on_text = std::move(callbacks.on_text);
   job.on_logprobs = std::move(callbacks.on_logprobs);
-  return impl_->generator->submit(std::move(job));
+  // The adapters and weights this request runs with, captured now: later changes apply to later
+  // requests.
+  std::vector<AdapterWeight> chosen;
+  if (request.adapters) {
+    chosen = *request.adapters;
+  } else {
+    for (const Impl::LoadedAdapter& a : impl_->adapters)
+      chosen.push_back({a.info.id, a.info.weight});
+  }
+  std::vector<int> ids;
+  std::vector<AppliedAdapter> applied;
+  for (const AdapterWeight& w : chosen) {
+    const Impl::LoadedAdapter& a = impl_->adapter(w.id);
+    if (!std::isfinite(w.weight)) {
+      fail(ErrorCode::kInvalidArgument, "the weight of adapter " + a.info.name + " is not finite");
+    }
+    if (w.weight == 0.0f) continue;
+    if (job.adapter_weights.size() <= static_cast<size_t>(a.slot)) {
+      job.adapter_weights.resize(static_cast<size_t>(a.slot) + 1, 0.0f);
+    }
+    if (job.adapter_weights[static_cast<size_t>(a.slot)] != 0.0f) {
+      fail(ErrorCode::kInvalidArgument, "adapter " + a.info.name + " is named twice");
+    }
+    job.adapter_weights[static_cast<size_t>(a.slot)] = w.weight;
+    ids.push_back(a.info.id);
+    applied.push_back({a.info.name, a.info.path, w.weight});
+  }
+  // Pages computed with adapters are shared only with requests running the same ones (ids are
+  // never reused, so an adapter loaded again starts afresh).
+  uint64_t salt = 0;
+  for (size_t slot = 0; slot < job.adapter_weights.size(); ++slot) {
+    const float w = job.adapter_weights[slot];
+    if (w == 0.0f) continue;
+    const auto it = std::find_if(impl_->adapters.begin(), impl_->adapters.end(),
+                                 [&](const Impl::LoadedAdapter& a) { return a.slot == int(slot); });
+    uint32_t bits = 0;
+    std::memcpy(&bits, &w, sizeof bits);
+    salt = salt * 0x100000001b3ull + (static_cast<uint64_t>(it->info.id) << 32 | bits) + 1;
+  }
+  job.cache_salt = salt;
+  const RequestId id = impl_->generator->submit(std::move(job));
+  if (!ids.empty()) {
+    impl_->request_adapter_ids[id] = std::move(ids);
+    impl_->request_adapters[id] = std::move(applied);
+  }
+  return id;
 }
 
 void Engine::cancel(RequestId id) {
@@ -363,6 +552,11 @@ std::optional<GenerationResult> Engine::take_result(RequestId id) {
   g.stats.generated_tokens = static_cast<int64_t>(g.tokens.size());
   g.stats.prompt_seconds = r->prompt_seconds;
   g.stats.decode_seconds = r->decode_seconds;
+  if (const auto it = impl_->request_adapters.find(id); it != impl_->request_adapters.end()) {
+    g.adapters = std::move(it->second);
+    impl_->request_adapters.erase(it);
+  }
+  impl_->request_adapter_ids.erase(id);
   return g;
 }
 

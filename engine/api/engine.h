@@ -33,6 +33,34 @@ const char* speculation_name(Speculation s);  // "off", "ngram", "draft"
 // "off" / "ngram" / "draft"; nullopt otherwise.
 std::optional<Speculation> parse_speculation(std::string_view name);
 
+// A LoRA adapter and the weight it is applied with (0: loaded but off).
+struct AdapterSpec {
+  std::filesystem::path path;  // a PEFT folder (adapter_config.json + adapter_model.safetensors)
+                               // or a llama.cpp GGUF adapter (general.type = adapter)
+  float weight = 1.0f;
+};
+
+// An adapter as checked against a model (Engine::inspect_adapter) or loaded (Engine::adapters).
+struct AdapterInfo {
+  int id = 0;  // loaded adapters: stable until unloaded, never reused by one Engine
+  std::filesystem::path path;
+  std::string name;    // the folder or file name
+  std::string format;  // "peft" or "gguf"
+  int64_t rank = 0;    // largest rank of its linears
+  double alpha = 0;    // lora_alpha (of the largest-rank linears)
+  bool rslora = false;
+  std::vector<std::string> targets;  // projections it changes: "q_proj", ..., "down_proj"
+  int64_t layers = 0;                // decoder layers it changes
+  size_t bytes = 0;                  // memory it takes beside the model
+  float weight = 1.0f;               // loaded: the weight for requests that do not choose their own
+};
+
+// One adapter and weight as a request applies it.
+struct AdapterWeight {
+  int id = 0;
+  float weight = 1.0f;
+};
+
 struct LoadOptions {
   std::filesystem::path model_path;  // a model folder or a .gguf file
   DeviceKind device = DeviceKind::kCpu;
@@ -54,6 +82,8 @@ struct LoadOptions {
   // kDraft: the proposing model (a folder or .gguf), loaded beside the model on the same device
   // with a KV cache of the same capacity; its tokenizer must have the model's vocabulary.
   std::filesystem::path draft_model_path;
+  // LoRA adapters loaded with the model (and counted in its plan); more can be loaded later.
+  std::vector<AdapterSpec> adapters;
 
   static constexpr int64_t kDefaultMaxSeqLen = 8192;
   static constexpr int kMaxDraftTokens = 16;
@@ -65,7 +95,8 @@ struct MemoryPlan {
   size_t kv_cache = 0;
   size_t activations = 0;
   size_t workspace = 0;
-  size_t needed() const { return weights + kv_cache + activations + workspace; }
+  size_t adapters = 0;  // LoadOptions::adapters
+  size_t needed() const { return weights + kv_cache + activations + workspace + adapters; }
   size_t device_free = 0;
   size_t device_total = 0;
   bool fits = true;
@@ -93,6 +124,16 @@ struct GenerationRequest {
   // -1: none; else each generated token's log-probability and its `logprobs` most likely
   // alternatives (0..kMaxTopLogprobs), from the model's distribution before sampling.
   int32_t logprobs = -1;
+  // The LoRA adapters this request runs with (ids from Engine::adapters()); nullopt: every
+  // loaded adapter at its own weight (AdapterInfo::weight).
+  std::optional<std::vector<AdapterWeight>> adapters;
+};
+
+// An adapter that shaped a result, for the record (history, logs).
+struct AppliedAdapter {
+  std::string name;
+  std::filesystem::path path;
+  float weight = 1.0f;
 };
 
 struct GenerationStats {
@@ -113,6 +154,7 @@ struct GenerationResult {
   std::vector<TokenLogprobs> logprobs;  // one per generated token, when asked for
   FinishReason finish = FinishReason::kEos;
   GenerationStats stats;
+  std::vector<AppliedAdapter> adapters;  // those applied with a weight other than 0
 };
 
 // Streamed while a request runs: each text piece as it becomes final (never a partial UTF-8
@@ -159,6 +201,21 @@ class Engine {
   const Tokenizer& tokenizer() const;
   int64_t max_seq_len() const;
   MemoryUsage memory_usage() const;
+
+  // LoRA adapters (at most kMaxAdapters loaded at once). Loading, unloading or re-weighting one
+  // never reloads the model; a request keeps the weights it was submitted with. inspect_adapter
+  // checks an adapter against a model without loading either; it throws Error(kInvalidFile /
+  // kUnsupported) naming the adapter and the tensor.
+  static AdapterInfo inspect_adapter(const std::filesystem::path& adapter,
+                                     const std::filesystem::path& model_path);
+  // Throws Error naming the adapter (and tensor) when it does not fit the loaded model; the model
+  // keeps working. Returns the adapter's id.
+  int load_adapter(const std::filesystem::path& path, float weight = 1.0f);
+  // Error(kInvalidArgument) for an unknown id or one that running requests still use.
+  void unload_adapter(int id);
+  void set_adapter_weight(int id, float weight);  // for requests that do not choose their own
+  std::vector<AdapterInfo> adapters() const;      // loaded, in load order
+  static constexpr int kMaxAdapters = 8;
 
   // The model's chat template applied to messages (ChatML when the model has none).
   std::string render_chat(const std::vector<ChatMessage>& messages,

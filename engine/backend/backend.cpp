@@ -21,6 +21,15 @@ bool BatchDesc::is_decode() const {
   return !seqs.empty();
 }
 
+bool BatchDesc::uses_adapters() const {
+  for (const auto& s : seqs) {
+    for (float w : s.adapter_weights) {
+      if (w != 0.0f) return true;
+    }
+  }
+  return false;
+}
+
 size_t KvCacheSpec::bytes() const {
   const size_t element = type == KvCacheType::kF32 ? 4 : 2;
   return static_cast<size_t>(num_layers) * 2 * static_cast<size_t>(num_pages) *

@@ -57,6 +57,9 @@ struct SequenceSlice {
   int32_t start_pos = 0;                // tokens already in this sequence's KV cache
   std::span<const int32_t> page_table;  // its cache pages in order, covering all positions
   bool all_logits = false;              // logits for every new token, not only the last
+  // The weight this sequence gives each LoRA adapter slot (LoraPart::slot), at most
+  // kMaxLoraSlots values; empty or all zero: the base model alone.
+  std::span<const float> adapter_weights;
 };
 
 struct BatchDesc {
@@ -64,6 +67,28 @@ struct BatchDesc {
   int64_t total_tokens() const;
   int64_t logit_rows() const;  // sum over sequences of (all_logits ? tokens : 1)
   bool is_decode() const;      // every sequence has exactly one new token
+  bool uses_adapters() const;  // some sequence gives an adapter slot a weight other than 0
+};
+
+// Adapters active at once in a batch (each sequence weighs them on its own).
+inline constexpr int kMaxLoraSlots = 8;
+
+// One adapter's low-rank update of one linear: Δy = scale · B(A·x).
+struct LoraPart {
+  int target = 0;  // which of the op's outputs it adds to
+  int slot = 0;    // the adapter slot (0..kMaxLoraSlots-1) whose per-sequence weight applies
+  HostTensor a;    // F32 [rank, in_features]
+  HostTensor b;    // F32 [out_features of the target, rank]
+  float scale = 1.0f;
+};
+
+// The adapters of the linears that read one input (q, k and v; gate and up; o; down), so that
+// one product projects the input for every adapter and target at once.
+struct LoraSource {
+  std::string name;  // for messages, e.g. "model.layers.3 q/k/v"
+  int64_t in_features = 0;
+  std::vector<int64_t> out_features;  // per target
+  std::vector<LoraPart> parts;
 };
 
 // Sizes the backend chose for a batch: padded row counts that the ops run over (the first
@@ -131,6 +156,7 @@ class Backend {
   // Small tensors: norm weights, embedding tables, rope tables.
   virtual std::unique_ptr<BackendWeight> upload(const HostTensor& tensor) = 0;
   virtual std::unique_ptr<BackendWeight> upload_linear(const LinearSource& source) = 0;
+  virtual std::unique_ptr<BackendWeight> upload_lora(const LoraSource& source) = 0;
   // Whether weights uploaded from host tensors go on reading those tensors' bytes (the CPU
   // backend computes from them; keep_alive or the caller keeps them) or hold their own copy.
   virtual bool reads_host_weights() const { return true; }
@@ -165,6 +191,10 @@ class Backend {
   // out[T, heads × head_dim] = causal softmax(q·kᵀ·scale)·v over each sequence's cache.
   virtual void attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCacheStorage& cache,
                          const AttentionParams& params, DeviceTensor out) = 0;
+  // outs[t] += Σ over the parts on target t of w · scale · (x·Aᵀ)·Bᵀ, row by row, w being the
+  // weight the row's sequence gives the part's slot (SequenceSlice::adapter_weights).
+  virtual void lora(const BackendWeight& lora, DeviceTensor x,
+                    std::span<const DeviceTensor> outs) = 0;
   // out = silu(gate) * up
   virtual void silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) = 0;
   // out[L, H] = x[logit rows]

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "engine/core/error.h"
 #include "engine/generate/draft_length.h"
@@ -80,6 +81,12 @@ int64_t Generator::submit(JobRequest request) {
          "logprobs must be between 0 and " + std::to_string(kMaxTopLogprobs));
   }
   request.sampling.validate(vocab);
+  if (request.adapter_weights.size() > static_cast<size_t>(kMaxLoraSlots)) {
+    fail(ErrorCode::kInvalidArgument, "more adapter weights than adapter slots");
+  }
+  for (float w : request.adapter_weights) {
+    if (!std::isfinite(w)) fail(ErrorCode::kInvalidArgument, "an adapter weight is not finite");
+  }
 
   auto job = std::make_unique<Job>();
   job->id = next_id_++;
@@ -141,9 +148,10 @@ void Generator::admit() {
     const int64_t need_tokens =
         std::min<int64_t>(options_.max_seq_len, job.prompt_len + job.request.max_tokens);
     const int64_t need_pages = pages_.pages_for(std::max<int64_t>(need_tokens, 1));
-    PagePool::SharedPrefix shared{{}, pages_.root_key()};
+    PagePool::SharedPrefix shared{{}, pages_.root_key(job.request.cache_salt)};
     if (options_.prefix_reuse) {
-      shared = pages_.acquire_prefix(job.tokens, (job.prompt_len - 1) / pages_.page_size());
+      shared = pages_.acquire_prefix(job.tokens, (job.prompt_len - 1) / pages_.page_size(),
+                                     job.request.cache_salt);
     }
     const auto own_count = need_pages - static_cast<int64_t>(shared.pages.size());
     auto pages = pages_.allocate(own_count);
@@ -345,6 +353,7 @@ bool Generator::step() {
     s.start_pos = static_cast<int32_t>(job.cached);
     s.page_table = job.pages;
     s.all_logits = job.proposed_now > 0;
+    s.adapter_weights = job.request.adapter_weights;
     batch.seqs.push_back(s);
     in_batch.push_back(&job);
     samples.push_back(job.cached + count == static_cast<int64_t>(job.tokens.size()));

@@ -43,6 +43,12 @@ struct JobRequest {
   std::function<void(const std::string&)> on_text;
   // Each generated token's log-probabilities as it is sampled, before its text.
   std::function<void(const TokenLogprobs&)> on_logprobs;
+  // The weight of each LoRA adapter slot of the model (LlamaModel::set_adapters), at most
+  // kMaxLoraSlots; empty: the base model.
+  std::vector<float> adapter_weights;
+  // Whatever else changes this job's cache contents (which adapters, at which weights): prefix
+  // reuse shares pages only between jobs with the same salt.
+  uint64_t cache_salt = 0;
 };
 
 struct JobResult {

@@ -60,9 +60,13 @@ uint64_t PagePool::chain_key(uint64_t parent_key, std::span<const int32_t> page_
   return h;
 }
 
-PagePool::SharedPrefix PagePool::acquire_prefix(std::span<const int32_t> tokens,
-                                                int64_t max_pages) {
-  SharedPrefix shared{{}, salt_};
+uint64_t PagePool::root_key(uint64_t sequence_salt) const {
+  return sequence_salt == 0 ? salt_ : mix(salt_, sequence_salt);
+}
+
+PagePool::SharedPrefix PagePool::acquire_prefix(std::span<const int32_t> tokens, int64_t max_pages,
+                                                uint64_t sequence_salt) {
+  SharedPrefix shared{{}, root_key(sequence_salt)};
   uint64_t& key = shared.chain_key;
   const int64_t full = static_cast<int64_t>(tokens.size()) / page_size_;
   for (int64_t i = 0; i < std::min(full, max_pages); ++i) {

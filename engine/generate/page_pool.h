@@ -39,7 +39,9 @@ class PagePool {
 
   // The hash chain value after `page_tokens` (one full page) following `parent_key`.
   uint64_t chain_key(uint64_t parent_key, std::span<const int32_t> page_tokens) const;
-  uint64_t root_key() const { return salt_; }
+  // Where a sequence's chain starts: `sequence_salt` holds what changes its pages beyond the
+  // pool's salt (the adapters it runs with); 0 for none.
+  uint64_t root_key(uint64_t sequence_salt = 0) const;
 
   // The leading full pages of `tokens`, at most `max_pages`, that are published: each is held
   // (release it like an allocated page). Stops at the first page not found.
@@ -47,7 +49,8 @@ class PagePool {
     std::vector<int32_t> pages;
     uint64_t chain_key = 0;  // after the last page (root_key() when there is none)
   };
-  SharedPrefix acquire_prefix(std::span<const int32_t> tokens, int64_t max_pages);
+  SharedPrefix acquire_prefix(std::span<const int32_t> tokens, int64_t max_pages,
+                              uint64_t sequence_salt = 0);
   // Publishes `page` (held by the caller, all its positions computed) as holding `page_tokens`
   // after the chain `parent_key`; returns the page's chain key. When an equal page is already
   // published, this one stays private and is freed on release.

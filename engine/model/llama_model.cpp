@@ -1,5 +1,6 @@
 #include "engine/model/llama_model.h"
 
+#include <array>
 #include <atomic>
 #include <cmath>
 
@@ -20,6 +21,8 @@ struct LlamaModel::Layer {
   std::unique_ptr<BackendWeight> input_norm, post_attention_norm;
   std::unique_ptr<BackendWeight> q, k, v, o;
   std::unique_ptr<BackendWeight> gate, up, down;
+  // LoRA of the linears sharing an input (null without adapters there).
+  std::unique_ptr<BackendWeight> lora_qkv, lora_o, lora_gate_up, lora_down;
 };
 
 struct LlamaModel::Activations {
@@ -315,11 +318,92 @@ DeviceTensor LlamaModel::forward(const BatchDesc& batch, KvCacheStorage& cache) 
   // replays one model's kernels and buffers, so the key names the model too.
   std::optional<int64_t> graph_key;
   if (prepared.graph_key) graph_key = *prepared.graph_key + (graph_id_ << 40);
-  backend_.run([&] { record_forward(prepared.tokens, prepared.logit_rows, cache); }, graph_key);
+  // Steps with adapters run more ops: their graphs are kept apart (and dropped by the backend
+  // when set_adapters() replaces the weights they read).
+  const bool adapters = has_adapters_ && batch.uses_adapters();
+  if (graph_key && adapters) *graph_key += int64_t(1) << 39;
+  backend_.run([&] { record_forward(prepared.tokens, prepared.logit_rows, cache, adapters); },
+               graph_key);
   return act_->logits.first_rows(prepared.logit_rows);
 }
 
-void LlamaModel::record_forward(int64_t T, int64_t logit_rows, KvCacheStorage& cache) {
+void LlamaModel::set_adapters(const std::vector<std::shared_ptr<const LoraAdapter>>& slots) {
+  if (slots.size() > static_cast<size_t>(kMaxLoraSlots)) {
+    fail(ErrorCode::kInvalidArgument,
+         "at most " + std::to_string(kMaxLoraSlots) + " adapters can be applied at once");
+  }
+  struct Group {
+    std::unique_ptr<BackendWeight> Layer::*slot;
+    const char* what;
+    std::vector<LoraProjection> targets;
+  };
+  const std::vector<Group> groups = {
+      {&Layer::lora_qkv, "q/k/v", {LoraProjection::kQ, LoraProjection::kK, LoraProjection::kV}},
+      {&Layer::lora_o, "o", {LoraProjection::kO}},
+      {&Layer::lora_gate_up, "gate/up", {LoraProjection::kGate, LoraProjection::kUp}},
+      {&Layer::lora_down, "down", {LoraProjection::kDown}}};
+  const int64_t H = config_.hidden_size, I = config_.intermediate_size;
+  auto out_features = [&](LoraProjection p) -> int64_t {
+    switch (p) {
+      case LoraProjection::kQ:
+        return config_.q_dim();
+      case LoraProjection::kK:
+      case LoraProjection::kV:
+        return config_.kv_dim();
+      case LoraProjection::kGate:
+      case LoraProjection::kUp:
+        return I;
+      default:
+        return H;
+    }
+  };
+  // Build everything first: a failure leaves the adapters in place as they were.
+  std::vector<std::array<std::unique_ptr<BackendWeight>, 4>> built(layers_.size());
+  bool any = false;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    for (size_t g = 0; g < groups.size(); ++g) {
+      LoraSource source;
+      source.name = layer_prefix(static_cast<int64_t>(i)) + " LoRA " + groups[g].what;
+      source.in_features = groups[g].targets.front() == LoraProjection::kO      ? config_.q_dim()
+                           : groups[g].targets.front() == LoraProjection::kDown ? I
+                                                                                : H;
+      for (LoraProjection p : groups[g].targets) source.out_features.push_back(out_features(p));
+      for (size_t s = 0; s < slots.size(); ++s) {
+        if (!slots[s]) continue;
+        for (const LoraLinear& l : slots[s]->linears) {
+          if (l.layer != static_cast<int64_t>(i)) continue;
+          for (size_t t = 0; t < groups[g].targets.size(); ++t) {
+            if (l.projection != groups[g].targets[t]) continue;
+            HEARTH_CHECK(l.a.shape.size() == 2 && l.a.shape[1] == source.in_features &&
+                             l.b.shape.size() == 2 && l.b.shape[0] == source.out_features[t],
+                         "set_adapters: an adapter read against another model");
+            source.parts.push_back({static_cast<int>(t), static_cast<int>(s), l.a, l.b, l.scale});
+          }
+        }
+      }
+      if (source.parts.empty()) continue;
+      built[i][g] = backend_.upload_lora(source);
+      any = true;
+    }
+  }
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    for (size_t g = 0; g < groups.size(); ++g) layers_[i].*groups[g].slot = std::move(built[i][g]);
+  }
+  has_adapters_ = any;
+}
+
+size_t LlamaModel::adapter_bytes() const {
+  size_t n = 0;
+  for (const Layer& L : layers_) {
+    for (const auto* w : {&L.lora_qkv, &L.lora_o, &L.lora_gate_up, &L.lora_down}) {
+      if (*w) n += (*w)->device_bytes();
+    }
+  }
+  return n;
+}
+
+void LlamaModel::record_forward(int64_t T, int64_t logit_rows, KvCacheStorage& cache,
+                                bool adapters) {
   Activations& a = *act_;
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   const DeviceTensor x = a.residual.first_rows(T), h = a.normed.first_rows(T);
@@ -351,15 +435,25 @@ void LlamaModel::record_forward(int64_t T, int64_t logit_rows, KvCacheStorage& c
     backend_.linear(*L.q, h, q);
     backend_.linear(*L.k, h, k);
     backend_.linear(*L.v, h, v);
+    if (adapters && L.lora_qkv) {
+      const DeviceTensor outs[] = {q, k, v};
+      backend_.lora(*L.lora_qkv, h, outs);
+    }
     backend_.rope(q, k, rope);
     ap.layer = static_cast<int64_t>(i);
     backend_.attention(q, k, v, cache, ap, attn);
     backend_.linear(*L.o, attn, attn_out);
+    if (adapters && L.lora_o) backend_.lora(*L.lora_o, attn, {&attn_out, 1});
     backend_.add_rms_norm(x, attn_out, *L.post_attention_norm, eps, h);
     backend_.linear(*L.gate, h, gate);
     backend_.linear(*L.up, h, up);
+    if (adapters && L.lora_gate_up) {
+      const DeviceTensor outs[] = {gate, up};
+      backend_.lora(*L.lora_gate_up, h, outs);
+    }
     backend_.silu_mul(gate, up, gate);
     backend_.linear(*L.down, gate, mlp_out);
+    if (adapters && L.lora_down) backend_.lora(*L.lora_down, gate, {&mlp_out, 1});
   }
   backend_.add_rms_norm(x, mlp_out, *final_norm_, eps, h);
   const DeviceTensor head_in = a.head_in.first_rows(logit_rows);

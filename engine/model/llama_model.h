@@ -10,6 +10,7 @@
 #include "engine/core/cancel.h"
 #include "engine/io/model_config.h"
 #include "engine/io/tensor_source.h"
+#include "engine/model/lora_adapter.h"
 
 namespace hearth {
 
@@ -41,6 +42,13 @@ class LlamaModel {
   // (BatchDesc::logit_rows() rows are real).
   DeviceTensor forward(const BatchDesc& batch, KvCacheStorage& cache);
 
+  // LoRA adapters by slot (null: an empty slot), at most kMaxLoraSlots. Replaces the adapter
+  // weights on the backend; a batch's sequences weigh the slots (SequenceSlice::adapter_weights).
+  // Each adapter must have been read against this model's config.
+  void set_adapters(const std::vector<std::shared_ptr<const LoraAdapter>>& slots);
+  // Bytes the adapters of set_adapters() take on the backend.
+  size_t adapter_bytes() const;
+
   const ModelConfig& config() const { return config_; }
   const LlamaModelOptions& options() const { return options_; }
   Backend& backend() { return backend_; }
@@ -51,7 +59,7 @@ class LlamaModel {
   struct LayerWeight;
   struct Activations;
   static std::vector<LayerWeight> layer_weights(const ModelConfig& config);
-  void record_forward(int64_t tokens, int64_t logit_rows, KvCacheStorage& cache);
+  void record_forward(int64_t tokens, int64_t logit_rows, KvCacheStorage& cache, bool adapters);
 
   ModelConfig config_;
   LlamaModelOptions options_;
@@ -63,7 +71,8 @@ class LlamaModel {
   std::unique_ptr<BackendWeight> inv_freq_;
   float rope_attention_factor_ = 1.0f;
   std::unique_ptr<Activations> act_;
-  int64_t graph_id_;  // distinct per model in the process (CUDA graph keys)
+  int64_t graph_id_;           // distinct per model in the process (CUDA graph keys)
+  bool has_adapters_ = false;  // some layer has LoRA weights
 };
 
 // Reads the linear layer `prefix` (dense, EXL2 or GPTQ) and checks its shape.

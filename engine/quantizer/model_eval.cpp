@@ -24,7 +24,8 @@ struct LoadedModel {
   std::unique_ptr<KvCacheStorage> cache;
   std::vector<int32_t> pages;
 
-  LoadedModel(const fs::path& path, Backend& backend, int64_t ctx, const CancelToken& cancel)
+  LoadedModel(const fs::path& path, Backend& backend, int64_t ctx, const CancelToken& cancel,
+              const std::vector<AdapterSpec>& adapters = {})
       : bundle(open_model(path, true)) {
     LlamaModelOptions o;
     o.max_seq_len = ctx;
@@ -36,7 +37,15 @@ struct LoadedModel {
     cache = backend.create_kv_cache(model->kv_cache_spec(n, kPage));
     pages.resize(static_cast<size_t>(n));
     std::iota(pages.begin(), pages.end(), 0);
+    std::vector<std::shared_ptr<const LoraAdapter>> slots;
+    for (const AdapterSpec& a : adapters) {
+      slots.push_back(
+          std::make_shared<const LoraAdapter>(read_lora_adapter(a.path, bundle.info.config)));
+      adapter_weights.push_back(a.weight);
+    }
+    if (!slots.empty()) model->set_adapters(slots);
   }
+  std::vector<float> adapter_weights;  // per slot
 
   // Log-probabilities [rows, V] of the window's positions [first, tokens.size() - 1).
   std::vector<float> log_probs(std::span<const int32_t> tokens, int64_t first) {
@@ -46,6 +55,7 @@ struct LoadedModel {
     s.start_pos = 0;
     s.page_table = pages;
     s.all_logits = true;
+    s.adapter_weights = adapter_weights;
     b.seqs.push_back(s);
     const DeviceTensor logits = model->forward(b, *cache);
     const auto T = static_cast<int64_t>(tokens.size());
@@ -117,7 +127,7 @@ PerplexityResult evaluate_perplexity(const fs::path& model, const std::string& t
   const ModelInfo info = Engine::inspect(model);
   check_ctx(o, info.config);
   auto backend = create_backend(o.device, o.cuda_device, o.cpu_threads);
-  LoadedModel m(model, *backend, o.ctx, cancel);
+  LoadedModel m(model, *backend, o.ctx, cancel, o.adapters);
   const std::vector<int32_t> ids = tokenize(m.bundle, text, o);
   const auto n = static_cast<int64_t>(ids.size());
   const int64_t V = m.bundle.info.config.vocab_size;
@@ -157,7 +167,7 @@ KlResult evaluate_kl_divergence(const fs::path& model, const fs::path& reference
   o.ctx = std::min(o.ctx, info.config.max_position_embeddings);
   auto backend = create_backend(o.device, o.cuda_device, o.cpu_threads);
   LoadedModel ref(reference, *backend, o.ctx, cancel);
-  LoadedModel mod(model, *backend, o.ctx, cancel);
+  LoadedModel mod(model, *backend, o.ctx, cancel, o.adapters);
   const std::vector<int32_t> ids = tokenize(ref.bundle, text, o);
   const auto n = static_cast<int64_t>(ids.size());
   const int64_t V = ref_info.config.vocab_size;

@@ -24,6 +24,8 @@ struct EvalOptions {
   int64_t stride = 0;      // 0: ctx / 2
   int64_t max_tokens = 0;  // 0: the whole text
   bool add_bos = true;     // the model's BOS token before the text, when it has one
+  // LoRA adapters applied to the evaluated model (not to a KL reference).
+  std::vector<AdapterSpec> adapters;
 };
 
 // Called after each window: (positions scored so far, positions to score).

@@ -1,5 +1,6 @@
 #include "engine/backend/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -158,7 +159,7 @@ std::unique_ptr<KvCacheStorage> CpuBackend::create_kv_cache(const KvCacheSpec& s
 
 MemoryUsage CpuBackend::memory_usage() const {
   MemoryUsage m;
-  m.weights = weight_bytes_;
+  m.weights = weight_bytes_ + *lora_bytes_;
   m.kv_cache = cache_bytes_;
   m.activations = activation_bytes_;
   host_memory(&m.device_free, &m.device_total);
@@ -183,6 +184,16 @@ PreparedBatch CpuBackend::prepare_batch(const BatchDesc& batch) {
       for (int64_t i = 0; i < n; ++i) b.logit_rows.push_back(first_row + i);
     } else if (n > 0) {
       b.logit_rows.push_back(first_row + n - 1);
+    }
+  }
+  if (batch.uses_adapters()) {
+    b.adapter_weights.assign(b.tokens.size() * kMaxLoraSlots, 0.0f);
+    for (size_t r = 0; r < b.tokens.size(); ++r) {
+      const SequenceSlice& seq = batch.seqs[static_cast<size_t>(b.token_seq[r])];
+      HEARTH_CHECK(seq.adapter_weights.size() <= static_cast<size_t>(kMaxLoraSlots),
+                   "prepare_batch: more adapter weights than slots");
+      std::copy(seq.adapter_weights.begin(), seq.adapter_weights.end(),
+                b.adapter_weights.begin() + static_cast<std::ptrdiff_t>(r * kMaxLoraSlots));
     }
   }
   PreparedBatch p;

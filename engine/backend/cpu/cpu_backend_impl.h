@@ -1,6 +1,7 @@
 // Internal declaration of the CPU backend; ops are implemented across cpu_*.cpp files.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -35,6 +36,28 @@ class CpuLinearWeight final : public BackendWeight {
   std::vector<float> bias;                           // [N] or empty
 };
 
+// The LoRA parts of the linears that share an input, in F32 with each B multiplied by its scale.
+class CpuLoraWeight final : public BackendWeight {
+ public:
+  explicit CpuLoraWeight(std::shared_ptr<std::atomic<size_t>> counter)
+      : counter_(std::move(counter)) {}
+  ~CpuLoraWeight() override { *counter_ -= device_bytes(); }
+  size_t device_bytes() const override;
+  struct Part {
+    int target = 0;
+    int slot = 0;
+    int64_t rank = 0;
+    std::vector<float> a;  // [rank, in_features]
+    std::vector<float> b;  // [out_features, rank], scaled
+  };
+  int64_t in_features = 0;
+  std::vector<int64_t> out_features;
+  std::vector<Part> parts;
+
+ private:
+  std::shared_ptr<std::atomic<size_t>> counter_;
+};
+
 class CpuKvCache final : public KvCacheStorage {
  public:
   explicit CpuKvCache(const KvCacheSpec& spec);
@@ -58,6 +81,7 @@ struct CpuBatch {
   std::vector<int32_t> seq_start_pos;             // [S]
   std::vector<std::vector<int32_t>> page_tables;  // [S][pages]
   std::vector<int64_t> logit_rows;                // [L] token row of each logit row
+  std::vector<float> adapter_weights;             // [T][kMaxLoraSlots], empty when none
 };
 
 class CpuBackend final : public Backend {
@@ -68,6 +92,7 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<BackendWeight> upload(const HostTensor& tensor) override;
   std::unique_ptr<BackendWeight> upload_linear(const LinearSource& source) override;
+  std::unique_ptr<BackendWeight> upload_lora(const LoraSource& source) override;
   DeviceTensor alloc_activation(int64_t rows, int64_t cols) override;
   std::unique_ptr<KvCacheStorage> create_kv_cache(const KvCacheSpec& spec) override;
   MemoryUsage memory_usage() const override;
@@ -83,6 +108,7 @@ class CpuBackend final : public Backend {
   void rope(DeviceTensor q, DeviceTensor k, const RopeParams& params) override;
   void attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCacheStorage& cache,
                  const AttentionParams& params, DeviceTensor out) override;
+  void lora(const BackendWeight& lora, DeviceTensor x, std::span<const DeviceTensor> outs) override;
   void silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) override;
   void gather_logit_rows(DeviceTensor x, DeviceTensor out) override;
 
@@ -98,6 +124,7 @@ class CpuBackend final : public Backend {
   size_t activation_bytes_ = 0;
   size_t weight_bytes_ = 0;
   size_t cache_bytes_ = 0;
+  std::shared_ptr<std::atomic<size_t>> lora_bytes_ = std::make_shared<std::atomic<size_t>>(0);
 };
 
 }  // namespace hearth::cpu

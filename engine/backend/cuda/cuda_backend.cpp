@@ -280,6 +280,11 @@ void CudaBackend::ensure_meta_capacity(int64_t tokens, int64_t seqs, int64_t log
   meta_device_ = DeviceBuffer(m.total * sizeof(int32_t), MemoryCategory::kWorkspace, counters_,
                               "batch layout");
   for (auto& slot : meta_host_) slot = PinnedBuffer(m.total * sizeof(int32_t));
+  const size_t adapter_bytes = static_cast<size_t>(m.tokens * kMaxLoraSlots) * sizeof(float);
+  adapter_rows_device_.reset();
+  adapter_rows_device_ = DeviceBuffer(adapter_bytes, MemoryCategory::kWorkspace, counters_,
+                                      "adapter weights of the batch's rows");
+  for (auto& slot : adapter_rows_host_) slot = PinnedBuffer(adapter_bytes);
   meta_ = m;
   invalidate_graphs();
 }
@@ -500,6 +505,24 @@ PreparedBatch CudaBackend::prepare_batch(const BatchDesc& batch) {
   const size_t bytes = (meta_.pages_at + static_cast<size_t>(pages)) * sizeof(int32_t);
   check_cuda(cudaMemcpyAsync(meta_device_.get(), h, bytes, cudaMemcpyHostToDevice, stream_),
              "sending the batch layout");
+  p.adapters = batch.uses_adapters();
+  if (p.adapters) {
+    // Each row's weight for every adapter slot (padding rows weigh nothing).
+    auto* w = adapter_rows_host_[meta_slot_].as<float>();
+    std::fill(w, w + p.padded_tokens * kMaxLoraSlots, 0.0f);
+    int64_t r = 0;
+    for (const SequenceSlice& seq : batch.seqs) {
+      HEARTH_CHECK(seq.adapter_weights.size() <= static_cast<size_t>(kMaxLoraSlots),
+                   "prepare_batch: more adapter weights than slots");
+      for (size_t i = 0; i < seq.tokens.size(); ++i, ++r) {
+        std::copy(seq.adapter_weights.begin(), seq.adapter_weights.end(), w + r * kMaxLoraSlots);
+      }
+    }
+    check_cuda(cudaMemcpyAsync(adapter_rows_device_.get(), w,
+                               static_cast<size_t>(p.padded_tokens * kMaxLoraSlots) * sizeof(float),
+                               cudaMemcpyHostToDevice, stream_),
+               "sending the rows' adapter weights");
+  }
   check_cuda(cudaEventRecord(meta_copied_[meta_slot_], stream_), "recording an event");
   prepared_ = p;
 

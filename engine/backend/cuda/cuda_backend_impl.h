@@ -102,6 +102,7 @@ struct PreparedLayout {
   // whose keys and values are stored before the attention (rows of a sequence read each other's).
   bool check = false;
   bool one_sequence = false;  // every row belongs to one sequence
+  bool adapters = false;      // some row weighs an adapter (adapter_rows_device_ is filled)
   int64_t max_page = -1;      // largest page id used (validated against the cache in attention)
   std::optional<int64_t> graph_key;
 };
@@ -120,6 +121,7 @@ class CudaBackend final : public Backend {
 
   std::unique_ptr<BackendWeight> upload(const HostTensor& tensor) override;
   std::unique_ptr<BackendWeight> upload_linear(const LinearSource& source) override;
+  std::unique_ptr<BackendWeight> upload_lora(const LoraSource& source) override;
   DeviceTensor alloc_activation(int64_t rows, int64_t cols) override;
   std::unique_ptr<KvCacheStorage> create_kv_cache(const KvCacheSpec& spec) override;
   MemoryUsage memory_usage() const override;
@@ -135,6 +137,7 @@ class CudaBackend final : public Backend {
   void rope(DeviceTensor q, DeviceTensor k, const RopeParams& params) override;
   void attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCacheStorage& cache,
                  const AttentionParams& params, DeviceTensor out) override;
+  void lora(const BackendWeight& lora, DeviceTensor x, std::span<const DeviceTensor> outs) override;
   void silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) override;
   void gather_logit_rows(DeviceTensor x, DeviceTensor out) override;
 
@@ -255,6 +258,11 @@ class CudaBackend final : public Backend {
   MetaLayout meta_;
   DeviceBuffer meta_device_;
   std::array<PinnedBuffer, 2> meta_host_;
+  // [tokens][kMaxLoraSlots] floats, sent with the layout when the batch uses adapters.
+  DeviceBuffer adapter_rows_device_;
+  std::array<PinnedBuffer, 2> adapter_rows_host_;
+  DeviceBuffer lora_t_;      // the projections onto A, in the activation dtype
+  DeviceBuffer lora_t_f32_;  // the same before weighting (cuBLAS path)
   std::array<cudaEvent_t, 2> meta_copied_{};
   int meta_slot_ = 0;
   PreparedLayout prepared_;

@@ -1,0 +1,186 @@
+// LoRA on the CUDA backend. A group's A matrices are stacked into one [columns, in] matrix
+// (every adapter and target of the group), so one projection serves them all; each target keeps
+// Bᵀ of its columns with the adapters' scales folded in. A few rows run the shrink and expand
+// kernels (kernels/lora.cu); more rows run cuBLAS with the rows' weights applied in between.
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "engine/backend/cuda/cublas_api.h"
+#include "engine/backend/cuda/cuda_backend_impl.h"
+#include "engine/backend/cuda/cuda_check.h"
+#include "engine/core/error.h"
+
+namespace hearth::cuda {
+namespace {
+
+class CudaLoraWeight final : public BackendWeight {
+ public:
+  explicit CudaLoraWeight(GraphEpoch epoch) : on_destroy(std::move(epoch)) {}
+  size_t device_bytes() const override {
+    size_t n = a.size() + slot_of_col.size();
+    for (const Target& t : targets) n += t.bt.size();
+    return n;
+  }
+  struct Target {
+    DeviceBuffer bt;  // [cols, out_features], scaled
+    int64_t out_features = 0;
+    int col0 = 0;
+    int cols = 0;
+  };
+  EpochOnDestroy on_destroy;
+  std::string name;
+  int64_t in_features = 0;
+  int total_cols = 0;
+  DeviceBuffer a;            // [total_cols, in_features]
+  DeviceBuffer slot_of_col;  // int32 [total_cols]
+  std::vector<Target> targets;
+};
+
+cudaDataType_t cublas_type(DType t) {
+  switch (t) {
+    case DType::kF16:
+      return CUDA_R_16F;
+    case DType::kBF16:
+      return CUDA_R_16BF;
+    default:
+      return CUDA_R_32F;
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<BackendWeight> CudaBackend::upload_lora(const LoraSource& source) {
+  DeviceGuard guard(options_.device);
+  const auto targets = static_cast<int>(source.out_features.size());
+  HEARTH_CHECK(targets > 0 && targets <= kernels::kLoraMaxTargets,
+               source.name + ": LoRA target count");
+  const int64_t K = source.in_features;
+  auto w = std::make_unique<CudaLoraWeight>(epoch_);
+  w->name = source.name;
+  w->in_features = K;
+  // Columns ordered by target, so each target's columns are one contiguous block.
+  std::vector<float> a_stack;
+  std::vector<int32_t> slots;
+  const DType dtype = options_.activation_dtype;
+  for (int t = 0; t < targets; ++t) {
+    CudaLoraWeight::Target target;
+    target.out_features = source.out_features[static_cast<size_t>(t)];
+    target.col0 = static_cast<int>(slots.size());
+    std::vector<const LoraPart*> parts;
+    for (const LoraPart& p : source.parts) {
+      if (p.target != t) continue;
+      HEARTH_CHECK(p.slot >= 0 && p.slot < kMaxLoraSlots, source.name + ": LoRA slot");
+      HEARTH_CHECK(p.a.shape.size() == 2 && p.b.shape.size() == 2 && p.a.shape[1] == K &&
+                       p.b.shape[0] == target.out_features && p.b.shape[1] == p.a.shape[0],
+                   source.name + ": LoRA A/B shapes");
+      parts.push_back(&p);
+      const std::vector<float> a = p.a.to_floats();
+      a_stack.insert(a_stack.end(), a.begin(), a.end());
+      slots.insert(slots.end(), static_cast<size_t>(p.a.shape[0]), p.slot);
+    }
+    target.cols = static_cast<int>(slots.size()) - target.col0;
+    if (target.cols > 0) {
+      // Bᵀ [cols, n]: column c of the target's block holds B[:, c] · scale.
+      const int64_t n = target.out_features;
+      std::vector<float> bt(static_cast<size_t>(target.cols * n));
+      int c0 = 0;
+      for (const LoraPart* p : parts) {
+        const std::vector<float> b = p->b.to_floats();
+        const int64_t rank = p->b.shape[1];
+        for (int64_t j = 0; j < n; ++j) {
+          for (int64_t c = 0; c < rank; ++c) {
+            bt[static_cast<size_t>((c0 + c) * n + j)] =
+                b[static_cast<size_t>(j * rank + c)] * p->scale;
+          }
+        }
+        c0 += static_cast<int>(rank);
+      }
+      target.bt = DeviceBuffer(bt.size() * dtype_size(dtype), MemoryCategory::kWeights, counters_,
+                               source.name + " LoRA B");
+      stream_to_device(bt.data(), DType::kF32, static_cast<int64_t>(bt.size()), target.bt.get(),
+                       dtype, source.name + " LoRA B");
+    }
+    w->targets.push_back(std::move(target));
+  }
+  w->total_cols = static_cast<int>(slots.size());
+  HEARTH_CHECK(w->total_cols > 0, source.name + ": LoRA without parts");
+  w->a = DeviceBuffer(a_stack.size() * dtype_size(dtype), MemoryCategory::kWeights, counters_,
+                      source.name + " LoRA A");
+  stream_to_device(a_stack.data(), DType::kF32, static_cast<int64_t>(a_stack.size()), w->a.get(),
+                   dtype, source.name + " LoRA A");
+  w->slot_of_col = DeviceBuffer(slots.size() * sizeof(int32_t), MemoryCategory::kWeights, counters_,
+                                source.name + " LoRA slots");
+  check_cuda(cudaMemcpy(w->slot_of_col.get(), slots.data(), slots.size() * sizeof(int32_t),
+                        cudaMemcpyHostToDevice),
+             "uploading LoRA slots");
+  return w;
+}
+
+void CudaBackend::lora(const BackendWeight& weight, DeviceTensor x,
+                       std::span<const DeviceTensor> outs) {
+  flush_linears();  // the outputs' base linears (and a norm producing x) run first
+  const auto* w = dynamic_cast<const CudaLoraWeight*>(&weight);
+  HEARTH_CHECK(w != nullptr, "lora: weight is not a CUDA LoRA weight");
+  HEARTH_CHECK(x.cols == w->in_features && outs.size() == w->targets.size(),
+               "lora " + w->name + ": shapes");
+  const int64_t rows = x.rows;
+  check_rows(x, rows, "lora");
+  for (size_t t = 0; t < outs.size(); ++t) {
+    HEARTH_CHECK(outs[t].cols == w->targets[t].out_features, "lora " + w->name + ": output shape");
+    check_rows(outs[t], rows, "lora");
+  }
+  if (!prepared_.adapters || rows <= 0) return;  // no row weighs any adapter
+  HEARTH_CHECK(rows <= prepared_.padded_tokens, "lora: more rows than the batch");
+  const kernels::Elem elem = to_elem(x.dtype);
+  const size_t esize = dtype_size(x.dtype);
+  const int cols = w->total_cols;
+  grow_workspace(lora_t_, static_cast<size_t>(rows * cols) * esize, "LoRA projections");
+  const auto* row_weights = adapter_rows_device_.as<float>();
+  const auto* slot_of_col = w->slot_of_col.as<int32_t>();
+  if (rows <= kernels::kLoraKernelMaxRows) {
+    check_launch(kernels::lora_shrink(launch(), elem, x.data, rows, w->in_features, w->a.get(),
+                                      cols, slot_of_col, row_weights, kMaxLoraSlots, lora_t_.get()),
+                 "lora_shrink");
+    kernels::LoraExpandTargets targets;
+    for (size_t t = 0; t < outs.size(); ++t) {
+      const CudaLoraWeight::Target& g = w->targets[t];
+      if (g.cols == 0) continue;
+      targets.t[targets.count++] = {outs[t].data, g.bt.get(), g.out_features, g.col0, g.cols};
+    }
+    check_launch(kernels::lora_expand(launch(), elem, lora_t_.get(), rows, cols, targets),
+                 "lora_expand");
+    return;
+  }
+  // Many rows: t = x·Aᵀ in fp32, weighted per row, then out += t·Bᵀ per target (column-major
+  // views as in linear_cublas).
+  grow_workspace(lora_t_f32_, static_cast<size_t>(rows * cols) * sizeof(float),
+                 "LoRA projections (fp32)");
+  const float one = 1.0f, zero = 0.0f;
+  const int k = static_cast<int>(w->in_features);
+  const int r = static_cast<int>(rows);
+  check_cublas(cuda::cublas().GemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, cols, r, k, &one,
+                                     w->a.get(), cublas_type(x.dtype), k, x.data,
+                                     cublas_type(x.dtype), k, &zero, lora_t_f32_.get(), CUDA_R_32F,
+                                     cols, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               ("LoRA projection of " + w->name).c_str());
+  check_launch(kernels::lora_scale_rows(launch(), elem, lora_t_f32_.as<float>(), rows, cols,
+                                        slot_of_col, row_weights, kMaxLoraSlots, lora_t_.get()),
+               "lora_scale_rows");
+  for (size_t t = 0; t < outs.size(); ++t) {
+    const CudaLoraWeight::Target& g = w->targets[t];
+    if (g.cols == 0) continue;
+    const int n = static_cast<int>(g.out_features);
+    const void* t_block =
+        static_cast<const char*>(lora_t_.get()) + static_cast<size_t>(g.col0) * esize;
+    check_cublas(
+        cuda::cublas().GemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, r, g.cols, &one, g.bt.get(),
+                              cublas_type(x.dtype), n, t_block, cublas_type(x.dtype), cols, &one,
+                              outs[t].data, cublas_type(outs[t].dtype), n, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT),
+        ("LoRA update of " + w->name).c_str());
+  }
+}
+
+}  // namespace hearth::cuda
