@@ -90,7 +90,8 @@ std::string fmt(const char* format, double value) {
 
 double time_greedy_decode(LlamaModel& model, CudaBackend& backend, KvCacheStorage& cache,
                           int64_t batch, int64_t pages_per_seq, int64_t context, int steps,
-                          bool profile_first) {
+                          bool profile_first,
+                          const std::vector<std::vector<float>>* adapter_weights) {
   std::vector<std::vector<int32_t>> page_tables(static_cast<size_t>(batch));
   int32_t next = 0;
   for (auto& t : page_tables) {
@@ -113,6 +114,9 @@ double time_greedy_decode(LlamaModel& model, CudaBackend& backend, KvCacheStorag
       s.tokens = feed[static_cast<size_t>(b)];
       s.start_pos = static_cast<int32_t>(context + step);
       s.page_table = page_tables[static_cast<size_t>(b)];
+      if (adapter_weights && !adapter_weights->empty()) {
+        s.adapter_weights = (*adapter_weights)[static_cast<size_t>(b) % adapter_weights->size()];
+      }
       desc.seqs.push_back(s);
     }
     const bool profile = profile_first && step == kDecodeWarmSteps;

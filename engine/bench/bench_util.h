@@ -39,9 +39,11 @@ constexpr int kDecodeWarmSteps = 3;
 // position `context`; sequence b owns pages [b·pages_per_seq, (b+1)·pages_per_seq)), sampled on
 // the device, after kDecodeWarmSteps untimed steps. `profile_first` brackets the first timed
 // step with cudaProfilerStart/Stop, for Nsight's --profile-from-start off.
+// `adapter_weights`, when given, holds each sequence's LoRA slot weights (row b % size()).
 double time_greedy_decode(LlamaModel& model, CudaBackend& backend, KvCacheStorage& cache,
                           int64_t batch, int64_t pages_per_seq, int64_t context, int steps,
-                          bool profile_first = false);
+                          bool profile_first = false,
+                          const std::vector<std::vector<float>>* adapter_weights = nullptr);
 // Seconds for `steps` speculative check steps of one sequence, laid out as
 // time_greedy_decode's: each step feeds the last sampled token and `tokens` - 1 proposals at
 // position `context` + step (every row's logits, sampled on the device), the cost of checking

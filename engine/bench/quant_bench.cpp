@@ -12,6 +12,7 @@
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/bench/bench_util.h"
+#include "engine/bench/synthetic_lora.h"
 #include "engine/bench/synthetic_quant_source.h"
 #include "engine/bench/synthetic_source.h"
 #include "engine/core/error.h"
@@ -262,6 +263,39 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
     }
   }
   r["check_steps"] = checks;
+  json lora = json::array();
+  if (o.lora_rank > 0) {
+    std::vector<std::shared_ptr<const LoraAdapter>> slots;
+    for (int i = 0; i < o.lora_adapters; ++i) {
+      slots.push_back(synthetic_lora_adapter(config, o.lora_rank, 900 + static_cast<uint64_t>(i)));
+    }
+    lm.set_adapters(slots);
+    r["lora_bytes"] = lm.adapter_bytes();
+    for (size_t i = 0; i < o.decode_batches.size(); ++i) {
+      const int64_t B = o.decode_batches[i];
+      const double base_ms = decode[i]["step_ms"].get<double>();
+      // One adapter for all; then adapter b % N for sequence b.
+      std::vector<std::vector<float>> one = {{1.0f}}, spread;
+      for (int a = 0; a < o.lora_adapters; ++a) {
+        spread.emplace_back(static_cast<size_t>(a + 1), 0.0f);
+        spread.back()[static_cast<size_t>(a)] = 1.0f;
+      }
+      for (const auto* weights : {&one, &spread}) {
+        if (weights == &spread && B < 2) continue;
+        const double t = time_greedy_decode(lm, be, *cache, B, seq_pages, o.decode_context,
+                                            o.decode_steps, false, weights);
+        const double ms = 1e3 * t / o.decode_steps;
+        lora.push_back({{"batch", B},
+                        {"adapters", weights == &one ? 1 : o.lora_adapters},
+                        {"rank", o.lora_rank},
+                        {"step_ms", ms},
+                        {"tokens_per_s", static_cast<double>(B * o.decode_steps) / t},
+                        {"slowdown_vs_base", ms / base_ms - 1.0}});
+      }
+    }
+    lm.set_adapters({});
+  }
+  r["lora_decode"] = lora;
   if (truncated && !decode.empty()) {
     const double head = static_cast<double>(config.vocab_size * config.hidden_size);
     const double per_layer =
@@ -297,6 +331,17 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
   if (r.contains("full_depth_estimate_decode_batch1_tokens_per_s")) {
     text += fmt("estimated full-depth batch-1 decode: %.1f tokens/s\n",
                 r["full_depth_estimate_decode_batch1_tokens_per_s"].get<double>());
+  }
+  if (!lora.empty()) {
+    text += "LoRA rank " + std::to_string(o.lora_rank) +
+            " on all seven projections: batch | adapters | tokens/s | ms/step | slowdown\n";
+  }
+  for (const auto& e : lora) {
+    text += fmt("%5.0f | ", e["batch"].get<double>()) +
+            fmt("%8.0f | ", e["adapters"].get<double>()) +
+            fmt("%8.1f | ", e["tokens_per_s"].get<double>()) +
+            fmt("%7.3f | ", e["step_ms"].get<double>()) +
+            fmt("%+.1f%%\n", 100 * e["slowdown_vs_base"].get<double>());
   }
   if (!checks.empty()) text += "check tokens | ms/step | cost vs one token\n";
   for (const auto& e : checks) {

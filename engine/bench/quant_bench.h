@@ -27,6 +27,11 @@ struct QuantBenchOptions {
   // Speculative checks of one sequence: a step of k tokens (the last one and k - 1 proposals)
   // for each k here, against a one-token step.
   std::vector<int64_t> check_tokens = {};
+  // LoRA: decode again with adapters of this rank on all seven projections of every layer, one
+  // adapter for every sequence and then `lora_adapters` different ones spread over the batch;
+  // 0: off.
+  int64_t lora_rank = 0;
+  int lora_adapters = 4;
   int64_t decode_context = 512;
   int decode_steps = 32;
   bool kernel_sweep = true;  // on the first model's shapes, for every quantization

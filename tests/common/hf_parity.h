@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -24,30 +25,40 @@ struct ParityCase {
   nlohmann::json positions;  // per position of prompt + greedy: lse, top_ids, top_logits
 };
 
-inline std::vector<ParityCase> load_parity_cases(const std::filesystem::path& fixture) {
+inline nlohmann::json load_json_fixture(const std::filesystem::path& fixture) {
   std::ifstream in(fixture);
   if (!in) throw std::runtime_error("missing fixture " + fixture.string());
-  const auto j = nlohmann::json::parse(in);
+  return nlohmann::json::parse(in);
+}
+
+// An array of {prompt_ids, greedy_ids, positions}.
+inline std::vector<ParityCase> parity_cases_from(const nlohmann::json& array) {
   std::vector<ParityCase> cases;
-  for (const auto& c : j["cases"]) {
+  for (const auto& c : array) {
     cases.push_back({c["prompt_ids"].get<std::vector<int32_t>>(),
                      c["greedy_ids"].get<std::vector<int32_t>>(), c["positions"]});
   }
   return cases;
 }
 
+inline std::vector<ParityCase> load_parity_cases(const std::filesystem::path& fixture) {
+  return parity_cases_from(load_json_fixture(fixture)["cases"]);
+}
+
 struct LogitStats {
   int64_t positions = 0;
   double max_logit_err = 0;  // over the reference's top-K tokens
   double max_lse_err = 0;
-  double mean_kl = 0;        // KL(ref || ours), the reference's tail as one bucket
+  double mean_kl = 0;  // KL(ref || ours), the reference's tail as one bucket
   double p999_kl = 0;
-  double same_top = 0;       // share of positions with the same argmax
+  double same_top = 0;  // share of positions with the same argmax
 };
 
 // Teacher-forced pass over each case's prompt + reference continuation, all logits.
+// `adapter_weights`: the LoRA slot weights of every sequence (none: the base model).
 inline LogitStats compare_logits(LlamaModel& model, Backend& backend,
-                                 const std::vector<ParityCase>& cases) {
+                                 const std::vector<ParityCase>& cases,
+                                 std::span<const float> adapter_weights = {}) {
   auto cache = backend.create_kv_cache(model.kv_cache_spec(4, 64));
   const std::vector<int32_t> pages = {0, 1, 2, 3};
   LogitStats st;
@@ -61,6 +72,7 @@ inline LogitStats compare_logits(LlamaModel& model, Backend& backend,
     s.tokens = seq;
     s.page_table = pages;
     s.all_logits = true;
+    s.adapter_weights = adapter_weights;
     batch.seqs.push_back(s);
     const DeviceTensor logits = model.forward(batch, *cache);
     const std::vector<float> ours = backend.read(logits, static_cast<int64_t>(seq.size()));
@@ -103,7 +115,8 @@ inline LogitStats compare_logits(LlamaModel& model, Backend& backend,
 // Greedy continuations of every case, batched through the generator.
 inline std::vector<std::vector<int32_t>> greedy_continuations(
     LlamaModel& model, Backend& backend, const Tokenizer& tokenizer,
-    const std::vector<ParityCase>& cases, const std::vector<size_t>& which) {
+    const std::vector<ParityCase>& cases, const std::vector<size_t>& which,
+    const std::vector<float>& adapter_weights = {}) {
   auto cache = backend.create_kv_cache(model.kv_cache_spec(64, 64));
   GeneratorOptions go;
   go.max_batch = static_cast<int>(model.options().max_logit_rows);
@@ -115,6 +128,7 @@ inline std::vector<std::vector<int32_t>> greedy_continuations(
     JobRequest r;
     r.prompt = cases[i].prompt;
     r.max_tokens = static_cast<int32_t>(cases[i].greedy.size());
+    r.adapter_weights = adapter_weights;
     ids.push_back(gen.submit(std::move(r)));
   }
   while (!gen.idle()) gen.step();

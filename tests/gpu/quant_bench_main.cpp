@@ -28,13 +28,13 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 int usage() {
-  std::fprintf(
-      stderr,
-      "usage: quant_bench [--models a,b] [--quants exl2:4.0,gptq:4:128] [--prefill N,..] "
-      "[--batches N,..] [--check-tokens K,..] [--context N] [--steps N] [--device N] [--no-sweep] "
-      "[--profile-step] "
-      "[--json] "
-      "[--json-out FILE]\n");
+  std::fprintf(stderr,
+               "usage: quant_bench [--models a,b] [--quants exl2:4.0,gptq:4:128] [--prefill N,..] "
+               "[--batches N,..] [--check-tokens K,..] [--lora-rank R] [--lora-adapters N] "
+               "[--context N] [--steps N] [--device N] [--no-sweep] "
+               "[--profile-step] "
+               "[--json] "
+               "[--json-out FILE]\n");
   return 2;
 }
 
@@ -66,6 +66,10 @@ int main(int argc, char** argv) {
         o.decode_batches = numbers(value());
       else if (a == "--check-tokens")
         o.check_tokens = numbers(value());
+      else if (a == "--lora-rank")
+        o.lora_rank = std::stoll(value());
+      else if (a == "--lora-adapters")
+        o.lora_adapters = std::stoi(value());
       else if (a == "--context")
         o.decode_context = std::stoll(value());
       else if (a == "--steps")

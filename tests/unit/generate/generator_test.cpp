@@ -3,6 +3,7 @@
 
 #include <random>
 
+#include "engine/bench/synthetic_lora.h"
 #include "engine/core/error.h"
 #include "tests/unit/generate/generator_fixture.h"
 
@@ -265,6 +266,47 @@ TEST_F(GeneratorTest, RandomAdmitCancelFinishNeverLeaksPages) {
       EXPECT_EQ(drafter->pages().available_pages(), drafter->pages().num_pages());
     }
   }
+}
+
+}  // namespace
+}  // namespace hearth
+
+namespace hearth {
+namespace {
+
+// Jobs with LoRA adapters: a batch mixing adapter sets gives each job its tokens from running
+// alone, and prefix reuse shares pages only between jobs with the same adapters (cache salt).
+TEST_F(GeneratorTest, AdapterJobsMixInBatchesAndReuseOnlyTheirOwnPages) {
+  build(64);
+  model->set_adapters({synthetic_lora_adapter(config, 4, 1, {}, 0.3f),
+                       synthetic_lora_adapter(config, 8, 2, {}, 0.3f)});
+  const std::string prompt = "The same prompt, long enough to fill a few cache pages of 16.";
+  auto with = [&](std::vector<float> weights, uint64_t salt) {
+    JobRequest r = request(prompt, 12);
+    r.adapter_weights = std::move(weights);
+    r.cache_salt = salt;
+    return r;
+  };
+  const JobResult base_alone = run({with({}, 0)})[0];
+  build(64);  // a fresh cache: nothing to reuse
+  model->set_adapters({synthetic_lora_adapter(config, 4, 1, {}, 0.3f),
+                       synthetic_lora_adapter(config, 8, 2, {}, 0.3f)});
+  const JobResult first_alone = run({with({1.0f}, 1)})[0];
+  EXPECT_EQ(first_alone.cached_tokens, 0);  // the base job's pages are not this job's
+  const JobResult mixed_alone = run({with({0.5f, 0.5f}, 2)})[0];
+  EXPECT_EQ(mixed_alone.cached_tokens, 0);
+  EXPECT_NE(first_alone.tokens, base_alone.tokens);
+  EXPECT_NE(mixed_alone.tokens, first_alone.tokens);
+
+  // Together in one batch, each job as alone; the same adapters reuse their pages.
+  const std::vector<JobResult> together =
+      run({with({1.0f}, 1), with({}, 0), with({0.5f, 0.5f}, 2)});
+  EXPECT_EQ(together[0].tokens, first_alone.tokens);
+  EXPECT_EQ(together[1].tokens, base_alone.tokens);
+  EXPECT_EQ(together[2].tokens, mixed_alone.tokens);
+  EXPECT_GT(together[0].cached_tokens, 0);
+  EXPECT_GT(together[2].cached_tokens, 0);
+  generator->pages().check_invariants();
 }
 
 }  // namespace
