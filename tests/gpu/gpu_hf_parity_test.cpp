@@ -88,6 +88,7 @@ TEST(GpuHfParity, AgainstTransformersOnTheGpu) {
 // LoRA adapters (tests/fixtures/lora, made with PEFT by tests/reference/lora_peft_fixtures.py) on
 // fp16 activations, with the same gates: each case alone and the weighted pair, PEFT and GGUF.
 TEST(GpuHfParity, LoraAdaptersAgainstPeft) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "skipped: no GPU";
   const std::filesystem::path dir = test::fixtures_dir() / "lora";
   const nlohmann::json j = test::load_json_fixture(dir / "expected.json");
   for (const auto& c : j["cases"]) {
