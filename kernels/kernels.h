@@ -94,12 +94,13 @@ cudaError_t silu_mul(const Launch& l, Elem t, const void* gate, const void* up, 
 // [rows, slots] is the weight each row gives each slot.
 // lora_shrink: out[r, c] = row_weights[r, slot_of_col[c]] · Σ_i x[r, i] · a[c, i], fp32
 // arithmetic, rounded once; rows ≤ kLoraKernelMaxRows.
-inline constexpr int kLoraKernelMaxRows = 16;
+inline constexpr int kLoraKernelMaxRows = 32;
 cudaError_t lora_shrink(const Launch& l, Elem t, const void* x, int64_t rows, int64_t k,
                         const void* a, int cols, const int32_t* slot_of_col,
                         const float* row_weights, int slots, void* out);
 // lora_expand: for each target, out[r, j] += Σ_c t[r, col0 + c] · bt[c, j] (bt = Bᵀ, [cols, n],
-// its adapter scale folded in), fp32 arithmetic, one rounding into out.
+// its adapter scale folded in), fp32 arithmetic, one rounding into out; rows ≤
+// kLoraKernelMaxRows.
 inline constexpr int kLoraMaxTargets = 3;
 struct LoraExpandTarget {
   void* out = nullptr;       // [rows, n]
@@ -114,6 +115,10 @@ struct LoraExpandTargets {
 };
 cudaError_t lora_expand(const Launch& l, Elem t, const void* tmat, int64_t rows, int total_cols,
                         const LoraExpandTargets& targets);
+// Whether lora_expand takes these sizes (it stages up to 8 rows of t in shared memory).
+inline bool lora_expand_fits(int64_t rows, int64_t total_cols) {
+  return rows <= kLoraKernelMaxRows && 8 * total_cols * 4 <= 48 * 1024;
+}
 // out[r, c] = row_weights[r, slot_of_col[c]] · in[r, c] (in: fp32 from a GEMM), rounded to t.
 cudaError_t lora_scale_rows(const Launch& l, Elem t, const float* in, int64_t rows, int cols,
                             const int32_t* slot_of_col, const float* row_weights, int slots,

@@ -277,6 +277,10 @@ AdapterInfo Engine::inspect_adapter(const std::filesystem::path& adapter,
   return describe_adapter(read_lora_adapter(adapter, info.config), DType::kF16);
 }
 
+bool Engine::is_adapter(const std::filesystem::path& path) {
+  return is_lora_adapter_path(path);
+}
+
 int Engine::load_adapter(const std::filesystem::path& path, float weight) {
   require_loaded(impl_.get());
   auto lora = std::make_shared<const LoraAdapter>(read_lora_adapter(path, impl_->model->config()));

@@ -211,6 +211,9 @@ class Engine {
   // Throws Error naming the adapter (and tensor) when it does not fit the loaded model; the model
   // keeps working. Returns the adapter's id.
   int load_adapter(const std::filesystem::path& path, float weight = 1.0f);
+  // Whether `path` is an adapter rather than a model: a folder with adapter_config.json, or a
+  // GGUF whose general.type is "adapter". Never throws.
+  static bool is_adapter(const std::filesystem::path& path);
   // Error(kInvalidArgument) for an unknown id or one that running requests still use.
   void unload_adapter(int id);
   void set_adapter_weight(int id, float weight);  // for requests that do not choose their own

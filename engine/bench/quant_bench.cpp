@@ -228,8 +228,9 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
 
   auto decode_run = [&](int64_t B) {
     const int warm = kDecodeWarmSteps;
+    // With LoRA the profiled step is the first one with an adapter (below).
     const double t = time_greedy_decode(lm, be, *cache, B, seq_pages, o.decode_context,
-                                        o.decode_steps, o.profile_decode_step);
+                                        o.decode_steps, o.profile_decode_step && o.lora_rank == 0);
     const double tok_s = static_cast<double>(B * o.decode_steps) / t;
     const double avg_ctx = static_cast<double>(o.decode_context) + warm + o.decode_steps / 2.0;
     const double kv_bytes =
@@ -282,15 +283,23 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
       }
       for (const auto* weights : {&one, &spread}) {
         if (weights == &spread && B < 2) continue;
-        const double t = time_greedy_decode(lm, be, *cache, B, seq_pages, o.decode_context,
-                                            o.decode_steps, false, weights);
-        const double ms = 1e3 * t / o.decode_steps;
-        lora.push_back({{"batch", B},
-                        {"adapters", weights == &one ? 1 : o.lora_adapters},
-                        {"rank", o.lora_rank},
-                        {"step_ms", ms},
-                        {"tokens_per_s", static_cast<double>(B * o.decode_steps) / t},
-                        {"slowdown_vs_base", ms / base_ms - 1.0}});
+        // Hearth's LoRA kernels, and (for more than one row) cuBLAS instead.
+        for (const bool own_kernels : {true, false}) {
+          if (!own_kernels && B < 2) continue;
+          be.set_lora_kernel_max_rows(own_kernels ? kernels::kLoraKernelMaxRows : 0);
+          const bool profile = o.profile_decode_step && i == 0 && own_kernels && weights == &one;
+          const double t = time_greedy_decode(lm, be, *cache, B, seq_pages, o.decode_context,
+                                              o.decode_steps, profile, weights);
+          const double ms = 1e3 * t / o.decode_steps;
+          lora.push_back({{"batch", B},
+                          {"adapters", weights == &one ? 1 : o.lora_adapters},
+                          {"rank", o.lora_rank},
+                          {"path", own_kernels ? "kernels" : "cublas"},
+                          {"step_ms", ms},
+                          {"tokens_per_s", static_cast<double>(B * o.decode_steps) / t},
+                          {"slowdown_vs_base", ms / base_ms - 1.0}});
+        }
+        be.set_lora_kernel_max_rows(CudaBackendOptions{}.lora_kernel_max_rows);
       }
     }
     lm.set_adapters({});
@@ -334,11 +343,11 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
   }
   if (!lora.empty()) {
     text += "LoRA rank " + std::to_string(o.lora_rank) +
-            " on all seven projections: batch | adapters | tokens/s | ms/step | slowdown\n";
+            " on all seven projections: batch | adapters | path | tokens/s | ms/step | slowdown\n";
   }
   for (const auto& e : lora) {
     text += fmt("%5.0f | ", e["batch"].get<double>()) +
-            fmt("%8.0f | ", e["adapters"].get<double>()) +
+            fmt("%8.0f | ", e["adapters"].get<double>()) + e["path"].get<std::string>() + " | " +
             fmt("%8.1f | ", e["tokens_per_s"].get<double>()) +
             fmt("%7.3f | ", e["step_ms"].get<double>()) +
             fmt("%+.1f%%\n", 100 * e["slowdown_vs_base"].get<double>());

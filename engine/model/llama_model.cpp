@@ -442,8 +442,10 @@ void LlamaModel::record_forward(int64_t T, int64_t logit_rows, KvCacheStorage& c
     backend_.rope(q, k, rope);
     ap.layer = static_cast<int64_t>(i);
     backend_.attention(q, k, v, cache, ap, attn);
+    // The o and down adapters add straight into the residual, before their base linear: the
+    // sum is the same, and a backend can still fuse the linear with the add and norm after it.
+    if (adapters && L.lora_o) backend_.lora(*L.lora_o, attn, {&x, 1});
     backend_.linear(*L.o, attn, attn_out);
-    if (adapters && L.lora_o) backend_.lora(*L.lora_o, attn, {&attn_out, 1});
     backend_.add_rms_norm(x, attn_out, *L.post_attention_norm, eps, h);
     backend_.linear(*L.gate, h, gate);
     backend_.linear(*L.up, h, up);
@@ -452,8 +454,8 @@ void LlamaModel::record_forward(int64_t T, int64_t logit_rows, KvCacheStorage& c
       backend_.lora(*L.lora_gate_up, h, outs);
     }
     backend_.silu_mul(gate, up, gate);
+    if (adapters && L.lora_down) backend_.lora(*L.lora_down, gate, {&x, 1});
     backend_.linear(*L.down, gate, mlp_out);
-    if (adapters && L.lora_down) backend_.lora(*L.lora_down, gate, {&mlp_out, 1});
   }
   backend_.add_rms_norm(x, mlp_out, *final_norm_, eps, h);
   const DeviceTensor head_in = a.head_in.first_rows(logit_rows);

@@ -69,8 +69,12 @@ std::vector<float> run_lora(Backend& b, const OpShape& shape, const LoraSource& 
 TEST(GpuLora, OpMatchesCpuOnBothPaths) {
   HEARTH_REQUIRE_GPU();
   auto cpu = create_cpu_backend(0);
-  CudaBackendOptions options;
-  auto cuda = create_cuda_backend(options);
+  // Every layout on both paths: Hearth's kernels (up to their row limit) and cuBLAS.
+  CudaBackendOptions on_kernels, on_cublas;
+  on_kernels.lora_kernel_max_rows = kernels::kLoraKernelMaxRows;
+  on_cublas.lora_kernel_max_rows = 0;
+  auto cuda_kernels = create_cuda_backend(on_kernels);
+  auto cuda_cublas = create_cuda_backend(on_cublas);
   // (rows per sequence, sequences): decode rows, a few prompt rows (kernels), and many (cuBLAS).
   const std::vector<std::pair<int64_t, int64_t>> layouts = {{1, 1},  {1, 5},  {4, 4},
                                                             {1, 17}, {40, 3}, {300, 1}};
@@ -111,20 +115,25 @@ TEST(GpuLora, OpMatchesCpuOnBothPaths) {
       }
     }
     const std::vector<float> want = run_lora(*cpu, shape, source, weights);
-    const std::vector<float> got = run_lora(*cuda, shape, source, weights);
-    const gpu_test::Diff d = gpu_test::compare(got, want);
-    SCOPED_TRACE(std::to_string(per_seq) + " rows x " + std::to_string(seqs) + " sequences");
-    EXPECT_TRUE(d.finite);
-    // fp16 inputs and outputs (one rounding of the base value, of t and of the sum).
-    EXPECT_EQ(gpu_test::first_outside(got, want, 4e-3, 4e-3), -1) << d.str();
-    // Rows of sequences without weights are exactly their inputs.
     const std::vector<float> base =
         run_lora(*cpu, shape, source, std::vector<std::vector<float>>(seqs));
-    if (seqs > 2) {
-      const int64_t row = 2 * per_seq;  // sequence 2's first row, first target
-      for (int64_t i = 0; i < per_seq * shape.outs[0]; ++i) {
-        ASSERT_EQ(got[static_cast<size_t>(row * shape.outs[0] + i)],
-                  base[static_cast<size_t>(row * shape.outs[0] + i)]);
+    for (Backend* cuda : {cuda_kernels.get(), cuda_cublas.get()}) {
+      const bool kernel_path =
+          cuda == cuda_kernels.get() && per_seq * seqs <= kernels::kLoraKernelMaxRows;
+      SCOPED_TRACE(std::to_string(per_seq) + " rows x " + std::to_string(seqs) + " sequences, " +
+                   (kernel_path ? "kernels" : "cuBLAS"));
+      const std::vector<float> got = run_lora(*cuda, shape, source, weights);
+      const gpu_test::Diff d = gpu_test::compare(got, want);
+      EXPECT_TRUE(d.finite);
+      // fp16 inputs and outputs (one rounding of the base value, of t and of the sum).
+      EXPECT_EQ(gpu_test::first_outside(got, want, 4e-3, 4e-3), -1) << d.str();
+      // Rows of sequences without weights are exactly their inputs.
+      if (seqs > 2) {
+        const int64_t row = 2 * per_seq;  // sequence 2's first row, first target
+        for (int64_t i = 0; i < per_seq * shape.outs[0]; ++i) {
+          ASSERT_EQ(got[static_cast<size_t>(row * shape.outs[0] + i)],
+                    base[static_cast<size_t>(row * shape.outs[0] + i)]);
+        }
       }
     }
   }

@@ -21,6 +21,10 @@ struct CudaBackendOptions {
   // A linear layer with one row runs on Hearth's row GEMV; with 2..gemv_max_rows rows on its
   // tensor-core GEMV (measured slower than cuBLAS on H200 for R >= 2, hence off); else cuBLAS.
   int64_t gemv_max_rows = 1;
+  // LoRA of up to this many rows runs on Hearth's shrink/expand kernels (at most
+  // kernels::kLoraKernelMaxRows), more rows on cuBLAS. Measured on an H200 (8B shape, rank 16):
+  // equal at 4 rows, cuBLAS ahead from 8 (docs/PERFORMANCE.md, "LoRA").
+  int64_t lora_kernel_max_rows = 4;
   int attention_warps = 8;   // prefill attention: 4 (64 queries per block) or 8 (128)
   int row_gemv_variant = 0;  // batch-1 GEMV: 0 high occupancy, 1 deeper loads + L2 prefetch
   // In a decode step, RoPE is applied by the attention kernel as it reads q and the new key,

@@ -156,6 +156,10 @@ class CudaBackend final : public Backend {
   bool pdl() const { return launch_.pdl; }
   void set_cuda_graphs(bool on);
   void set_gemv_max_rows(int64_t rows) { options_.gemv_max_rows = rows; }
+  void set_lora_kernel_max_rows(int64_t rows) {
+    options_.lora_kernel_max_rows = rows;
+    invalidate_graphs();
+  }
   void set_attention_warps(int warps) { options_.attention_warps = warps == 8 ? 8 : 4; }
   int attention_warps() const { return options_.attention_warps; }
   void set_row_gemv_variant(int v) {

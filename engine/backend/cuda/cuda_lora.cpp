@@ -1,7 +1,8 @@
 // LoRA on the CUDA backend. A group's A matrices are stacked into one [columns, in] matrix
 // (every adapter and target of the group), so one projection serves them all; each target keeps
 // Bᵀ of its columns with the adapters' scales folded in. A few rows run the shrink and expand
-// kernels (kernels/lora.cu); more rows run cuBLAS with the rows' weights applied in between.
+// kernels (kernels/lora.cu, CudaBackendOptions::lora_kernel_max_rows); more rows run cuBLAS
+// with the rows' weights applied in between.
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -139,7 +140,8 @@ void CudaBackend::lora(const BackendWeight& weight, DeviceTensor x,
   grow_workspace(lora_t_, static_cast<size_t>(rows * cols) * esize, "LoRA projections");
   const auto* row_weights = adapter_rows_device_.as<float>();
   const auto* slot_of_col = w->slot_of_col.as<int32_t>();
-  if (rows <= kernels::kLoraKernelMaxRows) {
+  if (rows <= std::min<int64_t>(options_.lora_kernel_max_rows, kernels::kLoraKernelMaxRows) &&
+      kernels::lora_expand_fits(rows, cols)) {
     check_launch(kernels::lora_shrink(launch(), elem, x.data, rows, w->in_features, w->a.get(),
                                       cols, slot_of_col, row_weights, kMaxLoraSlots, lora_t_.get()),
                  "lora_shrink");
