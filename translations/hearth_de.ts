@@ -8,8 +8,107 @@
             <translation>LoRA-Adapter</translation>
         </message>
         <message>
-            <source>Adapters change a loaded model's behaviour without loading another model. This version of Hearth cannot apply them yet; they will be listed here.</source>
-            <translation>Adapter verändern das Verhalten eines geladenen Modells, ohne ein anderes Modell zu laden. Diese Version von Hearth kann sie noch nicht anwenden; sie werden hier aufgeführt.</translation>
+            <source>Adapters change a loaded model's behaviour without loading another model. Those switched on are applied again whenever a model loads.</source>
+            <translation>Adapter verändern das Verhalten eines geladenen Modells, ohne ein anderes Modell zu laden. Eingeschaltete Adapter werden bei jedem Laden eines Modells wieder angewendet.</translation>
+        </message>
+        <message>
+            <source>No model is loaded. Load one to see which adapters fit it and to apply them; adapters switched on now are applied when it loads.</source>
+            <translation>Es ist kein Modell geladen. Laden Sie eines, um zu sehen, welche Adapter dazu passen, und um sie anzuwenden; jetzt eingeschaltete Adapter werden beim Laden angewendet.</translation>
+        </message>
+        <message>
+            <source>Applying once the answer is written…</source>
+            <translation>Wird angewendet, sobald die Antwort fertig ist …</translation>
+        </message>
+        <message>
+            <source>Applying…</source>
+            <translation>Wird angewendet …</translation>
+        </message>
+        <message>
+            <source>Applied in %1 ms, without reloading the model.</source>
+            <translation>In %1 ms angewendet, ohne das Modell neu zu laden.</translation>
+        </message>
+        <message>
+            <source>Apply %1</source>
+            <translation>%1 anwenden</translation>
+        </message>
+        <message>
+            <source>Remove from this list</source>
+            <translation>Aus dieser Liste entfernen</translation>
+        </message>
+        <message>
+            <source>PEFT folder</source>
+            <translation>PEFT-Ordner</translation>
+        </message>
+        <message>
+            <source>GGUF file</source>
+            <translation>GGUF-Datei</translation>
+        </message>
+        <message numerus="yes">
+            <source>%1 · rank %2 · %3 · %n layer(s) · %4</source>
+            <translation>
+                <numerusform>%1 · Rang %2 · %3 · %n Schicht · %4</numerusform>
+                <numerusform>%1 · Rang %2 · %3 · %n Schichten · %4</numerusform>
+            </translation>
+        </message>
+        <message>
+            <source>Cannot be applied to the loaded model: %1</source>
+            <translation>Kann auf das geladene Modell nicht angewendet werden: %1</translation>
+        </message>
+        <message>
+            <source>Weight</source>
+            <translation>Gewichtung</translation>
+        </message>
+        <message>
+            <source>Weight of %1</source>
+            <translation>Gewichtung von %1</translation>
+        </message>
+        <message>
+            <source>Not applied: %1</source>
+            <translation>Nicht angewendet: %1</translation>
+        </message>
+        <message>
+            <source>Applied with weight %1.</source>
+            <translation>Mit Gewichtung %1 angewendet.</translation>
+        </message>
+        <message>
+            <source>Not applied yet.</source>
+            <translation>Noch nicht angewendet.</translation>
+        </message>
+        <message>
+            <source>Looking for adapters…</source>
+            <translation>Adapter werden gesucht …</translation>
+        </message>
+        <message>
+            <source>No adapters found in %1. Put PEFT adapter folders (with adapter_config.json) or GGUF adapters there, or add one.</source>
+            <translation>Keine Adapter in %1 gefunden. Legen Sie dort PEFT-Adapterordner (mit adapter_config.json) oder GGUF-Adapter ab, oder fügen Sie einen hinzu.</translation>
+        </message>
+        <message>
+            <source>Add…</source>
+            <translation>Hinzufügen …</translation>
+        </message>
+        <message>
+            <source>Add an adapter from another folder</source>
+            <translation>Einen Adapter aus einem anderen Ordner hinzufügen</translation>
+        </message>
+        <message>
+            <source>Look again</source>
+            <translation>Erneut suchen</translation>
+        </message>
+        <message>
+            <source>Look for adapters again</source>
+            <translation>Erneut nach Adaptern suchen</translation>
+        </message>
+        <message>
+            <source>Add a LoRA adapter</source>
+            <translation>LoRA-Adapter hinzufügen</translation>
+        </message>
+        <message>
+            <source>GGUF adapters (*.gguf)</source>
+            <translation>GGUF-Adapter (*.gguf)</translation>
+        </message>
+        <message>
+            <source>PEFT adapter configuration (adapter_config.json)</source>
+            <translation>PEFT-Adapterkonfiguration (adapter_config.json)</translation>
         </message>
     </context>
     <context>
@@ -41,6 +140,10 @@
         <message>
             <source>%1 tokens, %2 tokens/s</source>
             <translation>%1 Token, %2 Token/s</translation>
+        </message>
+        <message>
+            <source>Adapters: %1</source>
+            <translation>Adapter: %1</translation>
         </message>
     </context>
     <context>
@@ -715,6 +818,14 @@
             <source>A smaller model with the same vocabulary guesses the next tokens; the model keeps those it agrees with. The answers do not change.</source>
             <translation>Ein kleineres Modell mit demselben Vokabular errät die nächsten Tokens; das Modell übernimmt die, denen es zustimmt. Die Antworten ändern sich nicht.</translation>
         </message>
+        <message>
+            <source>Adapters</source>
+            <translation>Adapter</translation>
+        </message>
+        <message>
+            <source>An active adapter cannot be applied to this model; it loads without it: %1</source>
+            <translation>Ein eingeschalteter Adapter kann auf dieses Modell nicht angewendet werden; es wird ohne ihn geladen: %1</translation>
+        </message>
     </context>
     <context>
         <name>Main</name>
@@ -834,6 +945,18 @@
         <message>
             <source>Regenerate the answer</source>
             <translation>Antwort neu erzeugen</translation>
+        </message>
+        <message>
+            <source>%1 × %2</source>
+            <translation>%1 × %2</translation>
+        </message>
+        <message>
+            <source>LoRA %1</source>
+            <translation>LoRA %1</translation>
+        </message>
+        <message>
+            <source>LoRA adapters: %1</source>
+            <translation>LoRA-Adapter: %1</translation>
         </message>
     </context>
     <context>
@@ -2081,6 +2204,32 @@
         </message>
     </context>
     <context>
+        <name>hearth::app::AdapterList</name>
+        <message>
+            <source>%1 no longer exists.</source>
+            <translation>%1 existiert nicht mehr.</translation>
+        </message>
+        <message>
+            <source>%1 cannot be applied to the loaded model: %2</source>
+            <translation>%1 kann auf das geladene Modell nicht angewendet werden: %2</translation>
+        </message>
+        <message numerus="yes">
+            <source>At most %n adapter(s) can be applied at once: switch one off first.</source>
+            <translation>
+                <numerusform>Es kann höchstens %n Adapter gleichzeitig angewendet werden: Schalten Sie zuerst einen aus.</numerusform>
+                <numerusform>Es können höchstens %n Adapter gleichzeitig angewendet werden: Schalten Sie zuerst einen aus.</numerusform>
+            </translation>
+        </message>
+        <message>
+            <source>%1 does not exist.</source>
+            <translation>%1 existiert nicht.</translation>
+        </message>
+        <message>
+            <source>%1 is not a LoRA adapter: choose a folder with adapter_config.json or a GGUF adapter file.</source>
+            <translation>%1 ist kein LoRA-Adapter: Wählen Sie einen Ordner mit adapter_config.json oder eine GGUF-Adapterdatei.</translation>
+        </message>
+    </context>
+    <context>
         <name>hearth::app::ChatSession</name>
         <message>
             <source>Load a model first: choose one in the model bar or the library.</source>
@@ -2161,6 +2310,10 @@
         <message>
             <source>%1 is neither a .gguf file nor a model folder (a folder with config.json).</source>
             <translation>%1 ist weder eine .gguf-Datei noch ein Modellordner (ein Ordner mit config.json).</translation>
+        </message>
+        <message>
+            <source>%1 is a LoRA adapter, not a model: add it in the Adapters tab.</source>
+            <translation>%1 ist ein LoRA-Adapter, kein Modell: Fügen Sie ihn im Reiter „Adapter“ hinzu.</translation>
         </message>
     </context>
     <context>

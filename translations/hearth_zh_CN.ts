@@ -8,8 +8,106 @@
             <translation>LoRA 适配器</translation>
         </message>
         <message>
-            <source>Adapters change a loaded model's behaviour without loading another model. This version of Hearth cannot apply them yet; they will be listed here.</source>
-            <translation>适配器无需加载另一个模型即可改变已加载模型的行为。此版本的 Hearth 尚不能应用适配器；它们将在此处列出。</translation>
+            <source>Adapters change a loaded model's behaviour without loading another model. Those switched on are applied again whenever a model loads.</source>
+            <translation>适配器无需加载另一个模型即可改变已加载模型的行为。已开启的适配器会在每次加载模型时重新应用。</translation>
+        </message>
+        <message>
+            <source>No model is loaded. Load one to see which adapters fit it and to apply them; adapters switched on now are applied when it loads.</source>
+            <translation>尚未加载模型。请加载一个模型，以查看哪些适配器与之匹配并应用它们；现在开启的适配器会在模型加载时应用。</translation>
+        </message>
+        <message>
+            <source>Applying once the answer is written…</source>
+            <translation>将在回答完成后应用…</translation>
+        </message>
+        <message>
+            <source>Applying…</source>
+            <translation>正在应用…</translation>
+        </message>
+        <message>
+            <source>Applied in %1 ms, without reloading the model.</source>
+            <translation>已在 %1 毫秒内应用，无需重新加载模型。</translation>
+        </message>
+        <message>
+            <source>Apply %1</source>
+            <translation>应用 %1</translation>
+        </message>
+        <message>
+            <source>Remove from this list</source>
+            <translation>从此列表中移除</translation>
+        </message>
+        <message>
+            <source>PEFT folder</source>
+            <translation>PEFT 文件夹</translation>
+        </message>
+        <message>
+            <source>GGUF file</source>
+            <translation>GGUF 文件</translation>
+        </message>
+        <message numerus="yes">
+            <source>%1 · rank %2 · %3 · %n layer(s) · %4</source>
+            <translation>
+                <numerusform>%1 · 秩 %2 · %3 · %n 层 · %4</numerusform>
+            </translation>
+        </message>
+        <message>
+            <source>Cannot be applied to the loaded model: %1</source>
+            <translation>无法应用于已加载的模型：%1</translation>
+        </message>
+        <message>
+            <source>Weight</source>
+            <translation>权重</translation>
+        </message>
+        <message>
+            <source>Weight of %1</source>
+            <translation>%1 的权重</translation>
+        </message>
+        <message>
+            <source>Not applied: %1</source>
+            <translation>未应用：%1</translation>
+        </message>
+        <message>
+            <source>Applied with weight %1.</source>
+            <translation>已以权重 %1 应用。</translation>
+        </message>
+        <message>
+            <source>Not applied yet.</source>
+            <translation>尚未应用。</translation>
+        </message>
+        <message>
+            <source>Looking for adapters…</source>
+            <translation>正在查找适配器…</translation>
+        </message>
+        <message>
+            <source>No adapters found in %1. Put PEFT adapter folders (with adapter_config.json) or GGUF adapters there, or add one.</source>
+            <translation>在 %1 中未找到适配器。请将 PEFT 适配器文件夹（含 adapter_config.json）或 GGUF 适配器放在该处，或添加一个。</translation>
+        </message>
+        <message>
+            <source>Add…</source>
+            <translation>添加…</translation>
+        </message>
+        <message>
+            <source>Add an adapter from another folder</source>
+            <translation>从其他文件夹添加适配器</translation>
+        </message>
+        <message>
+            <source>Look again</source>
+            <translation>重新查找</translation>
+        </message>
+        <message>
+            <source>Look for adapters again</source>
+            <translation>重新查找适配器</translation>
+        </message>
+        <message>
+            <source>Add a LoRA adapter</source>
+            <translation>添加 LoRA 适配器</translation>
+        </message>
+        <message>
+            <source>GGUF adapters (*.gguf)</source>
+            <translation>GGUF 适配器 (*.gguf)</translation>
+        </message>
+        <message>
+            <source>PEFT adapter configuration (adapter_config.json)</source>
+            <translation>PEFT 适配器配置 (adapter_config.json)</translation>
         </message>
     </context>
     <context>
@@ -41,6 +139,10 @@
         <message>
             <source>%1 tokens, %2 tokens/s</source>
             <translation>%1 个词元，%2 词元/秒</translation>
+        </message>
+        <message>
+            <source>Adapters: %1</source>
+            <translation>适配器：%1</translation>
         </message>
     </context>
     <context>
@@ -715,6 +817,14 @@
             <source>A smaller model with the same vocabulary guesses the next tokens; the model keeps those it agrees with. The answers do not change.</source>
             <translation>一个词表相同的较小模型猜测接下来的词元；模型保留它认可的部分。回答不会改变。</translation>
         </message>
+        <message>
+            <source>Adapters</source>
+            <translation>适配器</translation>
+        </message>
+        <message>
+            <source>An active adapter cannot be applied to this model; it loads without it: %1</source>
+            <translation>有一个已开启的适配器无法应用于此模型；模型将在不使用它的情况下加载：%1</translation>
+        </message>
     </context>
     <context>
         <name>Main</name>
@@ -833,6 +943,18 @@
         <message>
             <source>Regenerate the answer</source>
             <translation>重新生成回答</translation>
+        </message>
+        <message>
+            <source>%1 × %2</source>
+            <translation>%1 × %2</translation>
+        </message>
+        <message>
+            <source>LoRA %1</source>
+            <translation>LoRA %1</translation>
+        </message>
+        <message>
+            <source>LoRA adapters: %1</source>
+            <translation>LoRA 适配器：%1</translation>
         </message>
     </context>
     <context>
@@ -2080,6 +2202,31 @@
         </message>
     </context>
     <context>
+        <name>hearth::app::AdapterList</name>
+        <message>
+            <source>%1 no longer exists.</source>
+            <translation>%1 已不存在。</translation>
+        </message>
+        <message>
+            <source>%1 cannot be applied to the loaded model: %2</source>
+            <translation>%1 无法应用于已加载的模型：%2</translation>
+        </message>
+        <message numerus="yes">
+            <source>At most %n adapter(s) can be applied at once: switch one off first.</source>
+            <translation>
+                <numerusform>最多可同时应用 %n 个适配器：请先关闭一个。</numerusform>
+            </translation>
+        </message>
+        <message>
+            <source>%1 does not exist.</source>
+            <translation>%1 不存在。</translation>
+        </message>
+        <message>
+            <source>%1 is not a LoRA adapter: choose a folder with adapter_config.json or a GGUF adapter file.</source>
+            <translation>%1 不是 LoRA 适配器：请选择包含 adapter_config.json 的文件夹或 GGUF 适配器文件。</translation>
+        </message>
+    </context>
+    <context>
         <name>hearth::app::ChatSession</name>
         <message>
             <source>Load a model first: choose one in the model bar or the library.</source>
@@ -2160,6 +2307,10 @@
         <message>
             <source>%1 is neither a .gguf file nor a model folder (a folder with config.json).</source>
             <translation>%1 既不是 .gguf 文件，也不是模型文件夹（包含 config.json 的文件夹）。</translation>
+        </message>
+        <message>
+            <source>%1 is a LoRA adapter, not a model: add it in the Adapters tab.</source>
+            <translation>%1 是 LoRA 适配器而不是模型：请在“适配器”标签页中添加。</translation>
         </message>
     </context>
     <context>

@@ -1,6 +1,7 @@
 // The chat store against SQLite itself: schema and pragmas as SQLite reports them, migrations
-// from a hand-made version-1 database, FTS5 search, crash recovery of a streaming answer, and
-// export/import round trips (the Markdown export re-read by Qt's own Markdown parser).
+// from hand-made version-1 and version-3 databases, the LoRA adapters stored with an answer,
+// FTS5 search, crash recovery of a streaming answer, and export/import round trips (the Markdown
+// export re-read by Qt's own Markdown parser).
 #include <sqlite3.h>
 
 #include <QJsonArray>
@@ -103,6 +104,93 @@ class ChatStoreTest : public QObject {
     QCOMPARE(hits[0].messageId, 2);
     QCOMPARE(hits[0].conversationTitle, QStringLiteral("Old chat"));
     QVERIFY(store.foreignKeyProblems().isEmpty());
+  }
+
+  // A database of the release before adapters (schema 3, as it shipped) opens, keeps its
+  // answers (without adapters) and stores the adapters of new ones.
+  void migratesAVersion3DatabaseForAdapters() {
+    const QString path = freshPath();
+    {
+      RawDb raw(path);
+      raw.exec(R"sql(
+        CREATE TABLE conversations(id INTEGER PRIMARY KEY, title TEXT NOT NULL,
+          created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+          system_prompt TEXT NOT NULL DEFAULT '', sampling TEXT NOT NULL DEFAULT '{}');
+        CREATE TABLE messages(id INTEGER PRIMARY KEY,
+          conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+          role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+          content TEXT NOT NULL, state INTEGER NOT NULL DEFAULT 0, stats TEXT,
+          created_at INTEGER NOT NULL);
+        CREATE INDEX messages_by_conversation ON messages(conversation_id, id);
+        CREATE VIRTUAL TABLE messages_fts USING fts5(
+          content, content='messages', content_rowid='id', tokenize='trigram');
+        CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+          INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+        END;
+        CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+          INSERT INTO messages_fts(messages_fts, rowid, content)
+            VALUES ('delete', old.id, old.content);
+        END;
+        CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
+          INSERT INTO messages_fts(messages_fts, rowid, content)
+            VALUES ('delete', old.id, old.content);
+          INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+        END;
+        INSERT INTO conversations VALUES (4, 'Before adapters', 1000, 2000, 'Be brief.', '{}');
+        INSERT INTO messages VALUES (1, 4, 'user', 'Name a colour.', 0, NULL, 1000);
+        INSERT INTO messages VALUES (2, 4, 'assistant', 'Blue.', 0,
+          '{"generated_tokens": 2, "decode_seconds": 0.1, "model": "SmolLM2"}', 1500);
+        PRAGMA user_version = 3;
+      )sql");
+    }
+    ChatStore store(path);
+    QCOMPARE(store.schemaVersion(), ChatStore::currentSchemaVersion());
+    QVERIFY(ChatStore::currentSchemaVersion() >= 4);
+    RawDb raw(path);
+    QCOMPARE(raw.text("SELECT count(*) FROM sqlite_master WHERE name = 'message_adapters'"),
+             QStringLiteral("1"));
+    auto old = store.messages(4);
+    QCOMPARE(old.size(), 2);
+    QCOMPARE(old[1].content, QStringLiteral("Blue."));
+    QCOMPARE(old[1].stats.model, QStringLiteral("SmolLM2"));
+    QVERIFY(old[1].stats.adapters.isEmpty());
+
+    // A new answer with two adapters: stored in order, with names, paths and weights.
+    const QVector<AdapterUse> used{{QStringLiteral("all_r16"), QStringLiteral("/a/all_r16"), 1.0},
+                                   {QStringLiteral("attn_r8"), QStringLiteral("/a/attn_r8"), 0.35}};
+    const qint64 answer = store.beginMessage(4, QStringLiteral("assistant"));
+    MessageStats stats{9, 3, 0.1, 0.2, QStringLiteral("stop"), QStringLiteral("SmolLM2")};
+    stats.adapters = used;
+    store.finishMessage(answer, QStringLiteral("Green."), stats);
+    QCOMPARE(raw.text("SELECT count(*) FROM message_adapters").toInt(), 2);
+    // The adapters are rows of their own, not part of the stats JSON.
+    QVERIFY(!raw.text("SELECT stats FROM messages WHERE id = 3").contains(u"all_r16"));
+    QCOMPARE(store.message(answer)->stats.adapters, used);
+    const auto all = store.messages(4);
+    QCOMPARE(all.size(), 3);
+    QVERIFY(all[1].stats.adapters.isEmpty());
+    QCOMPARE(all[2].stats.adapters, used);
+
+    // Finishing again (a regenerated answer reuses nothing, but a second finish must not
+    // duplicate rows), then an answer without adapters in the same conversation.
+    stats.adapters = {used[1]};
+    store.finishMessage(answer, QStringLiteral("Green."), stats);
+    QCOMPARE(store.message(answer)->stats.adapters, QVector<AdapterUse>{used[1]});
+    const qint64 plain =
+        store.addMessage(4, QStringLiteral("assistant"), QStringLiteral("Red."),
+                         MessageStats{9, 2, 0.1, 0.2, QStringLiteral("stop"), QStringLiteral("m")});
+    QVERIFY(store.message(plain)->stats.adapters.isEmpty());
+
+    // Deleting the answer (regenerate, edit-and-resend) or the conversation takes its adapters.
+    store.truncateFrom(answer);
+    QCOMPARE(raw.text("SELECT count(*) FROM message_adapters").toInt(), 0);
+    stats.adapters = used;
+    store.addMessage(4, QStringLiteral("assistant"), QStringLiteral("Teal."), stats);
+    QCOMPARE(raw.text("SELECT count(*) FROM message_adapters").toInt(), 2);
+    store.deleteConversation(4);
+    QCOMPARE(raw.text("SELECT count(*) FROM message_adapters").toInt(), 0);
+    QVERIFY(store.foreignKeyProblems().isEmpty());
+    QCOMPARE(store.integrityCheck(), QStringLiteral("ok"));
   }
 
   void refusesADatabaseFromANewerVersion() {
@@ -229,13 +317,21 @@ class ChatStoreTest : public QObject {
         c, QStringLiteral("assistant"),
         QStringLiteral("Here:\n\n```cpp\nfor (int i = 0; i < 3; ++i) {}\n```\n"),
         MessageStats{12, 20, 0.05, 0.4, QStringLiteral("stop"), QStringLiteral("SmolLM2")});
+    MessageStats adapted{12, 8, 0.05, 0.2, QStringLiteral("stop"), QStringLiteral("SmolLM2")};
+    adapted.adapters = {{QStringLiteral("all_r16.gguf"), QStringLiteral("/m/all_r16.gguf"), 0.5}};
+    store.addMessage(c, QStringLiteral("assistant"), QStringLiteral("Again, tuned."), adapted);
     const QByteArray json = exportJson(store, c);
 
     // The document is plain JSON any tool reads.
     const QJsonObject root = QJsonDocument::fromJson(json).object();
     QCOMPARE(root.value(QStringLiteral("format")).toString(),
              QStringLiteral("hearth-conversation"));
-    QCOMPARE(root.value(QStringLiteral("messages")).toArray().size(), 2);
+    QCOMPARE(root.value(QStringLiteral("messages")).toArray().size(), 3);
+    const QJsonArray exportedAdapters =
+        root.value(QStringLiteral("messages")).toArray()[2].toObject()[u"adapters"].toArray();
+    QCOMPARE(exportedAdapters.size(), 1);
+    QCOMPARE(exportedAdapters[0].toObject()[u"name"].toString(), QStringLiteral("all_r16.gguf"));
+    QCOMPARE(exportedAdapters[0].toObject()[u"weight"].toDouble(), 0.5);
 
     const qint64 copy = importJson(store, json);
     QVERIFY(copy != c);
@@ -253,7 +349,9 @@ class ChatStoreTest : public QObject {
       QCOMPARE(mb[i].stats.generatedTokens, ma[i].stats.generatedTokens);
       QCOMPARE(mb[i].stats.decodeSeconds, ma[i].stats.decodeSeconds);
       QCOMPARE(mb[i].stats.model, ma[i].stats.model);
+      QCOMPARE(mb[i].stats.adapters, ma[i].stats.adapters);
     }
+    QCOMPARE(mb[2].stats.adapters.size(), 1);
     // Exporting the copy gives the same document apart from dates.
     QJsonObject again = QJsonDocument::fromJson(exportJson(store, copy)).object();
     QJsonObject first = root;
@@ -285,6 +383,10 @@ class ChatStoreTest : public QObject {
             "messages": [{"role": "user", "content": 5}]})",
         R"({"format": "hearth-conversation", "version": 1, "title": "x", "sampling": 3,
             "messages": []})",
+        R"({"format": "hearth-conversation", "version": 1, "title": "x",
+            "messages": [{"role": "assistant", "content": "x", "adapters": {}}]})",
+        R"({"format": "hearth-conversation", "version": 1, "title": "x",
+            "messages": [{"role": "assistant", "content": "x", "adapters": [{"name": "a"}]}]})",
     };
     for (const QByteArray& doc : bad) {
       QVERIFY_THROWS_EXCEPTION(StoreError, importJson(store, doc));
@@ -302,6 +404,10 @@ class ChatStoreTest : public QObject {
     store.addMessage(c, QStringLiteral("assistant"),
                      QStringLiteral("Use **sorted**:\n\n```python\nprint(sorted([3, 1, 2]))\n```"),
                      MessageStats{5, 20, 0.1, 0.5, QStringLiteral("stop"), {}});
+    MessageStats adapted{5, 20, 0.1, 0.5, QStringLiteral("stop"), {}};
+    adapted.adapters = {{QStringLiteral("attn_r8"), QStringLiteral("/m/attn_r8"), 1.5}};
+    store.addMessage(c, QStringLiteral("assistant"), QStringLiteral("Or **sort** in place."),
+                     adapted);
     const QString md = exportMarkdown(store, c);
 
     // Qt's Markdown reader (md4c) sees the structure we meant.
@@ -318,10 +424,13 @@ class ChatStoreTest : public QObject {
       }
     }
     QCOMPARE(headings, (QStringList{QStringLiteral("1Sorting"), QStringLiteral("2System prompt"),
-                                    QStringLiteral("2You"), QStringLiteral("2Assistant")}));
+                                    QStringLiteral("2You"), QStringLiteral("2Assistant"),
+                                    QStringLiteral("2Assistant")}));
     QCOMPARE(code.join(u'\n'), QStringLiteral("print(sorted([3, 1, 2]))"));
     QCOMPARE(codeLanguage, QStringLiteral("python"));
     QVERIFY(doc.toPlainText().contains(QStringLiteral("40.0 tokens/s")));
+    QVERIFY2(doc.toPlainText().contains(QStringLiteral("Adapters: attn_r8 × 1.50")),
+             qPrintable(doc.toPlainText()));
   }
 };
 

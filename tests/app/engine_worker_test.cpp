@@ -3,8 +3,10 @@
 // tokenizer, tests/fixtures/app/worker_greedy.json), tokens arrive in batches, cancellation
 // works during load and during generation, and bad loads (missing file, corrupt file, a cache
 // that cannot fit) and a prompt longer than the context fail with readable errors while the
-// worker stays usable.
+// worker stays usable. LoRA adapters (tests/fixtures/lora) are applied, re-weighted and removed
+// without reloading the model, and each answer names the adapters that shaped it.
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -12,6 +14,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QThread>
+#include <optional>
 
 #include "app/desktop/engine/engine_controller.h"
 #include "app/desktop/engine/engine_worker.h"
@@ -28,6 +31,7 @@ struct LoadOutcome {
   EngineFailure failure;
   ModelSummary summary;
   MemorySnapshot memory;
+  std::optional<AdapterReport> adapters;  // sent after a successful load
 };
 
 struct GenerationOutcome {
@@ -42,6 +46,10 @@ struct GenerationOutcome {
 
 QString modelPath() {
   return QString::fromStdString(hearth::test::test_model().string());
+}
+
+QString loraFixture(const char* name) {
+  return QStringLiteral(HEARTH_FIXTURES_DIR "/lora/") + QLatin1String(name);
 }
 
 }  // namespace
@@ -67,7 +75,9 @@ class EngineWorkerTest : public QObject {
     }
     connect(worker_, &EngineWorker::loadFinished, &context,
             [&](quint64, const ModelSummary& s, const MemorySnapshot& m) {
-              out = {true, true, false, {}, s, m};
+              out.done = out.ok = true;
+              out.summary = s;
+              out.memory = m;
             });
     connect(worker_, &EngineWorker::loadFailed, &context,
             [&](quint64, const EngineFailure& f, bool cancelled) {
@@ -75,10 +85,37 @@ class EngineWorkerTest : public QObject {
               out.cancelled = cancelled;
               out.failure = f;
             });
+    connect(worker_, &EngineWorker::adaptersApplied, &context,
+            [&](quint64 id, const AdapterReport& r) {
+              if (id == 1) out.adapters = r;
+            });
     LoadJob job{1, std::move(options), cancel};
     QMetaObject::invokeMethod(worker_, [w = worker_, job] { w->load(job); });
-    [&] { QTRY_VERIFY_WITH_TIMEOUT(out.done, 120000); }();
+    // The adapters' report follows loadFinished at once, from the same call.
+    [&] { QTRY_VERIFY_WITH_TIMEOUT(out.done && (!out.ok || out.adapters), 120000); }();
     disconnect(direct);
+    return out;
+  }
+
+  // Runs applyAdapters on the worker; the report, and whether the model was loaded again
+  // meanwhile (it must not be).
+  AdapterReport applyAdapters(const QVector<AdapterChoice>& adapters, bool* reloaded = nullptr) {
+    AdapterReport out;
+    bool done = false;
+    int loads = 0;
+    QObject context;
+    connect(worker_, &EngineWorker::adaptersApplied, &context,
+            [&](quint64 id, const AdapterReport& r) {
+              if (id != 3) return;
+              out = r;
+              done = true;
+            });
+    connect(worker_, &EngineWorker::loadProgress, &context, [&] { ++loads; });
+    connect(worker_, &EngineWorker::loadFinished, &context, [&] { ++loads; });
+    const AdapterJob job{3, adapters};
+    QMetaObject::invokeMethod(worker_, [w = worker_, job] { w->applyAdapters(job); });
+    [&] { QTRY_VERIFY_WITH_TIMEOUT(done, 60000); }();
+    if (reloaded) *reloaded = loads > 0;
     return out;
   }
 
@@ -269,6 +306,132 @@ class EngineWorkerTest : public QObject {
     QCOMPARE(g.stats.finishReason, QStringLiteral("cancelled"));
     QVERIFY(g.stats.generatedTokens < 500);
     QVERIFY(g.text.startsWith(g.streamed.left(1)));
+  }
+
+  void adaptersApplyWithoutReloading() {
+    QVERIFY2(QFileInfo::exists(loraFixture("all_r16/adapter_config.json")),
+             "tests/fixtures/lora is missing");
+    hearth::GenerationRequest r;
+    r.messages = {{"user", "Write one sentence about the sea."}};
+    r.max_tokens = 24;
+    r.sampling.temperature = 0;
+    const GenerationOutcome base = generate(r);
+    QVERIFY2(!base.failed, qPrintable(base.failure.message));
+    QVERIFY(base.stats.adapters.isEmpty());
+
+    // Switched on: applied in well under a second, the model not loaded again, and the greedy
+    // answer is another one, naming the adapter and its weight.
+    bool reloaded = true;
+    AdapterReport report = applyAdapters({{loraFixture("all_r16"), 1.0}}, &reloaded);
+    QVERIFY2(report.error.isEmpty(), qPrintable(report.error));
+    QVERIFY2(report.problems.isEmpty(), qPrintable(report.problems.values().join(u'\n')));
+    QVERIFY(report.changed);
+    QVERIFY(!reloaded);
+    qInfo("all_r16 applied in %.1f ms", report.seconds * 1000);
+    QVERIFY2(report.seconds < 1.0, qPrintable(QString::number(report.seconds)));
+    QCOMPARE(report.loaded.size(), 1);
+    QCOMPARE(report.loaded[0].path, loraFixture("all_r16"));
+    QCOMPARE(report.loaded[0].name, QStringLiteral("all_r16"));
+    QCOMPARE(report.loaded[0].weight, 1.0);
+    const GenerationOutcome adapted = generate(r);
+    QVERIFY2(!adapted.failed, qPrintable(adapted.failure.message));
+    QVERIFY2(adapted.text != base.text, qPrintable(adapted.text));
+    QCOMPARE(adapted.stats.adapters.size(), 1);
+    QCOMPARE(adapted.stats.adapters[0].name, QStringLiteral("all_r16"));
+    QCOMPARE(adapted.stats.adapters[0].weight, 1.0);
+
+    // The same choice again changes nothing; another weight is applied as such.
+    QVERIFY(!applyAdapters({{loraFixture("all_r16"), 1.0}}).changed);
+    report = applyAdapters({{loraFixture("all_r16"), 0.5}}, &reloaded);
+    QVERIFY(report.changed && report.problems.isEmpty() && !reloaded);
+    QCOMPARE(report.loaded[0].weight, 0.5);
+    const GenerationOutcome half = generate(r);
+    QCOMPARE(half.stats.adapters.size(), 1);
+    QCOMPARE(half.stats.adapters[0].weight, 0.5);
+
+    // Two at once (a PEFT folder and a GGUF adapter), then none: the base model's answer again.
+    report = applyAdapters({{loraFixture("attn_r8"), 1.0}, {loraFixture("all_r16.gguf"), 0.25}});
+    QVERIFY2(report.problems.isEmpty(), qPrintable(report.problems.values().join(u'\n')));
+    QCOMPARE(report.loaded.size(), 2);
+    const GenerationOutcome two = generate(r);
+    QCOMPARE(two.stats.adapters.size(), 2);
+    report = applyAdapters({});
+    QVERIFY(report.changed && report.loaded.isEmpty());
+    const GenerationOutcome again = generate(r);
+    QCOMPARE(again.text, base.text);
+    QVERIFY(again.stats.adapters.isEmpty());
+
+    // One the engine refuses: the reason in words, naming it; the model goes on working.
+    const QString missing = dir_.filePath(QStringLiteral("no-such-adapter"));
+    report = applyAdapters({{missing, 1.0}});
+    QVERIFY(report.loaded.isEmpty());
+    QVERIFY(report.problems.contains(missing));
+    QVERIFY2(report.problems.value(missing).contains(QStringLiteral("no-such-adapter")),
+             qPrintable(report.problems.value(missing)));
+    QCOMPARE(generate(r).text, base.text);
+    applyAdapters({});
+  }
+
+  // The adapters chosen go with a load (EngineController sends AppSettings' choice): loaded one
+  // by one after the model, so that one that cannot be applied leaves the model loaded.
+  void adaptersGoWithALoad() {
+    hearth::LoadOptions o = cpuOptions(modelPath());
+    const QString missing = dir_.filePath(QStringLiteral("gone-adapter"));
+    o.adapters = {{loraFixture("attn_r8").toStdString(), 1.5f}, {missing.toStdString(), 1.0f}};
+    const LoadOutcome l = load(o);
+    QVERIFY2(l.ok, qPrintable(l.failure.message));
+    QVERIFY(l.adapters);
+    QCOMPARE(l.adapters->loaded.size(), 1);
+    QCOMPARE(l.adapters->loaded[0].path, loraFixture("attn_r8"));
+    QCOMPARE(l.adapters->loaded[0].weight, 1.5);
+    QVERIFY(l.adapters->problems.contains(missing));
+    hearth::GenerationRequest r;
+    r.messages = {{"user", "Name a colour."}};
+    r.max_tokens = 8;
+    r.sampling.temperature = 0;
+    const GenerationOutcome g = generate(r);
+    QVERIFY2(!g.failed, qPrintable(g.failure.message));
+    QCOMPARE(g.stats.adapters.size(), 1);
+    QCOMPARE(g.stats.adapters[0].name, QStringLiteral("attn_r8"));
+    QCOMPARE(g.stats.adapters[0].weight, 1.5);
+    // A load without adapters drops them.
+    const LoadOutcome plain = load(cpuOptions(modelPath()));
+    QVERIFY(plain.ok);
+    QVERIFY(plain.adapters && plain.adapters->loaded.isEmpty());
+    QVERIFY(generate(r).stats.adapters.isEmpty());
+  }
+
+  // The memory plan of a load counts the chosen adapters; one that cannot be applied to the
+  // model leaves the plan valid (the model loads without it) and says why.
+  void planCountsTheAdapters() {
+    EngineController controller(nullptr);
+    const QVariantMap base{{QStringLiteral("path"), modelPath()},
+                           {QStringLiteral("device"), QStringLiteral("cpu")},
+                           {QStringLiteral("maxSeqLen"), 1024}};
+    const auto plan = [&](const QVariantList& adapters) {
+      QVariantMap settings = base;
+      settings.insert(QStringLiteral("adapters"), adapters);
+      controller.requestPlan(settings);
+      [&] { QTRY_VERIFY_WITH_TIMEOUT(!controller.planning(), 60000); }();
+      return controller.plan();
+    };
+    const QVariantMap none = plan({});
+    QVERIFY(none.value(QStringLiteral("valid")).toBool());
+    QCOMPARE(none.value(QStringLiteral("adapters")).toDouble(), 0.0);
+    const QVariantMap one = plan({QVariantMap{{QStringLiteral("path"), loraFixture("all_r16")},
+                                              {QStringLiteral("weight"), 1.0}}});
+    QVERIFY2(one.value(QStringLiteral("valid")).toBool(),
+             qPrintable(one.value(QStringLiteral("error")).toString()));
+    QVERIFY(one.value(QStringLiteral("adapters")).toDouble() > 0);
+    QCOMPARE(one.value(QStringLiteral("needed")).toDouble(),
+             none.value(QStringLiteral("needed")).toDouble() +
+                 one.value(QStringLiteral("adapters")).toDouble());
+    const QString missing = dir_.filePath(QStringLiteral("missing-adapter"));
+    const QVariantMap bad = plan({QVariantMap{{QStringLiteral("path"), missing}}});
+    QVERIFY(bad.value(QStringLiteral("valid")).toBool());
+    QVERIFY2(bad.value(QStringLiteral("adapterError")).toString().contains(u"missing-adapter"),
+             qPrintable(bad.value(QStringLiteral("adapterError")).toString()));
+    QCOMPARE(bad.value(QStringLiteral("adapters")).toDouble(), 0.0);
   }
 
   // The first answer of a session: its figures flow while it streams, not only at its end.

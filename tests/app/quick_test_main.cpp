@@ -1,8 +1,11 @@
 // Qt Quick Test runner for the views: the Hearth QML module with a real AppRuntime on temporary
-// files (history database, settings), the default model imported into its library, and a tiny
-// synthetic model for the quantization wizard.
+// files (history database, settings), the default model imported into its library, a tiny
+// synthetic model for the quantization wizard, and the LoRA fixtures with a broken adapter for
+// the Adapters tab.
 #include <QtQml/qqmlextensionplugin.h>
 #include <QtQuickTest/quicktest.h>
+#include <QDir>
+#include <QFile>
 #include <QQmlContext>
 #include <QQmlEngine>
 #include <QQuickStyle>
@@ -38,6 +41,12 @@ class Setup : public QObject {
     tiny.tied = false;
     hearth::quantizer::test::write_tiny_model(dir_.filePath(QStringLiteral("tiny")).toStdString(),
                                               tiny);
+    // An adapter folder whose weights are missing: the Adapters tab must say so.
+    QDir(dir_.path()).mkpath(QStringLiteral("broken_adapter"));
+    QFile config(dir_.filePath(QStringLiteral("broken_adapter/adapter_config.json")));
+    if (config.open(QIODevice::WriteOnly))
+      config.write(R"({"peft_type": "LORA", "r": 8, "lora_alpha": 16,
+                       "target_modules": ["q_proj", "v_proj"]})");
   }
 
   void qmlEngineAvailable(QQmlEngine* engine) {
@@ -49,6 +58,10 @@ class Setup : public QObject {
     engine->rootContext()->setContextProperty(QStringLiteral("tinyModelPath"),
                                               dir_.filePath(QStringLiteral("tiny")));
     engine->rootContext()->setContextProperty(QStringLiteral("scratchDir"), dir_.path());
+    engine->rootContext()->setContextProperty(QStringLiteral("loraFixturesDir"),
+                                              QStringLiteral(HEARTH_FIXTURES_DIR "/lora"));
+    engine->rootContext()->setContextProperty(QStringLiteral("brokenAdapterPath"),
+                                              dir_.filePath(QStringLiteral("broken_adapter")));
     engine->rootContext()->setContextProperty(
         QStringLiteral("codeConversationUrl"),
         QUrl::fromLocalFile(

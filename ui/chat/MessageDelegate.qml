@@ -1,5 +1,6 @@
 // One message. The user's sit in a bubble on the right and can be edited and sent again; the
-// assistant's are rendered as Markdown with framed code blocks, and show their statistics.
+// assistant's are rendered as Markdown with framed code blocks, and show their statistics and
+// the LoRA adapters that shaped them.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -17,6 +18,7 @@ Item {
     required property real tokensPerSecond
     required property real promptTokensPerSecond
     required property string finishReason
+    required property var adapters  // [{name, path, weight}]
 
     readonly property bool isUser: role === "user"
     readonly property bool isLast: index === ChatSession.messages.count - 1
@@ -183,6 +185,20 @@ Item {
                 }
                 Layout.rightMargin: 8
                 Accessible.name: text
+            }
+            Label {
+                objectName: "adapterLine"
+                visible: !root.isUser && root.adapters.length > 0
+                color: Theme.textMuted
+                font.pointSize: Theme.smallFont
+                readonly property string names: root.adapters.map(
+                    a => qsTr("%1 × %2").arg(a.name).arg(Ui.formatNumber(a.weight, 2))).join(", ")
+                text: qsTr("LoRA %1").arg(names)
+                Layout.rightMargin: 8
+                Accessible.name: qsTr("LoRA adapters: %1").arg(names)
+                ToolTip.visible: adapterHover.hovered
+                ToolTip.text: root.adapters.map(a => a.path).join("\n")
+                HoverHandler { id: adapterHover }
             }
             IconButton {
                 iconName: "copy"

@@ -1,6 +1,7 @@
 // Loading a model: which model, the device, the context length, RoPE scaling and the cache
 // size, with the engine's memory plan for exactly these settings. A load that cannot fit is
-// refused with the reason before anything is allocated.
+// refused with the reason before anything is allocated. The LoRA adapters chosen in the
+// Adapters tab go with every load.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Dialogs
@@ -78,7 +79,8 @@ Pane {
             betaFast: betaFast,
             betaSlow: betaSlow,
             speculation: speculation,
-            draftPath: speculation === "draft" ? draftPath : ""
+            draftPath: speculation === "draft" ? draftPath : "",
+            adapters: AppSettings.activeAdapters
         }
     }
     function requestPlan() { planTimer.restart() }
@@ -91,6 +93,10 @@ Pane {
     onNtkAlphaChanged: requestPlan()
     onSpeculationChanged: requestPlan()
     onDraftPathChanged: requestPlan()
+    Connections {
+        target: AppSettings
+        function onActiveAdaptersChanged() { panel.requestPlan() }
+    }
     // A load sets the length in force: show it (the engine may have settled on another value).
     Connections {
         target: EngineController
@@ -433,7 +439,20 @@ Pane {
                 { label: qsTr("Cache"), value: panel.plan.kvCache || 0, color: Theme.cache },
                 { label: qsTr("Activations"), value: panel.plan.activations || 0, color: Theme.activations },
                 { label: qsTr("Workspace"), value: panel.plan.workspace || 0, color: Theme.workspace }
-            ]
+            ].concat(panel.plan.adapters > 0
+                     ? [{ label: qsTr("Adapters"), value: panel.plan.adapters, color: Theme.adapters }]
+                     : [])
+        }
+        // An active adapter that does not fit the chosen model: the model loads without it.
+        Label {
+            objectName: "planAdapterError"
+            Layout.fillWidth: true
+            visible: panel.plan.valid === true && !!panel.plan.adapterError
+            wrapMode: Text.Wrap
+            font.pointSize: Theme.smallFont
+            color: Theme.danger
+            text: qsTr("An active adapter cannot be applied to this model; it loads without it: %1")
+                      .arg(panel.plan.adapterError || "")
         }
         Label {
             Layout.fillWidth: true

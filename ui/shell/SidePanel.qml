@@ -51,7 +51,10 @@ Rectangle {
                 contentWidth: availableWidth
                 LivePanel { width: parent.width }
             }
-            AdapterPanel {}
+            ScrollView {
+                contentWidth: availableWidth
+                AdapterPanel { width: parent.width }
+            }
         }
     }
 }

@@ -25,6 +25,7 @@ QtObject {
     readonly property color cache: "#3d8bd4"
     readonly property color activations: "#8e6bd1"
     readonly property color workspace: "#c9a227"
+    readonly property color adapters: "#3f9e8f"
     readonly property color free: dark ? "#3a3735" : "#e3ddd7"
 
     readonly property int fontSize: AppSettings.fontSize

@@ -61,6 +61,14 @@ QVariant MessageList::data(const QModelIndex& index, int role) const {
       return m.stats.finishReason;
     case ModelRole:
       return m.stats.model;
+    case AdaptersRole: {
+      QVariantList out;
+      for (const AdapterUse& a : m.stats.adapters)
+        out.append(QVariantMap{{QStringLiteral("name"), a.name},
+                               {QStringLiteral("path"), a.path},
+                               {QStringLiteral("weight"), a.weight}});
+      return out;
+    }
   }
   return {};
 }
@@ -75,7 +83,8 @@ QHash<int, QByteArray> MessageList::roleNames() const {
           {TokensPerSecondRole, "tokensPerSecond"},
           {PromptTokensPerSecondRole, "promptTokensPerSecond"},
           {FinishReasonRole, "finishReason"},
-          {ModelRole, "modelName"}};
+          {ModelRole, "modelName"},
+          {AdaptersRole, "adapters"}};
 }
 
 void MessageList::reset(const QVector<MessageRecord>& messages) {

@@ -1,5 +1,6 @@
 // The messages of the open conversation, as the chat view shows them: Markdown split into prose
-// and code blocks, the streaming state, and per-message statistics.
+// and code blocks, the streaming state, and per-message statistics (with the LoRA adapters that
+// shaped an answer).
 #pragma once
 
 #include <QtQml/qqmlregistration.h>
@@ -27,6 +28,7 @@ class MessageList : public QAbstractListModel {
     PromptTokensPerSecondRole,
     FinishReasonRole,
     ModelRole,
+    AdaptersRole,  // [{name, path, weight}]: the LoRA adapters that shaped an answer
   };
 
   explicit MessageList(QObject* parent = nullptr);

@@ -46,6 +46,7 @@ EngineController::EngineController(QObject* parent) : QObject(parent) {
   connect(worker_, &EngineWorker::textStreamed, this, &EngineController::onText);
   connect(worker_, &EngineWorker::generationFinished, this, &EngineController::onFinished);
   connect(worker_, &EngineWorker::generationFailed, this, &EngineController::onGenerationFailed);
+  connect(worker_, &EngineWorker::adaptersApplied, this, &EngineController::adaptersApplied);
   connect(worker_, &EngineWorker::memorySampled, this, [this](const MemorySnapshot& m) {
     if (!loaded()) return;
     memory_ = m.toMap();
@@ -166,7 +167,18 @@ QCoro::Task<void> EngineController::computePlan(QVariantMap settings, quint64 se
   // statement and await a named variable.
   const auto work = [settings]() -> QVariantMap {
     try {
-      return planToMap(hearth::Engine::plan(toLoadOptions(settings)));
+      hearth::LoadOptions options = toLoadOptions(settings);
+      try {
+        return planToMap(hearth::Engine::plan(options));
+      } catch (const hearth::Error& e) {
+        if (options.adapters.empty()) throw;
+        // An adapter that does not fit this model is left out when the model loads (the
+        // Adapters tab says why); the plan says so and counts the model alone.
+        options.adapters.clear();
+        QVariantMap plan = planToMap(hearth::Engine::plan(options));
+        plan.insert(QStringLiteral("adapterError"), QString::fromUtf8(e.what()));
+        return plan;
+      }
     } catch (const hearth::Error& e) {
       return {{QStringLiteral("valid"), false},
               {QStringLiteral("error"), QString::fromUtf8(e.what())}};
@@ -243,6 +255,13 @@ quint64 EngineController::generate(const std::vector<hearth::ChatMessage>& messa
   emit liveChanged();
   setState(Generating);
   QMetaObject::invokeMethod(worker_, [w = worker_, job] { w->generate(job); });
+  return job.id;
+}
+
+quint64 EngineController::applyAdapters(const QVector<AdapterChoice>& adapters) {
+  if (state_ == Empty) return 0;
+  AdapterJob job{nextId_++, adapters};
+  QMetaObject::invokeMethod(worker_, [w = worker_, job] { w->applyAdapters(job); });
   return job.id;
 }
 

@@ -121,6 +121,10 @@ class EngineController : public QObject {
   // For ChatSession: starts a request; the result arrives as generation* signals with this id.
   quint64 generate(const std::vector<hearth::ChatMessage>& messages, const QVariantMap& sampling,
                    int maxTokens);
+  // For AdapterList: the LoRA adapters the engine should hold from now on, with their weights,
+  // applied without reloading the model (after the answer being written, if one is). The outcome
+  // arrives as adaptersApplied with this id; 0 when no model is loaded or loading.
+  quint64 applyAdapters(const QVector<AdapterChoice>& adapters);
 
  signals:
   void stateChanged();
@@ -138,6 +142,8 @@ class EngineController : public QObject {
   void generationText(quint64 id, const QString& text);
   void generationDone(quint64 id, const QString& text, const hearth::app::MessageStats& stats);
   void generationError(quint64 id, const QVariantMap& failure);
+  // The adapters the engine holds after applyAdapters (its id) or after a load (the load's).
+  void adaptersApplied(quint64 id, const hearth::app::AdapterReport& report);
 
  private:
   void setState(State s);

@@ -23,6 +23,21 @@ double number(const QVariantMap& m, const char* key, double fallback) {
 
 }  // namespace
 
+std::vector<hearth::AdapterSpec> toAdapterSpecs(const QVariant& adapters) {
+  std::vector<hearth::AdapterSpec> out;
+  if (!adapters.isValid() || adapters.isNull()) return out;
+  const QVariantList list = adapters.toList();
+  for (qsizetype i = 0; i < list.size(); ++i) {
+    const QVariantMap a = list[i].toMap();
+    const std::string key = "load setting \"adapters\"[" + std::to_string(i) + "]";
+    const QString path = a.value(QStringLiteral("path")).toString();
+    if (path.isEmpty()) hearth::fail(hearth::ErrorCode::kInvalidArgument, key + " has no path");
+    const double weight = number(a, "weight", 1.0);
+    out.push_back({std::filesystem::path(path.toStdString()), float(weight)});
+  }
+  return out;
+}
+
 QVariantMap ropeToMap(const hearth::ModelConfig& c) {
   const hearth::RopeScaling& r = c.rope_scaling;
   return {{QStringLiteral("type"), QString::fromLatin1(hearth::rope_scaling_name(r.type))},
@@ -65,6 +80,7 @@ QVariantMap planToMap(const hearth::MemoryPlan& p) {
           {QStringLiteral("kvCache"), double(p.kv_cache)},
           {QStringLiteral("activations"), double(p.activations)},
           {QStringLiteral("workspace"), double(p.workspace)},
+          {QStringLiteral("adapters"), double(p.adapters)},
           {QStringLiteral("needed"), double(p.needed())},
           {QStringLiteral("deviceFree"), double(p.device_free)},
           {QStringLiteral("deviceTotal"), double(p.device_total)},
@@ -85,6 +101,8 @@ MessageStats toStats(const hearth::GenerationResult& r, const QString& model) {
   s.decodeSeconds = r.stats.decode_seconds;
   s.finishReason = QString::fromLatin1(hearth::finish_reason_name(r.finish));
   s.model = model;
+  for (const hearth::AppliedAdapter& a : r.adapters)
+    s.adapters.push_back({fromStd(a.name), QString::fromStdString(a.path.string()), a.weight});
   return s;
 }
 
@@ -138,6 +156,7 @@ hearth::LoadOptions toLoadOptions(const QVariantMap& m) {
                    "choose a draft model for draft speculation");
     o.draft_model_path = std::filesystem::path(draft.toStdString());
   }
+  o.adapters = toAdapterSpecs(m.value(QStringLiteral("adapters")));
 
   const QString rope = m.value(QStringLiteral("rope"), QStringLiteral("model")).toString();
   if (rope == u"model") return o;

@@ -20,9 +20,12 @@ EngineFailure toFailure(const std::exception& error);
 
 // Keys: path, device ("cpu" | "gpu"), cudaDevice, maxSeqLen, cacheTokens, cpuThreads,
 // rope ("model" | "none" | "linear" | "ntk" | "yarn" | "llama3"), ropeFactor, ntkAlpha,
-// originalContext, lowFreqFactor, highFreqFactor, betaFast, betaSlow.
+// originalContext, lowFreqFactor, highFreqFactor, betaFast, betaSlow, speculation, draftPath,
+// adapters (a list of {path, weight}: the LoRA adapters to apply once the model is loaded).
 // Throws hearth::Error(kInvalidArgument) naming the bad key.
 hearth::LoadOptions toLoadOptions(const QVariantMap& settings);
+// A list of {path, weight} maps (AppSettings::activeAdapters); throws like toLoadOptions.
+std::vector<hearth::AdapterSpec> toAdapterSpecs(const QVariant& adapters);
 
 // Keys: temperature, topK, topP, minP, repetitionPenalty, frequencyPenalty, presencePenalty, seed.
 hearth::SamplingParams toSampling(const QVariantMap& sampling);

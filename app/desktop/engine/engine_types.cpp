@@ -38,4 +38,13 @@ QVariantMap EngineFailure::toMap() const {
           {QStringLiteral("deviceName"), deviceName}};
 }
 
+QVariantList AdapterReport::loadedList() const {
+  QVariantList out;
+  for (const LoadedAdapter& a : loaded)
+    out.append(QVariantMap{{QStringLiteral("path"), a.path},
+                           {QStringLiteral("name"), a.name},
+                           {QStringLiteral("weight"), a.weight}});
+  return out;
+}
+
 }  // namespace hearth::app

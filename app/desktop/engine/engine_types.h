@@ -2,9 +2,11 @@
 // signals: Qt-friendly copies of the engine's results, and what the UI needs to show an error.
 #pragma once
 
+#include <QHash>
 #include <QMetaType>
 #include <QString>
 #include <QVariantMap>
+#include <QVector>
 
 #include "app/desktop/store/chat_store.h"
 
@@ -52,9 +54,37 @@ struct EngineFailure {
   QVariantMap toMap() const;
 };
 
+// A LoRA adapter the user chose, and its weight.
+struct AdapterChoice {
+  QString path;
+  double weight = 1.0;
+
+  bool operator==(const AdapterChoice&) const = default;
+};
+
+// A LoRA adapter the engine holds now.
+struct LoadedAdapter {
+  QString path;  // as the app named it
+  QString name;
+  int id = 0;  // the engine's
+  double weight = 1.0;
+};
+
+// What a change of adapters (or a load) left loaded, and what it took.
+struct AdapterReport {
+  QVector<LoadedAdapter> loaded;     // in the order they were loaded
+  QHash<QString, QString> problems;  // path → the engine's message, for adapters it refused
+  bool changed = false;              // false: the engine held these adapters already
+  double seconds = 0;                // the change, the serving loop's pause included
+  QString error;                     // set when nothing could be tried (no model loaded)
+
+  QVariantList loadedList() const;  // [{path, name, weight}]
+};
+
 }  // namespace hearth::app
 
 Q_DECLARE_METATYPE(hearth::app::ModelSummary)
 Q_DECLARE_METATYPE(hearth::app::MemorySnapshot)
 Q_DECLARE_METATYPE(hearth::app::EngineFailure)
 Q_DECLARE_METATYPE(hearth::app::MessageStats)
+Q_DECLARE_METATYPE(hearth::app::AdapterReport)

@@ -1,5 +1,6 @@
 #include "app/desktop/engine/engine_worker.h"
 
+#include <QFileInfo>
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -45,6 +46,13 @@ EngineFailure EngineWorker::describeLoadFailure(const hearth::Error& e,
 }
 
 void EngineWorker::load(const LoadJob& job) {
+  // The adapters are loaded one by one once the model is: one that does not fit this model is
+  // reported as such, and the model loads all the same.
+  hearth::LoadOptions options = job.options;
+  QVector<AdapterChoice> wanted;
+  for (const hearth::AdapterSpec& a : options.adapters)
+    wanted.push_back({QString::fromStdString(a.path.string()), a.weight});
+  options.adapters.clear();
   QElapsedTimer sinceProgress;
   sinceProgress.start();
   const auto progress = [&](const hearth::LoadProgress& p) {
@@ -53,25 +61,119 @@ void EngineWorker::load(const LoadJob& job) {
     emit loadProgress(job.id, QString::fromStdString(p.stage), p.done, p.total);
   };
   stopServing();
+  adapters_.clear();
   try {
-    engine().load(job.options, progress, job.cancel);
+    engine().load(options, progress, job.cancel);
+    const AdapterReport adapters = changeAdapters(wanted);
     startServing();
     ModelSummary s = toSummary(engine().info());
     s.maxSeqLen = engine().max_seq_len();
-    s.deviceName = job.options.device == hearth::DeviceKind::kCuda ? QStringLiteral("GPU")
-                                                                   : QStringLiteral("CPU");
+    s.deviceName =
+        options.device == hearth::DeviceKind::kCuda ? QStringLiteral("GPU") : QStringLiteral("CPU");
     modelName_ = s.name;
     emit loadFinished(job.id, s, currentMemory());
+    emit adaptersApplied(job.id, adapters);
   } catch (const hearth::Error& e) {
     stopServing();
+    adapters_.clear();
     if (engine_) engine_->unload();  // nothing stays loaded after a failure
-    emit loadFailed(job.id, describeLoadFailure(e, job.options),
+    emit loadFailed(job.id, describeLoadFailure(e, options),
                     e.code() == hearth::ErrorCode::kCancelled || job.cancel.cancelled());
   } catch (const std::exception& e) {
     stopServing();
+    adapters_.clear();
     if (engine_) engine_->unload();
     emit loadFailed(job.id, toFailure(e), false);
   }
+}
+
+AdapterReport EngineWorker::changeAdapters(const QVector<AdapterChoice>& wanted) {
+  AdapterReport report;
+  const auto find = [](const auto& list, const QString& path) {
+    return std::find_if(list.cbegin(), list.cend(), [&](const auto& a) { return a.path == path; });
+  };
+  QVector<LoadedAdapter> unload;
+  QVector<AdapterChoice> reweigh, load;
+  for (const LoadedAdapter& a : adapters_)
+    if (find(wanted, a.path) == wanted.cend()) unload.push_back(a);
+  for (const AdapterChoice& c : wanted) {
+    const auto held = find(adapters_, c.path);
+    if (held == adapters_.cend())
+      load.push_back(c);
+    else if (float(held->weight) != float(c.weight))
+      reweigh.push_back(c);
+  }
+  if (unload.isEmpty() && reweigh.isEmpty() && load.isEmpty()) {
+    report.loaded = adapters_;
+    return report;
+  }
+  report.changed = true;
+  QElapsedTimer clock;
+  clock.start();
+#if HEARTH_WITH_SERVER
+  const bool serving = loop_ != nullptr;
+#else
+  const bool serving = false;
+#endif
+  if (serving) stopServing();
+  const auto refuse = [&](const QString& path, const std::exception& e) {
+    report.problems.insert(path, QString::fromUtf8(e.what()));
+  };
+  // Unloaded rather than kept at weight 0: the adapter's memory goes back to the device and its
+  // slot (Engine::kMaxAdapters) to the next one, and what the engine holds is what the local
+  // server's clients get too. Loading one again takes milliseconds.
+  for (const LoadedAdapter& a : unload) {
+    try {
+      engine().unload_adapter(a.id);
+      adapters_.erase(find(adapters_, a.path));
+    } catch (const std::exception& e) {
+      refuse(a.path, e);
+    }
+  }
+  for (const AdapterChoice& c : reweigh) {
+    try {
+      const auto held = find(adapters_, c.path);
+      engine().set_adapter_weight(held->id, float(c.weight));
+      adapters_[held - adapters_.cbegin()].weight = c.weight;
+    } catch (const std::exception& e) {
+      refuse(c.path, e);
+    }
+  }
+  for (const AdapterChoice& c : load) {
+    try {
+      LoadedAdapter a;
+      a.path = c.path;
+      a.weight = c.weight;
+      a.id = engine().load_adapter(c.path.toStdString(), float(c.weight));
+      for (const hearth::AdapterInfo& info : engine().adapters())
+        if (info.id == a.id) a.name = QString::fromStdString(info.name);
+      if (a.name.isEmpty()) a.name = QFileInfo(c.path).fileName();
+      adapters_.push_back(a);
+    } catch (const std::exception& e) {
+      refuse(c.path, e);
+    }
+  }
+  if (serving) startServing();
+  report.seconds = clock.nsecsElapsed() / 1e9;
+  report.loaded = adapters_;
+  return report;
+}
+
+void EngineWorker::applyAdapters(const AdapterJob& job) {
+  AdapterReport report;
+  if (!engine_ || !engine_->loaded())
+    report.error = QStringLiteral("no model is loaded");
+  else
+    report = changeAdapters(job.adapters);
+  emit adaptersApplied(job.id, report);
+  if (report.changed) emit memorySampled(currentMemory());
+}
+
+QVector<AdapterUse> EngineWorker::adaptersInUse() const {
+  QVector<AdapterUse> out;
+  for (const LoadedAdapter& a : adapters_)
+    if (a.weight != 0) out.push_back({a.name, a.path, a.weight});
+  return out;
 }
 
 void EngineWorker::startServing() {
@@ -153,6 +255,7 @@ hearth::GenerationResult EngineWorker::run(const hearth::GenerationRequest& requ
 
 void EngineWorker::unload() {
   stopServing();
+  adapters_.clear();
   if (engine_) engine_->unload();
   modelName_.clear();
   emit unloaded();
@@ -221,6 +324,7 @@ void EngineWorker::generate(const GenerateJob& job) {
       stats.decodeSeconds = firstPiece >= 0 ? clock.nsecsElapsed() / 1e9 - firstPiece : 0;
       stats.finishReason = QStringLiteral("cancelled");
       stats.model = modelName_;
+      stats.adapters = adaptersInUse();
       emit generationFinished(job.id, streamed, stats, -1);
     } else {
       emit generationFailed(job.id, toFailure(e));

@@ -9,6 +9,10 @@
 // that loop and this thread waits on their streams, so the chat and the local server's requests
 // are batched together. The server's host (ServerHost) is attached to each new loop, and
 // detached before the loop stops: the server always serves the model loaded here.
+//
+// LoRA adapters are loaded, re-weighted and unloaded here too, without reloading the model. The
+// loop's thread alone may change the engine while the loop runs, so a change pauses serving:
+// the server and the loop stop, the engine changes, a new loop and the server start again.
 #pragma once
 
 #include <QElapsedTimer>
@@ -35,6 +39,12 @@ struct LoadJob {
   hearth::CancelToken cancel;
 };
 
+// The adapters the engine should hold from now on (an empty list unloads them all).
+struct AdapterJob {
+  quint64 id = 0;
+  QVector<AdapterChoice> adapters;
+};
+
 struct GenerateJob {
   quint64 id = 0;
   hearth::GenerationRequest request;
@@ -52,6 +62,7 @@ class EngineWorker : public QObject {
   void load(const LoadJob& job);
   void unload();
   void generate(const GenerateJob& job);
+  void applyAdapters(const AdapterJob& job);
   void sampleMemory();
 
   // Any thread: the local server's host, which follows this worker's loads (LocalServer
@@ -75,6 +86,9 @@ class EngineWorker : public QObject {
                           qint64 contextUsed);
   void generationFailed(quint64 id, const hearth::app::EngineFailure& failure);
   void memorySampled(const hearth::app::MemorySnapshot& memory);
+  // After applyAdapters, and after each successful load (with the load's id): the adapters the
+  // engine holds now.
+  void adaptersApplied(quint64 id, const hearth::app::AdapterReport& report);
 
  private:
   hearth::Engine& engine();
@@ -87,6 +101,11 @@ class EngineWorker : public QObject {
                                const std::function<void()>& onIdle,
                                const hearth::CancelToken& cancel);
   MemorySnapshot currentMemory() const;
+  // Makes the engine hold exactly `wanted` (model loaded): unloads, re-weights, loads.
+  AdapterReport changeAdapters(const QVector<AdapterChoice>& wanted);
+  // What the chat's requests run with (they leave GenerationRequest::adapters unset): every
+  // loaded adapter whose weight is not 0.
+  QVector<AdapterUse> adaptersInUse() const;
 
   const std::shared_ptr<ServerHost> serverHost_;
   std::unique_ptr<hearth::Engine> engine_;  // created on the worker thread, on first use
@@ -94,6 +113,7 @@ class EngineWorker : public QObject {
   std::shared_ptr<hearth::server::ServingLoop> loop_;
   int batchIntervalMs_;
   QString modelName_;
+  QVector<LoadedAdapter> adapters_;  // what the engine holds, in load order
 };
 
 }  // namespace hearth::app

@@ -10,6 +10,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 #include "app/desktop/engine/engine_convert.h"
+#include "app/desktop/library/adapter_files.h"
 #include "app/desktop/settings/app_settings.h"
 
 namespace hearth::app {
@@ -18,8 +19,15 @@ namespace {
 
 ModelLibrary* g_instance = nullptr;
 
+// A PEFT adapter folder may hold a config.json of its base model too: it is still an adapter.
 bool isModelFolder(const QDir& dir) {
-  return dir.exists(QStringLiteral("config.json"));
+  return dir.exists(QStringLiteral("config.json")) &&
+         !dir.exists(QStringLiteral("adapter_config.json"));
+}
+
+bool isModelFile(const QFileInfo& item) {
+  return item.isFile() && item.suffix().compare(u"gguf", Qt::CaseInsensitive) == 0 &&
+         !isAdapterGguf(item.absoluteFilePath());
 }
 
 QString canonical(const QString& path) {
@@ -116,7 +124,7 @@ QStringList ModelLibrary::candidatesIn(const QString& folder) {
       dir.entryInfoList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot | QDir::Readable,
                         QDir::Name | QDir::IgnoreCase);
   for (const QFileInfo& item : items) {
-    if (item.isFile() && item.suffix().compare(u"gguf", Qt::CaseInsensitive) == 0) {
+    if (isModelFile(item)) {
       out << item.absoluteFilePath();
     } else if (item.isDir()) {
       const QDir sub(item.absoluteFilePath());
@@ -126,7 +134,7 @@ QStringList ModelLibrary::candidatesIn(const QString& folder) {
       }
       // One level deeper: e.g. models/<vendor>/<file>.gguf.
       for (const QFileInfo& f : sub.entryInfoList({QStringLiteral("*.gguf")}, QDir::Files))
-        out << f.absoluteFilePath();
+        if (isModelFile(f)) out << f.absoluteFilePath();
     }
   }
   return out;
@@ -181,8 +189,9 @@ QCoro::Task<void> ModelLibrary::scan(quint64 serial) {
     };
     for (const QString& folder : folderList)
       for (const QString& path : candidatesIn(folder)) add(path, folder);
+    // An adapter imported by an older Hearth stays out too.
     for (const QString& path : imported)
-      if (QFileInfo::exists(path)) add(path, QString());
+      if (QFileInfo::exists(path) && !isAdapterPath(path)) add(path, QString());
     return out;
   };
   QFuture<QVector<LibraryEntry>> future = QtConcurrent::run(work);
@@ -215,6 +224,8 @@ QString ModelLibrary::importModel(const QUrl& location) {
   const QString path = location.isLocalFile() ? location.toLocalFile() : location.toString();
   const QFileInfo info(path);
   if (!info.exists()) return tr("%1 does not exist.").arg(path);
+  if (isAdapterPath(path))
+    return tr("%1 is a LoRA adapter, not a model: add it in the Adapters tab.").arg(path);
   const bool gguf = info.isFile() && info.suffix().compare(u"gguf", Qt::CaseInsensitive) == 0;
   const bool folder = info.isDir() && isModelFolder(QDir(path));
   if (!gguf && !folder)

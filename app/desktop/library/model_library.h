@@ -1,7 +1,8 @@
 // The model library (QML singleton ModelLibrary): models found in the default models folder
 // ($XDG_DATA_HOME/hearth/models, first), in the folders the user added, and models imported one
 // by one. Each is described by Engine::inspect (format, parameters, bits per weight, context
-// length, size on disk), run on the thread pool and awaited with QCoro.
+// length, size on disk), run on the thread pool and awaited with QCoro. LoRA adapters found there
+// are not models: AdapterList lists them.
 #pragma once
 
 #include <QtQml/qqmlregistration.h>
@@ -78,7 +79,8 @@ class ModelLibrary : public QAbstractListModel {
   Q_INVOKABLE int indexOfPath(const QString& path) const;
   Q_INVOKABLE QVariantMap entry(const QString& path) const;
 
-  // Candidates in one folder: .gguf files, and folders holding config.json (to one level deep).
+  // Candidates in one folder: .gguf files, and folders holding config.json (to one level deep),
+  // LoRA adapters left out.
   static QStringList candidatesIn(const QString& folder);
   // Runs Engine::inspect on one candidate (blocking; call off the UI thread).
   static LibraryEntry describe(const QString& path, const QString& source);

@@ -3,6 +3,9 @@
 #include <QDir>
 #include <QFile>
 #include <QJSEngine>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QStandardPaths>
 
 namespace hearth::app {
@@ -87,6 +90,8 @@ HEARTH_SETTING_IMPL(int, maxSeqLen, MaxSeqLen, "load/maxSeqLen", 0, toInt)
 HEARTH_SETTING_IMPL(QString, speculation, Speculation, "load/speculation", QStringLiteral("off"),
                     toString)
 HEARTH_SETTING_IMPL(QString, draftModel, DraftModel, "load/draftModel", QString(), toString)
+HEARTH_SETTING_IMPL(QStringList, addedAdapters, AddedAdapters, "adapters/added", QStringList(),
+                    toStringList)
 HEARTH_SETTING_IMPL(QString, systemPrompt, SystemPrompt, "chat/systemPrompt",
                     QStringLiteral("You are a helpful assistant."), toString)
 HEARTH_SETTING_IMPL(QStringList, quantizeFolders, QuantizeFolders, "quantize/folders",
@@ -107,6 +112,36 @@ void AppSettings::setServerApiKey(const QString& value) {
   // writes keep the file's permissions (QSettings replaces it through QSaveFile).
   QFile::setPermissions(settings_.fileName(), QFileDevice::ReadOwner | QFileDevice::WriteOwner);
   emit serverApiKeyChanged();
+}
+
+// Kept as JSON text: readable in settings.ini, where QSettings would write a list of maps as
+// serialized binary.
+QVariantList AppSettings::activeAdapters() const {
+  const QByteArray text = get("adapters/active", QString()).toString().toUtf8();
+  QVariantList out;
+  for (const QJsonValue& v : QJsonDocument::fromJson(text).array()) {
+    const QJsonObject o = v.toObject();
+    const QString path = o.value(QStringLiteral("path")).toString();
+    if (path.isEmpty()) continue;
+    out.append(
+        QVariantMap{{QStringLiteral("path"), path},
+                    {QStringLiteral("weight"), o.value(QStringLiteral("weight")).toDouble(1.0)}});
+  }
+  return out;
+}
+
+void AppSettings::setActiveAdapters(const QVariantList& value) {
+  QJsonArray array;
+  for (const QVariant& v : value) {
+    const QVariantMap m = v.toMap();
+    array.append(
+        QJsonObject{{QStringLiteral("path"), m.value(QStringLiteral("path")).toString()},
+                    {QStringLiteral("weight"), m.value(QStringLiteral("weight"), 1.0).toDouble()}});
+  }
+  const QString text = QString::fromUtf8(QJsonDocument(array).toJson(QJsonDocument::Compact));
+  if (text == get("adapters/active", QStringLiteral("[]")).toString()) return;
+  put("adapters/active", text);
+  emit activeAdaptersChanged();
 }
 
 QVariantMap AppSettings::defaultSampling() const {

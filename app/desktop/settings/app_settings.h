@@ -7,6 +7,7 @@
 #include <QQmlEngine>
 #include <QSettings>
 #include <QStringList>
+#include <QVariantList>
 #include <QVariantMap>
 
 namespace hearth::app {
@@ -43,6 +44,12 @@ class AppSettings : public QObject {
                  speculationChanged)  // "off", "ngram", "draft" (hearth::parse_speculation)
   Q_PROPERTY(QString draftModel READ draftModel WRITE setDraftModel NOTIFY
                  draftModelChanged)  // the draft model's path, for "draft"
+  // LoRA adapters added one by one (the models folders are scanned for others), and those
+  // applied over every model that loads: [{path, weight}], in the order they were switched on.
+  Q_PROPERTY(QStringList addedAdapters READ addedAdapters WRITE setAddedAdapters NOTIFY
+                 addedAdaptersChanged)
+  Q_PROPERTY(QVariantList activeAdapters READ activeAdapters WRITE setActiveAdapters NOTIFY
+                 activeAdaptersChanged)
   Q_PROPERTY(QString systemPrompt READ systemPrompt WRITE setSystemPrompt NOTIFY
                  systemPromptChanged)  // for new conversations
   Q_PROPERTY(QStringList quantizeFolders READ quantizeFolders WRITE setQuantizeFolders NOTIFY
@@ -94,6 +101,10 @@ class AppSettings : public QObject {
   void setSpeculation(const QString& value);
   QString draftModel() const;
   void setDraftModel(const QString& value);
+  QStringList addedAdapters() const;
+  void setAddedAdapters(const QStringList& value);
+  QVariantList activeAdapters() const;
+  void setActiveAdapters(const QVariantList& value);
   QString systemPrompt() const;
   void setSystemPrompt(const QString& value);
   QStringList quantizeFolders() const;
@@ -125,6 +136,8 @@ class AppSettings : public QObject {
   void maxSeqLenChanged();
   void speculationChanged();
   void draftModelChanged();
+  void addedAdaptersChanged();
+  void activeAdaptersChanged();
   void systemPromptChanged();
   void quantizeFoldersChanged();
   void serverEnabledChanged();

@@ -4,6 +4,7 @@
 
 #include "app/desktop/chat/chat_session.h"
 #include "app/desktop/chat/conversation_list.h"
+#include "app/desktop/engine/adapter_list.h"
 #include "app/desktop/engine/engine_controller.h"
 #include "app/desktop/engine/local_server.h"
 #include "app/desktop/library/model_library.h"
@@ -34,6 +35,8 @@ AppRuntime::AppRuntime(const Paths& paths) {
   ChatSession::setInstance(session_.get());
   library_ = std::make_unique<ModelLibrary>(settings_.get());
   ModelLibrary::setInstance(library_.get());
+  adapters_ = std::make_unique<AdapterList>(settings_.get(), engine_.get());
+  AdapterList::setInstance(adapters_.get());
   language_ = std::make_unique<LanguageManager>(nullptr);
   quantizer_ = std::make_unique<QuantizeWizard>(engine_.get(), library_.get(), settings_.get());
   QuantizeWizard::setInstance(quantizer_.get());
@@ -45,6 +48,7 @@ AppRuntime::~AppRuntime() {
   localServer_.reset();  // its server stops before the engine's loop goes
   quantizer_.reset();    // stops a running job (it stays resumable) before the engine goes
   language_.reset();
+  adapters_.reset();
   library_.reset();
   session_.reset();
   conversations_.reset();

@@ -1,7 +1,8 @@
 // Everything the app is made of, created in dependency order and destroyed in reverse: the
 // settings, the history store, the engine controller (and its worker thread), the conversation
-// list, the chat session, the model library, the language manager, the quantization wizard and
-// the local server. main() creates one; the Qt Quick tests create one on temporary files.
+// list, the chat session, the model library, the adapter list, the language manager, the
+// quantization wizard and the local server. main() creates one; the Qt Quick tests create one on
+// temporary files.
 #pragma once
 
 #include <QString>
@@ -11,6 +12,7 @@ class QQmlEngine;
 
 namespace hearth::app {
 
+class AdapterList;
 class AppSettings;
 class ChatSession;
 class ChatStore;
@@ -42,6 +44,7 @@ class AppRuntime {
   ConversationList& conversations() { return *conversations_; }
   ChatSession& session() { return *session_; }
   ModelLibrary& library() { return *library_; }
+  AdapterList& adapters() { return *adapters_; }
   LanguageManager& language() { return *language_; }
   QuantizeWizard& quantizer() { return *quantizer_; }
   LocalServer& localServer() { return *localServer_; }
@@ -53,6 +56,7 @@ class AppRuntime {
   std::unique_ptr<ConversationList> conversations_;
   std::unique_ptr<ChatSession> session_;
   std::unique_ptr<ModelLibrary> library_;
+  std::unique_ptr<AdapterList> adapters_;
   std::unique_ptr<LanguageManager> language_;
   std::unique_ptr<QuantizeWizard> quantizer_;
   std::unique_ptr<LocalServer> localServer_;

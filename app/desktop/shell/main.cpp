@@ -10,6 +10,7 @@
 
 Q_IMPORT_QML_PLUGIN(HearthPlugin)
 
+#include "app/desktop/engine/adapter_list.h"
 #include "app/desktop/engine/engine_controller.h"
 #include "app/desktop/library/model_library.h"
 #include "app/desktop/quantize/wizard_demo.h"
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
   engine.load(QUrl(QStringLiteral("qrc:/qt/qml/Hearth/Main.qml")));
   if (engine.rootObjects().isEmpty()) return 1;
   runtime.library().rescan();
+  runtime.adapters().rescan();
 
   std::unique_ptr<ScriptedRun> scripted;
   std::unique_ptr<WizardDemo> demo;

@@ -68,6 +68,14 @@ QString exportMarkdown(ChatStore& store, qint64 conversationId) {
                          .arg(m.stats.generatedTokens)
                          .arg(QLocale().toString(
                              double(m.stats.generatedTokens) / m.stats.decodeSeconds, 'f', 1)));
+    if (!m.stats.adapters.isEmpty()) {
+      QStringList names;
+      for (const AdapterUse& a : m.stats.adapters)
+        names << QStringLiteral("%1 × %2").arg(a.name, QLocale().toString(a.weight, 'f', 2));
+      md += QStringLiteral("_%1_\n\n")
+                .arg(QCoreApplication::translate("ChatExport", "Adapters: %1")
+                         .arg(names.join(QStringLiteral(", "))));
+    }
   }
   return md;
 }
@@ -82,6 +90,8 @@ QByteArray exportJson(ChatStore& store, qint64 conversationId) {
     o[QStringLiteral("state")] = QLatin1String(stateName(m.state));
     o[QStringLiteral("created")] = m.created.toUTC().toString(Qt::ISODateWithMs);
     if (!m.stats.isEmpty()) o[QStringLiteral("stats")] = m.stats.toJson();
+    if (!m.stats.adapters.isEmpty())
+      o[QStringLiteral("adapters")] = MessageStats::adaptersToJson(m.stats.adapters);
     messages.append(o);
   }
   QJsonObject doc;
@@ -135,6 +145,7 @@ qint64 importJson(ChatStore& store, const QByteArray& json) {
     if (p.role != u"system" && p.role != u"user" && p.role != u"assistant")
       throw StoreError(QStringLiteral("%1: unknown role \"%2\"").arg(where, p.role));
     p.stats = MessageStats::fromJson(o.value(QStringLiteral("stats")).toObject());
+    p.stats.adapters = MessageStats::adaptersFromJson(o.value(QStringLiteral("adapters")), where);
     pending.push_back(p);
   }
 

@@ -2,6 +2,7 @@
 
 #include <QDir>
 #include <QFileInfo>
+#include <QHash>
 #include <QJsonDocument>
 #include <QStandardPaths>
 
@@ -48,6 +49,17 @@ const char* const kMigrations[] = {
     R"sql(
     ALTER TABLE conversations ADD COLUMN system_prompt TEXT NOT NULL DEFAULT '';
     ALTER TABLE conversations ADD COLUMN sampling TEXT NOT NULL DEFAULT '{}';
+    )sql",
+    // 3 → 4: the LoRA adapters (and their weights) that shaped each answer. Rows of their own,
+    // deleted with their message; older answers have none.
+    R"sql(
+    CREATE TABLE message_adapters(
+      message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+      position INTEGER NOT NULL,
+      name TEXT NOT NULL,
+      path TEXT NOT NULL,
+      weight REAL NOT NULL,
+      PRIMARY KEY (message_id, position)) WITHOUT ROWID;
     )sql",
 };
 
@@ -115,6 +127,33 @@ QJsonObject MessageStats::toJson() const {
   if (!finishReason.isEmpty()) o[QStringLiteral("finish_reason")] = finishReason;
   if (!model.isEmpty()) o[QStringLiteral("model")] = model;
   return o;
+}
+
+QJsonArray MessageStats::adaptersToJson(const QVector<AdapterUse>& adapters) {
+  QJsonArray out;
+  for (const AdapterUse& a : adapters)
+    out.append(QJsonObject{{QStringLiteral("name"), a.name},
+                           {QStringLiteral("path"), a.path},
+                           {QStringLiteral("weight"), a.weight}});
+  return out;
+}
+
+QVector<AdapterUse> MessageStats::adaptersFromJson(const QJsonValue& value, const QString& where) {
+  QVector<AdapterUse> out;
+  if (value.isUndefined() || value.isNull()) return out;
+  if (!value.isArray()) throw StoreError(where + QStringLiteral(": \"adapters\" must be an array"));
+  const QJsonArray array = value.toArray();
+  for (qsizetype i = 0; i < array.size(); ++i) {
+    const QString at = QStringLiteral("%1: adapters[%2]").arg(where).arg(i);
+    const QJsonObject o = array[i].toObject();
+    if (!array[i].isObject() || !o.value(QStringLiteral("name")).isString() ||
+        !o.value(QStringLiteral("weight")).isDouble())
+      throw StoreError(at + QStringLiteral(" must be an object with a \"name\" and a \"weight\""));
+    out.push_back({o.value(QStringLiteral("name")).toString(),
+                   o.value(QStringLiteral("path")).toString(),
+                   o.value(QStringLiteral("weight")).toDouble()});
+  }
+  return out;
 }
 
 MessageStats MessageStats::fromJson(const QJsonObject& o) {
@@ -278,6 +317,7 @@ qint64 ChatStore::addMessage(qint64 conversationId, const QString& role, const Q
     st.bind(5, jsonText(stats.toJson()));
   st.bind(6, nowMs()).run();
   const qint64 id = db_.lastInsertId();
+  writeAdapters(id, stats.adapters);
   touch(conversationId);
   tx.commit();
   return id;
@@ -309,6 +349,7 @@ void ChatStore::checkpointMessage(qint64 messageId, const QString& content) {
 
 void ChatStore::finishMessage(qint64 messageId, const QString& content, const MessageStats& stats) {
   setSynchronous(true);
+  Transaction tx(db_);
   SqliteStatement st(db_.handle(),
                      "UPDATE messages SET content = ?1, state = ?2, stats = ?3 WHERE id = ?4");
   st.bind(1, content).bind(2, qint64(MessageState::Complete));
@@ -317,6 +358,46 @@ void ChatStore::finishMessage(qint64 messageId, const QString& content, const Me
   else
     st.bind(3, jsonText(stats.toJson()));
   st.bind(4, messageId).run();
+  writeAdapters(messageId, stats.adapters);
+  tx.commit();
+}
+
+void ChatStore::writeAdapters(qint64 messageId, const QVector<AdapterUse>& adapters) {
+  SqliteStatement clear(db_.handle(), "DELETE FROM message_adapters WHERE message_id = ?1");
+  clear.bind(1, messageId).run();
+  if (adapters.isEmpty()) return;
+  SqliteStatement st(db_.handle(),
+                     "INSERT INTO message_adapters(message_id, position, name, path, weight) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5)");
+  for (qsizetype i = 0; i < adapters.size(); ++i) {
+    st.bind(1, messageId)
+        .bind(2, qint64(i))
+        .bind(3, adapters[i].name)
+        .bind(4, adapters[i].path)
+        .bind(5, adapters[i].weight)
+        .run();
+  }
+}
+
+// One query for the whole conversation (or one message when conversationId is 0).
+void ChatStore::readAdapters(QVector<MessageRecord>& messages, qint64 conversationId) {
+  if (messages.isEmpty()) return;
+  SqliteStatement st(db_.handle(),
+                     conversationId
+                         ? QByteArray("SELECT a.message_id, a.name, a.path, a.weight "
+                                      "FROM message_adapters a JOIN messages m ON m.id = "
+                                      "a.message_id WHERE m.conversation_id = ?1 "
+                                      "ORDER BY a.message_id, a.position")
+                         : QByteArray("SELECT message_id, name, path, weight FROM "
+                                      "message_adapters WHERE message_id = ?1 ORDER BY position"));
+  st.bind(1, conversationId ? conversationId : messages.front().id);
+  QHash<qint64, qsizetype> rows;
+  for (qsizetype i = 0; i < messages.size(); ++i) rows.insert(messages[i].id, i);
+  while (st.step()) {
+    const auto row = rows.constFind(st.int64(0));
+    if (row == rows.cend()) continue;
+    messages[*row].stats.adapters.push_back({st.text(1), st.text(2), st.real(3)});
+  }
 }
 
 void ChatStore::interruptMessage(qint64 messageId, const QString& content) {
@@ -347,6 +428,7 @@ QVector<MessageRecord> ChatStore::messages(qint64 conversationId) {
   st.bind(1, conversationId);
   QVector<MessageRecord> out;
   while (st.step()) out.push_back(readMessage(st));
+  readAdapters(out, conversationId);
   return out;
 }
 
@@ -356,7 +438,9 @@ std::optional<MessageRecord> ChatStore::message(qint64 messageId) {
       QByteArray("SELECT ").append(kMessageColumns).append(" FROM messages WHERE id = ?1"));
   st.bind(1, messageId);
   if (!st.step()) return std::nullopt;
-  return readMessage(st);
+  QVector<MessageRecord> one{readMessage(st)};
+  readAdapters(one, 0);
+  return one.front();
 }
 
 QVector<SearchHit> ChatStore::search(const QString& query, int limit) {

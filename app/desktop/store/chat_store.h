@@ -1,11 +1,12 @@
 // Conversation history in SQLite: WAL, foreign keys, a schema version with migrations, FTS5
-// search. A completed message is committed with synchronous=FULL (it survives a crash and a power
-// loss); a streaming answer is checkpointed with synchronous=NORMAL (it survives a crash of the
-// app, and costs no fsync on the UI thread). After a crash, a message that was still streaming is
-// kept and flagged Incomplete.
+// search, the LoRA adapters behind each answer. A completed message is committed with
+// synchronous=FULL (it survives a crash and a power loss); a streaming answer is checkpointed with
+// synchronous=NORMAL (it survives a crash of the app, and costs no fsync on the UI thread). After a
+// crash, a message that was still streaming is kept and flagged Incomplete.
 #pragma once
 
 #include <QDateTime>
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QString>
 #include <QStringList>
@@ -19,6 +20,16 @@ namespace hearth::app {
 
 enum class MessageState { Complete = 0, Streaming = 1, Incomplete = 2 };
 
+// A LoRA adapter that shaped an answer, with the weight it was applied with
+// (hearth::GenerationResult::adapters).
+struct AdapterUse {
+  QString name;
+  QString path;
+  double weight = 1.0;
+
+  bool operator==(const AdapterUse&) const = default;
+};
+
 struct MessageStats {
   qint64 promptTokens = 0;
   qint64 generatedTokens = 0;
@@ -29,10 +40,19 @@ struct MessageStats {
   qint64 cachedPromptTokens = 0;  // of promptTokens, those reused from the engine's cache
   qint64 proposedTokens = 0;      // speculative proposals checked while answering
   qint64 acceptedTokens = 0;      // of those, kept (part of generatedTokens)
+  // The adapters applied with a weight other than 0, in the order the engine applied them. Kept
+  // in a table of their own (message_adapters), not in the stats JSON.
+  QVector<AdapterUse> adapters = {};
 
-  bool isEmpty() const { return generatedTokens == 0 && promptTokens == 0 && model.isEmpty(); }
-  QJsonObject toJson() const;
+  bool isEmpty() const {
+    return generatedTokens == 0 && promptTokens == 0 && model.isEmpty() && adapters.isEmpty();
+  }
+  QJsonObject toJson() const;  // without the adapters
   static MessageStats fromJson(const QJsonObject& o);
+  // The adapters as a JSON array of {name, path, weight} (exported conversations).
+  static QJsonArray adaptersToJson(const QVector<AdapterUse>& adapters);
+  // Throws StoreError naming `where` and the member when an entry is malformed.
+  static QVector<AdapterUse> adaptersFromJson(const QJsonValue& value, const QString& where);
 };
 
 struct MessageRecord {
@@ -96,6 +116,7 @@ class ChatStore {
   // Starts an answer that will be checkpointed while it streams.
   qint64 beginMessage(qint64 conversationId, const QString& role);
   void checkpointMessage(qint64 messageId, const QString& content);
+  // Completes an answer with its figures and the adapters that shaped it.
   void finishMessage(qint64 messageId, const QString& content, const MessageStats& stats);
   // An answer that ended in an error: kept as far as it got, flagged Incomplete.
   void interruptMessage(qint64 messageId, const QString& content);
@@ -120,6 +141,8 @@ class ChatStore {
   int recoverInterrupted();
   void touch(qint64 conversationId);
   void setSynchronous(bool full);
+  void writeAdapters(qint64 messageId, const QVector<AdapterUse>& adapters);
+  void readAdapters(QVector<MessageRecord>& messages, qint64 conversationId);
 
   SqliteDb db_;
   Durability durability_;
