@@ -54,7 +54,7 @@ std::vector<AdapterSpec> adapters_from(const ArgParser& args) {
     AdapterSpec a;
     a.path = value;
     // PATH:WEIGHT when what follows the last ':' is a number (paths rarely end so).
-    if (const size_t colon = value.rfind(':'); colon != std::string::npos && colon > 0) {
+    if (const size_t colon = value.rfind(':'); colon != std::string::npos) {
       const std::string weight = value.substr(colon + 1);
       char* end = nullptr;
       errno = 0;

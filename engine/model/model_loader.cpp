@@ -1,5 +1,7 @@
 #include "engine/model/model_loader.h"
 
+#include "engine/model/lora_adapter.h"
+
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -163,6 +165,11 @@ ModelBundle open_folder(const fs::path& dir, bool with_tokenizer) {
 ModelBundle open_model(const fs::path& path, bool with_tokenizer) {
   std::error_code ec;
   if (!fs::exists(path, ec)) fail(ErrorCode::kIo, path.string() + ": no such file or folder");
+  if (is_lora_adapter_path(path)) {
+    fail(ErrorCode::kInvalidArgument, path.string() +
+                                          " is a LoRA adapter, not a model: apply it to a model "
+                                          "(--lora, or the Adapters tab)");
+  }
   ModelBundle bundle;
   if (fs::is_directory(path, ec)) {
     if (fs::exists(path / "config.json")) {

@@ -122,6 +122,8 @@ TEST(Cli, UsageErrorsExitWithTwoAndTheUsage) {
       {{"generate", "--prompt", "hi", "--draft-tokens", "4"}, "--draft-tokens needs --speculate"},
       {{"generate", "--prompt", "hi", "--speculate", "ngram", "--draft-tokens", "40"},
        "--draft-tokens"},
+      {{"generate", "--prompt", "hi", "--lora", "adapter:1e9"}, "the weight must be a number"},
+      {{"generate", "--prompt", "hi", "--lora", ":0.5"}, "--lora needs a path"},
   };
   for (const Case& c : cases) {
     const CliRun r = run_cli(c.args);
@@ -179,6 +181,43 @@ TEST(Cli, QuantizeWithoutModelUsesTheDefaultModel) {
   ASSERT_FALSE(job.is_discarded()) << "no job file";
   EXPECT_TRUE(fs::equivalent(job["options"]["source"].get<std::string>(), model())) << job.dump();
   fs::remove_all(dir);
+}
+
+// LoRA on the command line: `info --lora` checks adapters against the model and counts them in
+// the plan; generate records the adapters it ran with and their output differs from the base
+// model's; an adapter given as the model is named as such.
+TEST(Cli, LoraAdaptersAreCheckedCountedAndApplied) {
+  const fs::path lora = test::fixtures_dir() / "lora";
+  const CliRun info = run_cli({"info", "--model", model(), "--lora", (lora / "attn_r8").string(),
+                               "--lora", (lora / "all_r16.gguf").string() + ":0.5", "--json"});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const json j = json::parse(info.out);
+  ASSERT_EQ(j["adapters"].size(), 2u);
+  EXPECT_EQ(j["adapters"][0]["rank"], 8);
+  EXPECT_EQ(j["adapters"][0]["format"], "peft");
+  EXPECT_EQ(j["adapters"][1]["format"], "gguf");
+  EXPECT_EQ(j["adapters"][1]["targets"].size(), 7u);
+  EXPECT_DOUBLE_EQ(j["adapters"][1]["weight"].get<double>(), 0.5);
+  EXPECT_GT(j["memory"]["adapters"].get<double>(), 3e6);
+
+  const std::vector<std::string> gen = {
+      "generate",     "--model", model(), "--prompt", "Photosynthesis is the process by which",
+      "--max-tokens", "12",      "--json"};
+  const CliRun base = run_cli(gen);
+  std::vector<std::string> with = gen;
+  with.insert(with.end(), {"--lora", (lora / "all_r16").string()});
+  const CliRun adapted = run_cli(with);
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  ASSERT_EQ(adapted.exit_code, 0) << adapted.err;
+  const json b = json::parse(base.out), a = json::parse(adapted.out);
+  EXPECT_NE(a["tokens"], b["tokens"]);
+  EXPECT_TRUE(b["adapters"].empty());
+  ASSERT_EQ(a["adapters"].size(), 1u);
+  EXPECT_EQ(a["adapters"][0]["name"], "all_r16");
+
+  const CliRun wrong = run_cli({"info", "--model", (lora / "attn_r8").string()});
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_TRUE(contains(wrong.err, "is a LoRA adapter, not a model")) << wrong.err;
 }
 
 TEST(Cli, InfoJsonDescribesTheModel) {
