@@ -397,7 +397,9 @@ LoraAdapter read_lora_adapter(const std::filesystem::path& path, const ModelConf
 bool is_lora_adapter_path(const std::filesystem::path& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    return std::filesystem::exists(path / "adapter_config.json", ec);
+    // A model folder that also carries an adapter_config.json is still a model.
+    return std::filesystem::exists(path / "adapter_config.json", ec) &&
+           !std::filesystem::exists(path / "config.json", ec);
   }
   if (!is_gguf_name(path)) return false;
   try {

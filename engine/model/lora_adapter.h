@@ -49,8 +49,8 @@ struct LoraAdapter {
 // than the seven projections (embeddings, lm_head).
 LoraAdapter read_lora_adapter(const std::filesystem::path& path, const ModelConfig& config);
 
-// Whether `path` looks like an adapter rather than a model (a folder with adapter_config.json,
-// or a GGUF whose general.type is "adapter"). Never throws.
+// Whether `path` looks like an adapter rather than a model (a folder with adapter_config.json
+// and no config.json, or a GGUF whose general.type is "adapter"). Never throws.
 bool is_lora_adapter_path(const std::filesystem::path& path);
 
 }  // namespace hearth
