@@ -34,26 +34,7 @@ std::shared_ptr<const LoraAdapter> synthetic_lora_adapter(
   uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
   for (int64_t layer = 0; layer < c.num_layers; ++layer) {
     for (LoraProjection p : targets) {
-      int64_t out = c.hidden_size, in = c.hidden_size;
-      switch (p) {
-        case LoraProjection::kQ:
-          out = c.q_dim();
-          break;
-        case LoraProjection::kK:
-        case LoraProjection::kV:
-          out = c.kv_dim();
-          break;
-        case LoraProjection::kO:
-          in = c.q_dim();
-          break;
-        case LoraProjection::kGate:
-        case LoraProjection::kUp:
-          out = c.intermediate_size;
-          break;
-        case LoraProjection::kDown:
-          in = c.intermediate_size;
-          break;
-      }
+      const auto [out, in] = lora_projection_shape(p, c);
       LoraLinear l;
       l.layer = layer;
       l.projection = p;

@@ -342,21 +342,6 @@ void LlamaModel::set_adapters(const std::vector<std::shared_ptr<const LoraAdapte
       {&Layer::lora_o, "o", {LoraProjection::kO}},
       {&Layer::lora_gate_up, "gate/up", {LoraProjection::kGate, LoraProjection::kUp}},
       {&Layer::lora_down, "down", {LoraProjection::kDown}}};
-  const int64_t H = config_.hidden_size, I = config_.intermediate_size;
-  auto out_features = [&](LoraProjection p) -> int64_t {
-    switch (p) {
-      case LoraProjection::kQ:
-        return config_.q_dim();
-      case LoraProjection::kK:
-      case LoraProjection::kV:
-        return config_.kv_dim();
-      case LoraProjection::kGate:
-      case LoraProjection::kUp:
-        return I;
-      default:
-        return H;
-    }
-  };
   // Build everything first: a failure leaves the adapters in place as they were.
   std::vector<std::array<std::unique_ptr<BackendWeight>, 4>> built(layers_.size());
   bool any = false;
@@ -364,10 +349,10 @@ void LlamaModel::set_adapters(const std::vector<std::shared_ptr<const LoraAdapte
     for (size_t g = 0; g < groups.size(); ++g) {
       LoraSource source;
       source.name = layer_prefix(static_cast<int64_t>(i)) + " LoRA " + groups[g].what;
-      source.in_features = groups[g].targets.front() == LoraProjection::kO      ? config_.q_dim()
-                           : groups[g].targets.front() == LoraProjection::kDown ? I
-                                                                                : H;
-      for (LoraProjection p : groups[g].targets) source.out_features.push_back(out_features(p));
+      source.in_features = lora_projection_shape(groups[g].targets.front(), config_).second;
+      for (LoraProjection p : groups[g].targets) {
+        source.out_features.push_back(lora_projection_shape(p, config_).first);
+      }
       for (size_t s = 0; s < slots.size(); ++s) {
         if (!slots[s]) continue;
         for (const LoraLinear& l : slots[s]->linears) {

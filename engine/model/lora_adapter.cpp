@@ -31,25 +31,6 @@ constexpr ProjectionName kProjections[] = {
     {"mlp.gate_proj", LoraProjection::kGate}, {"mlp.up_proj", LoraProjection::kUp},
     {"mlp.down_proj", LoraProjection::kDown}};
 
-// [out_features, in_features] of a projection.
-std::pair<int64_t, int64_t> projection_shape(LoraProjection p, const ModelConfig& c) {
-  switch (p) {
-    case LoraProjection::kQ:
-      return {c.q_dim(), c.hidden_size};
-    case LoraProjection::kK:
-    case LoraProjection::kV:
-      return {c.kv_dim(), c.hidden_size};
-    case LoraProjection::kO:
-      return {c.hidden_size, c.q_dim()};
-    case LoraProjection::kGate:
-    case LoraProjection::kUp:
-      return {c.intermediate_size, c.hidden_size};
-    case LoraProjection::kDown:
-      return {c.hidden_size, c.intermediate_size};
-  }
-  return {0, 0};
-}
-
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -120,7 +101,7 @@ std::vector<LoraLinear> finish_linears(PendingLinears& pending, const ModelConfi
                                         std::to_string(layer) + ", the model has " +
                                         std::to_string(config.num_layers) + " layers");
     }
-    const auto [out, in] = projection_shape(proj, config);
+    const auto [out, in] = lora_projection_shape(proj, config);
     if (p.a->shape.size() != 2 || p.b->shape.size() != 2) {
       fail(ErrorCode::kInvalidFile, adapter + ": " + module + ": lora A and B must be 2-D, got " +
                                         shape_text(p.a->shape) + " and " + shape_text(p.b->shape));
@@ -347,6 +328,24 @@ const char* lora_projection_name(LoraProjection p) {
   static constexpr const char* kNames[] = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
                                            "gate_proj", "up_proj", "down_proj"};
   return kNames[static_cast<int>(p)];
+}
+
+std::pair<int64_t, int64_t> lora_projection_shape(LoraProjection p, const ModelConfig& c) {
+  switch (p) {
+    case LoraProjection::kQ:
+      return {c.q_dim(), c.hidden_size};
+    case LoraProjection::kK:
+    case LoraProjection::kV:
+      return {c.kv_dim(), c.hidden_size};
+    case LoraProjection::kO:
+      return {c.hidden_size, c.q_dim()};
+    case LoraProjection::kGate:
+    case LoraProjection::kUp:
+      return {c.intermediate_size, c.hidden_size};
+    case LoraProjection::kDown:
+      return {c.hidden_size, c.intermediate_size};
+  }
+  return {0, 0};
 }
 
 int64_t LoraAdapter::max_rank() const {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/core/host_tensor.h"
@@ -18,6 +19,8 @@ namespace hearth {
 enum class LoraProjection { kQ, kK, kV, kO, kGate, kUp, kDown };
 inline constexpr int kLoraProjections = 7;
 const char* lora_projection_name(LoraProjection p);  // "q_proj", ..., "down_proj"
+// [out_features, in_features] of projection `p` in a model of `config`.
+std::pair<int64_t, int64_t> lora_projection_shape(LoraProjection p, const ModelConfig& config);
 
 struct LoraLinear {
   int64_t layer = 0;

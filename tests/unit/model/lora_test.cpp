@@ -33,24 +33,6 @@ constexpr Projection kAll[] = {
     {"mlp.gate_proj", LoraProjection::kGate}, {"mlp.up_proj", LoraProjection::kUp},
     {"mlp.down_proj", LoraProjection::kDown}};
 
-std::pair<int64_t, int64_t> shape_of(LoraProjection p, const ModelConfig& c) {
-  switch (p) {
-    case LoraProjection::kQ:
-      return {c.q_dim(), c.hidden_size};
-    case LoraProjection::kK:
-    case LoraProjection::kV:
-      return {c.kv_dim(), c.hidden_size};
-    case LoraProjection::kO:
-      return {c.hidden_size, c.q_dim()};
-    case LoraProjection::kGate:
-    case LoraProjection::kUp:
-      return {c.intermediate_size, c.hidden_size};
-    case LoraProjection::kDown:
-      return {c.hidden_size, c.intermediate_size};
-  }
-  return {0, 0};
-}
-
 HostTensor random_tensor(std::mt19937& rng, std::vector<int64_t> shape, float scale) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -77,7 +59,7 @@ fs::path write_peft(
   quantizer::NamedTensors tensors;
   for (int64_t layer = 0; layer < c.num_layers; ++layer) {
     for (int t : spec.targets) {
-      const auto [out, in] = shape_of(kAll[t].which, c);
+      const auto [out, in] = lora_projection_shape(kAll[t].which, c);
       const std::string base =
           "base_model.model.model.layers." + std::to_string(layer) + "." + kAll[t].module;
       tensors.emplace_back(base + ".lora_A.weight", random_tensor(rng, {spec.rank, in}, 0.3f));
