@@ -112,9 +112,13 @@ struct Engine::Impl {
   };
   std::vector<LoadedAdapter> adapters;  // in load order
   int next_adapter_id = 1;
-  // Requests not yet taken: the adapters they run with (ids) and the record for their result.
-  std::map<RequestId, std::vector<int>> request_adapter_ids;
-  std::map<RequestId, std::vector<AppliedAdapter>> request_adapters;
+  // Requests not yet taken that run with adapters: their ids (unloading waits for them) and the
+  // record for their result.
+  struct RequestAdapters {
+    std::vector<int> ids;
+    std::vector<AppliedAdapter> applied;
+  };
+  std::map<RequestId, RequestAdapters> request_adapters;
 
   LoadedAdapter& adapter(int id);
   void apply_adapters();  // hands every loaded adapter to the model, by slot
@@ -290,8 +294,8 @@ int Engine::load_adapter(const std::filesystem::path& path, float weight) {
 void Engine::unload_adapter(int id) {
   require_loaded(impl_.get());
   Impl::LoadedAdapter& a = impl_->adapter(id);
-  for (const auto& [request, ids] : impl_->request_adapter_ids) {
-    if (std::find(ids.begin(), ids.end(), id) != ids.end()) {
+  for (const auto& [request, used] : impl_->request_adapters) {
+    if (std::find(used.ids.begin(), used.ids.end(), id) != used.ids.end()) {
       fail(ErrorCode::kInvalidArgument, "adapter " + a.info.name +
                                             " is in use by a running request; unload it when "
                                             "the request ends");
@@ -487,8 +491,8 @@ RequestId Engine::submit(const GenerationRequest& request, RequestCallbacks call
     for (const Impl::LoadedAdapter& a : impl_->adapters)
       chosen.push_back({a.info.id, a.info.weight});
   }
-  std::vector<int> ids;
-  std::vector<AppliedAdapter> applied;
+  Impl::RequestAdapters used;
+  std::vector<int> slot_ids;  // the adapter id of each slot the request weighs
   for (const AdapterWeight& w : chosen) {
     const Impl::LoadedAdapter& a = impl_->adapter(w.id);
     if (!std::isfinite(w.weight)) {
@@ -497,13 +501,15 @@ RequestId Engine::submit(const GenerationRequest& request, RequestCallbacks call
     if (w.weight == 0.0f) continue;
     if (job.adapter_weights.size() <= static_cast<size_t>(a.slot)) {
       job.adapter_weights.resize(static_cast<size_t>(a.slot) + 1, 0.0f);
+      slot_ids.resize(static_cast<size_t>(a.slot) + 1, 0);
     }
     if (job.adapter_weights[static_cast<size_t>(a.slot)] != 0.0f) {
       fail(ErrorCode::kInvalidArgument, "adapter " + a.info.name + " is named twice");
     }
     job.adapter_weights[static_cast<size_t>(a.slot)] = w.weight;
-    ids.push_back(a.info.id);
-    applied.push_back({a.info.name, a.info.path, w.weight});
+    slot_ids[static_cast<size_t>(a.slot)] = a.info.id;
+    used.ids.push_back(a.info.id);
+    used.applied.push_back({a.info.name, a.info.path, w.weight});
   }
   // Pages computed with adapters are shared only with requests running the same ones (ids are
   // never reused, so an adapter loaded again starts afresh).
@@ -511,18 +517,13 @@ RequestId Engine::submit(const GenerationRequest& request, RequestCallbacks call
   for (size_t slot = 0; slot < job.adapter_weights.size(); ++slot) {
     const float w = job.adapter_weights[slot];
     if (w == 0.0f) continue;
-    const auto it = std::find_if(impl_->adapters.begin(), impl_->adapters.end(),
-                                 [&](const Impl::LoadedAdapter& a) { return a.slot == int(slot); });
     uint32_t bits = 0;
     std::memcpy(&bits, &w, sizeof bits);
-    salt = salt * 0x100000001b3ull + (static_cast<uint64_t>(it->info.id) << 32 | bits) + 1;
+    salt = salt * 0x100000001b3ull + (static_cast<uint64_t>(slot_ids[slot]) << 32 | bits) + 1;
   }
   job.cache_salt = salt;
   const RequestId id = impl_->generator->submit(std::move(job));
-  if (!ids.empty()) {
-    impl_->request_adapter_ids[id] = std::move(ids);
-    impl_->request_adapters[id] = std::move(applied);
-  }
+  if (!used.ids.empty()) impl_->request_adapters[id] = std::move(used);
   return id;
 }
 
@@ -557,10 +558,9 @@ std::optional<GenerationResult> Engine::take_result(RequestId id) {
   g.stats.prompt_seconds = r->prompt_seconds;
   g.stats.decode_seconds = r->decode_seconds;
   if (const auto it = impl_->request_adapters.find(id); it != impl_->request_adapters.end()) {
-    g.adapters = std::move(it->second);
+    g.adapters = std::move(it->second.applied);
     impl_->request_adapters.erase(it);
   }
-  impl_->request_adapter_ids.erase(id);
   return g;
 }
 

@@ -10,15 +10,33 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/cpu_backend.h"
 #include "engine/generate/generator.h"
 #include "engine/model/llama_model.h"
+#include "engine/model/model_loader.h"
+#include "tests/common/test_paths.h"
 
 namespace hearth::test {
+
+// The test model (SmolLM2) on the CPU backend, sized for the parity cases.
+struct CpuTestModel {
+  CpuTestModel() : bundle(open_model(test_model(), true)), backend(create_cpu_backend(0)) {
+    LlamaModelOptions o;
+    o.max_seq_len = 256;
+    o.max_batch_tokens = 128;
+    o.max_logit_rows = 128;
+    model = std::make_unique<LlamaModel>(bundle.info.config, *backend, *bundle.weights, o);
+  }
+  ModelBundle bundle;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<LlamaModel> model;  // after the backend: destroyed first
+};
 
 struct ParityCase {
   std::vector<int32_t> prompt, greedy;

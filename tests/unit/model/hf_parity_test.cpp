@@ -17,48 +17,38 @@ class HfParity : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     cases_ = test::load_parity_cases(test::fixtures_dir() / "model" / "hf_parity.json");
-    bundle_ = new ModelBundle(open_model(test::test_model(), true));
-    backend_ = create_cpu_backend(0).release();
-    LlamaModelOptions o;
-    o.max_seq_len = 256;
-    o.max_batch_tokens = 128;
-    o.max_logit_rows = 128;
-    model_ = new LlamaModel(bundle_->info.config, *backend_, *bundle_->weights, o);
+    smol_ = new test::CpuTestModel();
   }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete backend_;
-    delete bundle_;
-  }
+  static void TearDownTestSuite() { delete smol_; }
 
   static inline std::vector<test::ParityCase> cases_;
-  static inline ModelBundle* bundle_ = nullptr;
-  static inline Backend* backend_ = nullptr;
-  static inline LlamaModel* model_ = nullptr;
+  static inline test::CpuTestModel* smol_ = nullptr;
 };
 
 TEST_F(HfParity, GreedyContinuationsIdenticalAloneAndBatched) {
   ASSERT_GE(cases_.size(), 10u);
   std::vector<size_t> all;
   for (size_t i = 0; i < cases_.size(); ++i) all.push_back(i);
-  const auto batched =
-      test::greedy_continuations(*model_, *backend_, *bundle_->tokenizer, cases_, all);
+  const auto batched = test::greedy_continuations(*smol_->model, *smol_->backend,
+                                                  *smol_->bundle.tokenizer, cases_, all);
   for (size_t i = 0; i < cases_.size(); ++i) {
     EXPECT_EQ(batched[i], cases_[i].greedy) << "prompt " << i << " (batched)";
   }
   for (size_t i : {size_t{0}, size_t{6}}) {
-    EXPECT_EQ(test::greedy_continuations(*model_, *backend_, *bundle_->tokenizer, cases_, {i})[0],
+    EXPECT_EQ(test::greedy_continuations(*smol_->model, *smol_->backend, *smol_->bundle.tokenizer,
+                                         cases_, {i})[0],
               cases_[i].greedy)
         << "prompt " << i << " (alone)";
   }
 }
 
 TEST_F(HfParity, PerPositionLogitsAndKlDivergence) {
-  const test::LogitStats st = test::compare_logits(*model_, *backend_, cases_);
-  std::printf("positions %lld, max |logit diff| %.2e, max |lse diff| %.2e, mean KL %.2e, "
-              "99.9th pct KL %.2e, same top token %.2f%%\n",
-              static_cast<long long>(st.positions), st.max_logit_err, st.max_lse_err, st.mean_kl,
-              st.p999_kl, 100 * st.same_top);
+  const test::LogitStats st = test::compare_logits(*smol_->model, *smol_->backend, cases_);
+  std::printf(
+      "positions %lld, max |logit diff| %.2e, max |lse diff| %.2e, mean KL %.2e, "
+      "99.9th pct KL %.2e, same top token %.2f%%\n",
+      static_cast<long long>(st.positions), st.max_logit_err, st.max_lse_err, st.mean_kl,
+      st.p999_kl, 100 * st.same_top);
   EXPECT_LE(st.max_logit_err, 2e-3);
   EXPECT_LE(st.max_lse_err, 2e-3);
   EXPECT_LE(st.mean_kl, 1e-4);

@@ -49,19 +49,9 @@ class LoraParity : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     cases_ = load_cases();
-    bundle_ = new ModelBundle(open_model(test::test_model(), true));
-    backend_ = create_cpu_backend(0).release();
-    LlamaModelOptions o;
-    o.max_seq_len = 256;
-    o.max_batch_tokens = 128;
-    o.max_logit_rows = 128;
-    model_ = new LlamaModel(bundle_->info.config, *backend_, *bundle_->weights, o);
+    smol_ = new test::CpuTestModel();
   }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete backend_;
-    delete bundle_;
-  }
+  static void TearDownTestSuite() { delete smol_; }
 
   // Applies case `c`'s adapters (read from `suffix`-ed paths: "" for PEFT folders) and returns
   // the slot weights.
@@ -70,16 +60,17 @@ class LoraParity : public ::testing::Test {
     std::vector<float> weights;
     for (const auto& [path, weight] : c.adapters) {
       slots.push_back(std::make_shared<const LoraAdapter>(
-          read_lora_adapter(lora_fixtures() / (path + suffix), bundle_->info.config)));
+          read_lora_adapter(lora_fixtures() / (path + suffix), smol_->bundle.info.config)));
       weights.push_back(weight);
     }
-    model_->set_adapters(slots);
+    smol_->model->set_adapters(slots);
     return weights;
   }
 
   static void expect_close(const AdapterCase& c, const std::vector<float>& weights,
                            const std::string& what) {
-    const test::LogitStats st = test::compare_logits(*model_, *backend_, c.prompts, weights);
+    const test::LogitStats st =
+        test::compare_logits(*smol_->model, *smol_->backend, c.prompts, weights);
     std::printf(
         "%s: positions %lld, max |logit diff| %.2e, max |lse diff| %.2e, mean KL %.2e, "
         "same top token %.2f%%\n",
@@ -91,17 +82,15 @@ class LoraParity : public ::testing::Test {
     EXPECT_EQ(st.same_top, 1.0) << what;
     std::vector<size_t> all;
     for (size_t i = 0; i < c.prompts.size(); ++i) all.push_back(i);
-    const auto greedy = test::greedy_continuations(*model_, *backend_, *bundle_->tokenizer,
-                                                   c.prompts, all, weights);
+    const auto greedy = test::greedy_continuations(
+        *smol_->model, *smol_->backend, *smol_->bundle.tokenizer, c.prompts, all, weights);
     for (size_t i = 0; i < c.prompts.size(); ++i) {
       EXPECT_EQ(greedy[i], c.prompts[i].greedy) << what << ", prompt " << i;
     }
   }
 
   static inline std::vector<AdapterCase> cases_;
-  static inline ModelBundle* bundle_ = nullptr;
-  static inline Backend* backend_ = nullptr;
-  static inline LlamaModel* model_ = nullptr;
+  static inline test::CpuTestModel* smol_ = nullptr;
 };
 
 TEST_F(LoraParity, PeftAdaptersAloneAndWeighted) {
@@ -116,7 +105,7 @@ TEST_F(LoraParity, PeftAdaptersAloneAndWeighted) {
       changed += c.prompts[i].greedy != c.base_greedy[i];
     EXPECT_GE(changed, 2) << what;
   }
-  model_->set_adapters({});
+  smol_->model->set_adapters({});
 }
 
 TEST_F(LoraParity, GgufAdapterEqualsItsPeftSource) {
@@ -126,7 +115,7 @@ TEST_F(LoraParity, GgufAdapterEqualsItsPeftSource) {
   ASSERT_EQ(c.adapters.size(), 1u);
   ASSERT_EQ(c.adapters[0].first, "all_r16");
   expect_close(c, apply(c, ".gguf"), "all_r16.gguf");
-  model_->set_adapters({});
+  smol_->model->set_adapters({});
 }
 
 // Through the Engine: adapters loaded, re-weighted and unloaded without reloading the model, per
