@@ -23,6 +23,8 @@
 #include <type_traits>
 
 #include "kernels/common.cuh"
+#include "kernels/decode_split.cuh"
+#include "kernels/kv_quant.cuh"
 #include "kernels/rope_math.cuh"
 
 namespace hearth::kernels {
@@ -42,25 +44,7 @@ template <int GM>
 constexpr bool one_sequence_blocks_fit() {
   return 32 * kThreadsOneSequence * GM <= 32 * 1024;
 }
-constexpr int kTile = 64;
 constexpr int kLoads = 4;  // positions per lane group per step
-
-struct DecodeSplit {
-  int used;   // splits this sequence uses
-  int begin;  // first position of this split
-  int end;    // one past its last position
-};
-
-__device__ __forceinline__ DecodeSplit split_of(int kv_len, int split) {
-  const int tiles = (kv_len + kTile - 1) / kTile;
-  const int splits = min(kDecodeMaxSplits, tiles);
-  const int per_split = (tiles + splits - 1) / splits;
-  DecodeSplit s;
-  s.used = (tiles + per_split - 1) / per_split;
-  s.begin = split * per_split * kTile;
-  s.end = min(kv_len, (split + 1) * per_split * kTile);
-  return s;
-}
 
 // RoPE of the 8 dims a lane holds (dims 8·gl ..): the partner dims, half a rotation away, are
 // in lane gl ^ (half / 8) of the same lane group. Every lane of the warp must call it.
@@ -452,6 +436,10 @@ cudaError_t attention_decode(const Launch& l, Elem t, const void* q, const void*
                              float scale, void* out, const DecodeScratch& scratch,
                              const DecodeShape& shape, const DecodeRope& rope) {
   if (batch.num_seqs <= 0) return cudaSuccess;
+  if (kv.bits != 16) {
+    if (rope.inv_freq) return cudaErrorInvalidValue;  // the rows are stored (rotated) before
+    return attention_decode_quantized(l, t, q, batch, kv, num_heads, scale, out, scratch);
+  }
   if (!attention_fast_supported(kv.head_dim, num_heads, kv.num_kv_heads)) {
     return cudaErrorInvalidValue;
   }

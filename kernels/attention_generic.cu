@@ -1,6 +1,7 @@
 // The pieces of attention that are not tiled: storing new keys and values into the paged cache,
 // and a plain attention kernel for head dims the tiled kernels do not cover.
 #include "kernels/common.cuh"
+#include "kernels/kv_quant.cuh"
 
 namespace hearth::kernels {
 
@@ -116,6 +117,7 @@ bool attention_fast_supported(int head_dim, int num_heads, int num_kv_heads) {
 cudaError_t kv_store(const Launch& l, Elem t, const void* k, const void* v, const BatchView& batch,
                      const KvLayerView& kv) {
   if (batch.num_tokens <= 0) return cudaSuccess;
+  if (kv.bits != 16) return kv_store_quantized(l, t, k, v, batch, kv);
   const bool vec = kv.head_dim % 8 == 0;
   const int64_t total =
       int64_t(batch.num_tokens) * kv.num_kv_heads * kv.head_dim * 2 / (vec ? 8 : 1);

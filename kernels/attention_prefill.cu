@@ -11,6 +11,7 @@
 #include <cfloat>
 
 #include "kernels/common.cuh"
+#include "kernels/kv_quant.cuh"
 
 namespace hearth::kernels {
 namespace {
@@ -24,7 +25,10 @@ __device__ __forceinline__ int swizzle(int row, int chunk) {
 
 // W warps per block, 16 query rows each: the block's keys and values are loaded once for
 // 16·W queries.
-template <class T, int D, int W>
+// BITS 16: the cache holds T, copied to shared memory with cp.async. 8/6/4: a quantized cache,
+// each 8-dim chunk dequantized in registers and stored to shared memory as T (q arrives
+// rotated, and the output leaves rotated).
+template <class T, int D, int W, int BITS>
 __global__ void __launch_bounds__(W * 32)
     attention_prefill_kernel(const T* q, BatchView batch, KvLayerView kv, int num_heads, int group,
                              float scale_log2, T* out) {
@@ -77,6 +81,23 @@ __global__ void __launch_bounds__(W * 32)
       const int ch = c % kChunks;
       const int pos = tile * kBlockN + row;
       const bool valid = pos < kv_len;
+      if constexpr (BITS != 16) {
+        uint4 kq = make_uint4(0, 0, 0, 0), vq = make_uint4(0, 0, 0, 0);
+        if (valid) {
+          const int64_t page = page_table[pos / kv.page_size];
+          const int slot = pos % kv.page_size;
+          const KvQuantRow kr = kv_quant_row<BITS, D>(kv, page, kv_head, slot, false);
+          const KvQuantRow vr = kv_quant_row<BITS, D>(kv, page, kv_head, slot, true);
+          float x[8];
+          dequant8<BITS>(load_codes<BITS, D>(kr.codes, ch), __half2float(kr.scales[ch / 4]), x);
+          kq = pack8<T>(x);
+          dequant8<BITS>(load_codes<BITS, D>(vr.codes, ch), __half2float(vr.scales[ch / 4]), x);
+          vq = pack8<T>(x);
+        }
+        *reinterpret_cast<uint4*>(dk + swizzle<D>(row, ch)) = kq;
+        *reinterpret_cast<uint4*>(dv + swizzle<D>(row, ch)) = vq;
+        continue;
+      }
       const T* src_k = cache;
       const T* src_v = cache;
       if (valid) {
@@ -237,14 +258,14 @@ constexpr size_t prefill_smem_bytes() {
   return size_t(16 * W + 4 * kBlockN) * D * sizeof(T);
 }
 
-template <class T, int D, int W>
+template <class T, int D, int W, int BITS>
 cudaError_t allow_prefill_smem() {
-  return cudaFuncSetAttribute(attention_prefill_kernel<T, D, W>,
+  return cudaFuncSetAttribute(attention_prefill_kernel<T, D, W, BITS>,
                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                               static_cast<int>(prefill_smem_bytes<T, D, W>()));
 }
 
-template <class T, int D, int W>
+template <class T, int D, int W, int BITS>
 cudaError_t launch_prefill(const Launch& l, const void* q, const BatchView& batch,
                            const KvLayerView& kv, int num_heads, float scale, int max_q_len,
                            void* out) {
@@ -253,18 +274,37 @@ cudaError_t launch_prefill(const Launch& l, const void* q, const BatchView& batc
                   static_cast<unsigned>(num_heads), static_cast<unsigned>(batch.num_seqs));
   const int group = num_heads / kv.num_kv_heads;
   const float scale_log2 = scale * 1.4426950408889634f;
-  return launch_kernel(l, attention_prefill_kernel<T, D, W>, grid, dim3(W * 32), smem,
+  return launch_kernel(l, attention_prefill_kernel<T, D, W, BITS>, grid, dim3(W * 32), smem,
                        static_cast<const T*>(q), batch, kv, num_heads, group, scale_log2,
                        static_cast<T*>(out));
 }
 
+template <class T, int BITS>
+cudaError_t allow_bits() {
+  cudaError_t e = allow_prefill_smem<T, 64, 4, BITS>();
+  if (e == cudaSuccess) e = allow_prefill_smem<T, 128, 4, BITS>();
+  if (e == cudaSuccess) e = allow_prefill_smem<T, 64, 8, BITS>();
+  if (e == cudaSuccess) e = allow_prefill_smem<T, 128, 8, BITS>();
+  return e;
+}
+
 template <class T>
 cudaError_t allow_all() {
-  cudaError_t e = allow_prefill_smem<T, 64, 4>();
-  if (e == cudaSuccess) e = allow_prefill_smem<T, 128, 4>();
-  if (e == cudaSuccess) e = allow_prefill_smem<T, 64, 8>();
-  if (e == cudaSuccess) e = allow_prefill_smem<T, 128, 8>();
+  cudaError_t e = allow_bits<T, 16>();
+  if (e == cudaSuccess) e = allow_bits<T, 8>();
+  if (e == cudaSuccess) e = allow_bits<T, 6>();
+  if (e == cudaSuccess) e = allow_bits<T, 4>();
   return e;
+}
+
+template <class T, int D, int BITS>
+cudaError_t launch_warps(const Launch& l, const void* q, const BatchView& batch,
+                         const KvLayerView& kv, int num_heads, float scale, int max_q_len,
+                         void* out, int warps) {
+  if (warps == 8) {
+    return launch_prefill<T, D, 8, BITS>(l, q, batch, kv, num_heads, scale, max_q_len, out);
+  }
+  return launch_prefill<T, D, 4, BITS>(l, q, batch, kv, num_heads, scale, max_q_len, out);
 }
 
 }  // namespace
@@ -281,16 +321,15 @@ cudaError_t attention_prefill(const Launch& l, Elem t, const void* q, const Batc
   if (max_q_len <= 0 || batch.num_seqs <= 0) return cudaSuccess;
   if (kv.head_dim != 64 && kv.head_dim != 128) return cudaErrorInvalidValue;
   HEARTH_DISPATCH_16(t, T, {
-    if (warps == 8) {
-      if (kv.head_dim == 64) {
-        return launch_prefill<T, 64, 8>(l, q, batch, kv, num_heads, scale, max_q_len, out);
-      }
-      return launch_prefill<T, 128, 8>(l, q, batch, kv, num_heads, scale, max_q_len, out);
+    if (kv.bits != 16) {
+      HEARTH_DISPATCH_KV_QUANT(kv, BITS, D, {
+        return launch_warps<T, D, BITS>(l, q, batch, kv, num_heads, scale, max_q_len, out, warps);
+      });
     }
     if (kv.head_dim == 64) {
-      return launch_prefill<T, 64, 4>(l, q, batch, kv, num_heads, scale, max_q_len, out);
+      return launch_warps<T, 64, 16>(l, q, batch, kv, num_heads, scale, max_q_len, out, warps);
     }
-    return launch_prefill<T, 128, 4>(l, q, batch, kv, num_heads, scale, max_q_len, out);
+    return launch_warps<T, 128, 16>(l, q, batch, kv, num_heads, scale, max_q_len, out, warps);
   });
 }
 

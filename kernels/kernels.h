@@ -61,6 +61,13 @@ struct KvLayerView {
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;
   int32_t num_pages = 0;
+  // 16: the layout above, in elements. 8, 6 or 4: a quantized cache (kernels/kv_quant.cuh, the
+  // layout of engine/backend/kv_cache_quant.h): base, page_stride and v_offset (from the keys'
+  // codes to the values') count bytes, and each layer-page's scales start k_scales / v_scales
+  // bytes from its keys' codes. Kernels reading it see keys and values rotated.
+  int32_t bits = 16;
+  int64_t k_scales = 0;
+  int64_t v_scales = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -199,9 +206,15 @@ cudaError_t gemv_generic(const Launch& l, Elem t, const void* w, const float* bi
 // k, v: [T, num_kv_heads * head_dim]; out: [T, num_heads * head_dim]. Query row t of sequence s
 // sits at cache position positions[t] and sees positions 0..positions[t] of s (causal).
 
-// Stores every real row's k and v into the cache at its position.
+// Stores every real row's k and v into the cache at its position (a quantized cache: rotated and
+// quantized, the exact bits of the CPU reference).
 cudaError_t kv_store(const Launch& l, Elem t, const void* k, const void* v, const BatchView& batch,
                      const KvLayerView& kv);
+
+// In place: each head_dim-wide head of x [rows, cols] ← H·head (the normalized Walsh-Hadamard
+// rotation of a quantized cache; H = H⁻¹). head_dim 64 or 128.
+cudaError_t hadamard_heads(const Launch& l, Elem t, void* x, int64_t rows, int64_t cols,
+                           int head_dim);
 
 // Whether the tiled kernels handle the shape (head_dim 64 or 128; group <= 8 for decode).
 bool attention_fast_supported(int head_dim, int num_heads, int num_kv_heads);
@@ -209,6 +222,7 @@ bool attention_fast_supported(int head_dim, int num_heads, int num_kv_heads);
 // Flash-style tiled attention (prefill; any number of new tokens per sequence). Reads keys and
 // values from the cache, so kv_store must run first. max_q_len: the longest sequence's new
 // tokens (sets the grid). No N×N matrix is formed. warps: 4 (64 queries per block) or 8 (128).
+// Over a quantized cache q must arrive rotated (hadamard_heads) and out leaves rotated.
 cudaError_t attention_prefill(const Launch& l, Elem t, const void* q, const BatchView& batch,
                               const KvLayerView& kv, int num_heads, float scale, int max_q_len,
                               void* out, int warps = 4);
@@ -225,6 +239,8 @@ size_t decode_partial_floats(int num_seqs, int num_heads, int head_dim);
 // kernel also stores that row's k and v in the cache (no kv_store needed). The grid is fixed
 // by (num_seqs, heads), so one launch serves any lengths (CUDA-graph friendly); each sequence's
 // split count depends only on its own length.
+// Over a quantized cache (attention_decode_quant.cu) the rows must have been stored by kv_store
+// first, without `rope`; the kernel rotates q itself and un-rotates its output.
 //
 // With `rope` (inv_freq set), q and the new key arrive unrotated and the kernel applies RoPE as
 // it reads them, bit-identical to rope() then attention_decode() (kernels/rope_math.cuh), so the

@@ -826,6 +826,54 @@
             <source>An active adapter cannot be applied to this model; it loads without it: %1</source>
             <translation>Ein eingeschalteter Adapter kann auf dieses Modell nicht angewendet werden; es wird ohne ihn geladen: %1</translation>
         </message>
+        <message>
+            <source>KV cache</source>
+            <translation>KV-Cache</translation>
+        </message>
+        <message>
+            <source>fp16 (full precision)</source>
+            <translation>fp16 (volle Genauigkeit)</translation>
+        </message>
+        <message>
+            <source>q8</source>
+            <translation>q8</translation>
+        </message>
+        <message>
+            <source>q6</source>
+            <translation>q6</translation>
+        </message>
+        <message>
+            <source>q4</source>
+            <translation>q4</translation>
+        </message>
+        <message>
+            <source>KV cache precision</source>
+            <translation>Genauigkeit des KV-Cache</translation>
+        </message>
+        <message>
+            <source>Quantized caches hold about 1.9× (q8), 2.5× (q6) or 3.6× (q4) the tokens of fp16 in the same memory, with a small loss of quality (q8: nearly none).</source>
+            <translation>Quantisierte Caches fassen im selben Speicher etwa 1,9× (q8), 2,5× (q6) oder 3,6× (q4) so viele Token wie fp16, bei einem kleinen Qualitätsverlust (q8: fast keinem).</translation>
+        </message>
+        <message>
+            <source>Holds about 1.9× the tokens of fp16 in the same memory, with nearly no loss of quality.</source>
+            <translation>Fasst im selben Speicher etwa 1,9× so viele Token wie fp16, fast ohne Qualitätsverlust.</translation>
+        </message>
+        <message>
+            <source>Holds about 2.5× the tokens of fp16 in the same memory, with a small loss of quality.</source>
+            <translation>Fasst im selben Speicher etwa 2,5× so viele Token wie fp16, bei einem kleinen Qualitätsverlust.</translation>
+        </message>
+        <message>
+            <source>Holds about 3.6× the tokens of fp16 in the same memory, with a small loss of quality.</source>
+            <translation>Fasst im selben Speicher etwa 3,6× so viele Token wie fp16, bei einem kleinen Qualitätsverlust.</translation>
+        </message>
+        <message>
+            <source>Cache: %1 — no memory is left for it.</source>
+            <translation>Cache: %1 – dafür ist kein Speicher mehr frei.</translation>
+        </message>
+        <message>
+            <source>Cache: %1 — about %2 tokens fit</source>
+            <translation>Cache: %1 – etwa %2 Token passen hinein</translation>
+        </message>
     </context>
     <context>
         <name>Main</name>

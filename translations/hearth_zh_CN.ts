@@ -825,6 +825,54 @@
             <source>An active adapter cannot be applied to this model; it loads without it: %1</source>
             <translation>有一个已开启的适配器无法应用于此模型；模型将在不使用它的情况下加载：%1</translation>
         </message>
+        <message>
+            <source>KV cache</source>
+            <translation>KV 缓存</translation>
+        </message>
+        <message>
+            <source>fp16 (full precision)</source>
+            <translation>fp16（全精度）</translation>
+        </message>
+        <message>
+            <source>q8</source>
+            <translation>q8</translation>
+        </message>
+        <message>
+            <source>q6</source>
+            <translation>q6</translation>
+        </message>
+        <message>
+            <source>q4</source>
+            <translation>q4</translation>
+        </message>
+        <message>
+            <source>KV cache precision</source>
+            <translation>KV 缓存精度</translation>
+        </message>
+        <message>
+            <source>Quantized caches hold about 1.9× (q8), 2.5× (q6) or 3.6× (q4) the tokens of fp16 in the same memory, with a small loss of quality (q8: nearly none).</source>
+            <translation>量化缓存在同样的内存中可容纳约为 fp16 的 1.9 倍（q8）、2.5 倍（q6）或 3.6 倍（q4）的词元，质量略有损失（q8 几乎没有）。</translation>
+        </message>
+        <message>
+            <source>Holds about 1.9× the tokens of fp16 in the same memory, with nearly no loss of quality.</source>
+            <translation>在同样的内存中可容纳约为 fp16 的 1.9 倍的词元，质量几乎没有损失。</translation>
+        </message>
+        <message>
+            <source>Holds about 2.5× the tokens of fp16 in the same memory, with a small loss of quality.</source>
+            <translation>在同样的内存中可容纳约为 fp16 的 2.5 倍的词元，质量略有损失。</translation>
+        </message>
+        <message>
+            <source>Holds about 3.6× the tokens of fp16 in the same memory, with a small loss of quality.</source>
+            <translation>在同样的内存中可容纳约为 fp16 的 3.6 倍的词元，质量略有损失。</translation>
+        </message>
+        <message>
+            <source>Cache: %1 — no memory is left for it.</source>
+            <translation>缓存：%1 —— 已没有剩余内存可用。</translation>
+        </message>
+        <message>
+            <source>Cache: %1 — about %2 tokens fit</source>
+            <translation>缓存：%1 —— 约可容纳 %2 个词元</translation>
+        </message>
     </context>
     <context>
         <name>Main</name>

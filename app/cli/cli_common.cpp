@@ -42,10 +42,18 @@ std::set<std::string> load_flags() {
           "ntk-alpha",
           "rope-original-context",
           "prefix-reuse",
+          "cache",
           "speculate",
           "draft-tokens",
           "draft-model",
           "lora"};
+}
+
+KvCacheType kv_cache_type_from(const ArgParser& args) {
+  const std::string name = args.get("cache").value_or("fp16");
+  const std::optional<KvCacheType> type = parse_kv_cache_type(name);
+  if (!type) throw UsageError("--cache must be fp16, q8, q6 or q4, got '" + name + "'");
+  return *type;
 }
 
 std::vector<AdapterSpec> adapters_from(const ArgParser& args) {
@@ -97,6 +105,7 @@ LoadOptions load_options_from(const ArgParser& args) {
     throw UsageError("--prefix-reuse must be on or off, got '" + reuse + "'");
   }
   o.prefix_reuse = reuse == "on";
+  o.kv_cache_type = kv_cache_type_from(args);
   const std::string speculate = args.get("speculate").value_or("off");
   const std::optional<Speculation> speculation = parse_speculation(speculate);
   if (!speculation) {

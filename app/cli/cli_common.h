@@ -16,6 +16,8 @@ namespace hearth::cli {
 std::set<std::string> load_flags();
 LoadOptions load_options_from(const ArgParser& args);
 // Every --lora PATH[:WEIGHT] (repeatable; weight 1 when none is given).
+// --cache fp16|q8|q6|q4 (default fp16).
+KvCacheType kv_cache_type_from(const ArgParser& args);
 std::vector<AdapterSpec> adapters_from(const ArgParser& args);
 
 // --temperature --top-k --top-p --min-p --repetition-penalty --frequency-penalty

@@ -48,15 +48,18 @@ int run_info(const std::vector<std::string>& raw) {
   if (!info.quantization.empty()) {
     j["quantization_config"] = nlohmann::json::parse(info.quantization, nullptr, false);
   }
-  j["memory"] = {{"device", plan.device_name},
-                 {"weights", plan.weights},
-                 {"kv_cache", plan.kv_cache},
-                 {"activations", plan.activations},
-                 {"workspace", plan.workspace},
-                 {"adapters", plan.adapters},
-                 {"needed", plan.needed()},
-                 {"device_free", plan.device_free},
-                 {"fits", plan.fits}};
+  j["memory"] = {
+      {"device", plan.device_name},  {"weights", plan.weights},
+      {"kv_cache", plan.kv_cache},   {"activations", plan.activations},
+      {"workspace", plan.workspace}, {"adapters", plan.adapters},
+      {"needed", plan.needed()},     {"device_free", plan.device_free},
+      {"fits", plan.fits},           {"kv_cache_type", kv_cache_type_name(plan.kv_cache_type)}};
+  j["memory"]["cache_choices"] = nlohmann::json::array();
+  for (const CacheChoice& c : plan.cache_choices) {
+    j["memory"]["cache_choices"].push_back({{"type", kv_cache_type_name(c.type)},
+                                            {"bytes_per_token", c.bytes_per_token},
+                                            {"tokens_that_fit", c.tokens_that_fit}});
+  }
   j["adapters"] = nlohmann::json::array();
   for (const AdapterInfo& a : adapters) {
     j["adapters"].push_back({{"path", a.path.string()},
@@ -102,6 +105,13 @@ int run_info(const std::vector<std::string>& raw) {
               format_bytes(plan.activations).c_str(),
               plan.adapters ? (", adapters " + format_bytes(plan.adapters)).c_str() : "",
               format_bytes(plan.device_free).c_str(), plan.fits ? "" : " — does not fit");
+  std::string choices;
+  for (const CacheChoice& c : plan.cache_choices) {
+    choices += std::string(choices.empty() ? "" : ", ") + kv_cache_type_name(c.type) +
+               (c.type == plan.kv_cache_type ? "*" : "") + " " + std::to_string(c.tokens_that_fit) +
+               " tokens (" + std::to_string(c.bytes_per_token >> 10) + " KiB each)";
+  }
+  if (!choices.empty()) std::printf("  cache fits     %s\n", choices.c_str());
   for (const AdapterInfo& a : adapters) {
     std::string targets;
     for (const std::string& t : a.targets) targets += (targets.empty() ? "" : ",") + t;

@@ -35,13 +35,15 @@ EvalOptions eval_options_from(const ArgParser& args) {
   o.stride = args.get_int("stride", 0, 0, 1 << 20);
   o.max_tokens = args.get_int("max-tokens", 0, 0, int64_t{1} << 40);
   o.adapters = adapters_from(args);
+  o.kv_cache_type = kv_cache_type_from(args);
   return o;
 }
 
 int run_ppl(const std::vector<std::string>& raw) {
-  const ArgParser args(
-      raw, {"model", "data", "ctx", "stride", "max-tokens", "backend", "device", "threads", "lora"},
-      {"json"});
+  const ArgParser args(raw,
+                       {"model", "data", "ctx", "stride", "max-tokens", "backend", "device",
+                        "threads", "lora", "cache"},
+                       {"json"});
   const std::string model = args.get("model").value_or(default_model_path().string());
   const std::string text = read_eval_text(args.require("data"));
   const EvalOptions o = eval_options_from(args);

@@ -26,10 +26,12 @@ commands:
             [--batches 1,8,32] [--sweep] [--json]
                                     (GPU: random weights of real shapes, with hardware limits)
   ppl       [--model PATH] --data FILE|builtin [--ctx N] [--stride N] [--max-tokens N]
-            [--backend cpu|cuda] [--lora PATH[:W]]... [--json]      (sliding-window perplexity)
+            [--backend cpu|cuda] [--lora PATH[:W]]... [--cache fp16|q8|q6|q4] [--json]
+            (sliding-window perplexity)
   kld       --model QUANT --reference FP16 --data FILE|builtin [--ctx N] [--stride N]
-            [--max-tokens N] [--backend cpu|cuda] [--lora PATH[:W]]... [--json]
-            (mean / 99.9th-percentile KL divergence, top-token agreement)
+            [--max-tokens N] [--backend cpu|cuda] [--lora PATH[:W]]... [--cache fp16|q8|q6|q4]
+            [--json]  (mean / 99.9th-percentile KL divergence, top-token agreement; --lora and
+            --cache apply to QUANT, so FP16 with --model FP16 --cache q4 measures the cache)
   quantize  [--model SRC] --out DIR [--format exl2|gptq] [--bpw B] [--head-bits H]
             [--bits N --group-size G] [--no-act-order] [--asym] [--quantize-head]
             [--calibration FILE] [--rows R --length L] [--measure-rows R] [--measurement FILE]
@@ -47,6 +49,8 @@ load flags (every command that runs the model):
   --max-batch N  --rope-scaling none|linear|dynamic|yarn|llama3  --rope-factor F
   --rope-original-context N  --ntk-alpha A
   --prefix-reuse on|off  (share the cache pages of prompts that start alike; default on)
+  --cache fp16|q8|q6|q4  (the KV cache's precision: q8/q6/q4 hold 1.9/2.5/3.6 times the tokens
+            of fp16 in the same memory; default fp16)
   --speculate off|ngram|draft  --draft-tokens K  --draft-model PATH  (propose up to K tokens
             (1..16, default 8) from the request's own text (ngram) or with a smaller model of the
             same vocabulary (draft) and keep those the model agrees with; same output; default off)

@@ -196,6 +196,11 @@ MemoryPlan make_plan(const LoadOptions& options, const ModelInfo& info, const Re
     plan.weights += draft.weights;
     plan.kv_cache += draft.kv_cache;
     plan.activations += draft.activations;
+    for (CacheChoice& choice : plan.cache_choices) {
+      for (const CacheChoice& d : draft.cache_choices) {
+        if (d.type == choice.type) choice.bytes_per_token += d.bytes_per_token;
+      }
+    }
   }
   const DeviceMemoryInfo device = query_device_memory(options.device, options.cuda_device);
   plan.device_free = device.free_bytes;
@@ -369,14 +374,14 @@ void Engine::load(const LoadOptions& options, const ProgressCallback& progress,
       info.config, *impl->backend, *impl->bundle.weights, model_options,
       [&](int64_t done, int64_t total) { report("uploading", done, total); }, cancel);
   report("allocating cache", 0, 1);
-  impl->cache = impl->backend->create_kv_cache(
-      impl->model->kv_cache_spec(impl->resolved.num_pages, impl->resolved.page_size));
+  impl->cache = impl->backend->create_kv_cache(impl->model->kv_cache_spec(
+      impl->resolved.num_pages, impl->resolved.page_size, options.kv_cache_type));
   if (options.speculation == Speculation::kDraft) {
     impl->draft_model = std::make_unique<LlamaModel>(
         impl->draft_bundle.info.config, *impl->backend, *impl->draft_bundle.weights, model_options,
         [&](int64_t done, int64_t total) { report("uploading draft", done, total); }, cancel);
-    impl->draft_cache = impl->backend->create_kv_cache(
-        impl->draft_model->kv_cache_spec(impl->resolved.num_pages, impl->resolved.page_size));
+    impl->draft_cache = impl->backend->create_kv_cache(impl->draft_model->kv_cache_spec(
+        impl->resolved.num_pages, impl->resolved.page_size, options.kv_cache_type));
     impl->drafter = std::make_unique<DraftModel>(*impl->draft_model, *impl->draft_cache);
   }
   GeneratorOptions gen;

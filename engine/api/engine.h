@@ -84,9 +84,21 @@ struct LoadOptions {
   std::filesystem::path draft_model_path;
   // LoRA adapters loaded with the model (and counted in its plan); more can be loaded later.
   std::vector<AdapterSpec> adapters;
+  // The KV cache's storage: kF16 (the backend's own precision: fp16 on CUDA, fp32 on the CPU),
+  // or kQ8 / kQ6 / kQ4 (rotated, quantized in groups of 32: 1.9×, 2.5×, 3.6× the tokens of fp16
+  // in the same memory; heads of 64 or 128 dims).
+  KvCacheType kv_cache_type = KvCacheType::kF16;
 
   static constexpr int64_t kDefaultMaxSeqLen = 8192;
   static constexpr int kMaxDraftTokens = 16;
+};
+
+// One KV-cache choice in a plan: its bytes per token, and how many tokens would fit in the
+// device memory the rest of the load leaves.
+struct CacheChoice {
+  KvCacheType type = KvCacheType::kF16;
+  size_t bytes_per_token = 0;
+  int64_t tokens_that_fit = 0;
 };
 
 // What a load will need, computed before anything is allocated.
@@ -102,6 +114,8 @@ struct MemoryPlan {
   bool fits = true;
   std::string advice;  // when it does not fit: what to change
   std::string device_name;
+  KvCacheType kv_cache_type = KvCacheType::kF16;  // the one planned (kv_cache)
+  std::vector<CacheChoice> cache_choices;         // fp16, q8, q6, q4 (where the model allows)
 };
 
 struct LoadProgress {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "engine/backend/kv_cache_quant.h"
 #include "engine/core/error.h"
 
 namespace hearth {
@@ -82,7 +83,20 @@ MemoryPlan estimate_memory(const LoadOptions& options, const ModelInfo& info,
   spec.head_dim = c.head_dim;
   spec.page_size = r.page_size;
   spec.num_pages = r.num_pages;
-  spec.type = cuda ? KvCacheType::kF16 : KvCacheType::kF32;
+  if (is_quantized(options.kv_cache_type) && !kv_quant_supported(c.head_dim)) {
+    fail(ErrorCode::kUnsupported,
+         std::string("a ") + kv_cache_type_name(options.kv_cache_type) +
+             " KV cache needs heads of 64 or 128 dims; this model's have " +
+             std::to_string(c.head_dim) + ": choose fp16");
+  }
+  const KvCacheType native = cuda ? KvCacheType::kF16 : KvCacheType::kF32;
+  for (KvCacheType t : {native, KvCacheType::kQ8, KvCacheType::kQ6, KvCacheType::kQ4}) {
+    if (is_quantized(t) && !kv_quant_supported(c.head_dim)) continue;
+    spec.type = t;
+    plan.cache_choices.push_back({t == native ? KvCacheType::kF16 : t, spec.bytes_per_token(), 0});
+  }
+  spec.type = is_quantized(options.kv_cache_type) ? options.kv_cache_type : native;
+  plan.kv_cache_type = options.kv_cache_type;
   plan.kv_cache = spec.bytes();
   const auto T = static_cast<size_t>(r.max_batch_tokens);
   const auto per_row = static_cast<size_t>(4 * c.hidden_size + 2 * c.q_dim() + 2 * c.kv_dim() +
@@ -107,6 +121,13 @@ void judge_plan(MemoryPlan& plan, const LoadOptions& options, const ResolvedLoad
   // Keep a margin: the rest of the system (and the display, on a GPU) needs memory too.
   const size_t margin =
       options.device == DeviceKind::kCuda ? (size_t{256} << 20) : (size_t{512} << 20);
+  const size_t besides_cache = margin + plan.needed() - plan.kv_cache;
+  for (CacheChoice& choice : plan.cache_choices) {
+    choice.tokens_that_fit =
+        plan.device_free > besides_cache && choice.bytes_per_token > 0
+            ? static_cast<int64_t>((plan.device_free - besides_cache) / choice.bytes_per_token)
+            : 0;
+  }
   plan.fits = plan.needed() + margin <= plan.device_free;
   if (plan.fits) return;
   std::string advice = "needs " + format_bytes(plan.needed()) + " (weights " +
@@ -125,7 +146,18 @@ void judge_plan(MemoryPlan& plan, const LoadOptions& options, const ResolvedLoad
         r.num_pages > 0 ? plan.kv_cache / static_cast<size_t>(r.num_pages * r.page_size) : 1;
     const size_t tokens = per_token ? room / per_token : 0;
     advice += " Lower max_seq_len / cache size to about " + std::to_string(tokens / 256 * 256) +
-              " tokens" + (options.device == DeviceKind::kCuda ? ", or load on the CPU." : ".");
+              " tokens" + (options.device == DeviceKind::kCuda ? ", or load on the CPU" : "");
+    // A smaller cache type that would fit the whole context, if there is one.
+    const int64_t wanted = r.num_pages * r.page_size;
+    for (const CacheChoice& choice : plan.cache_choices) {
+      if (is_quantized(choice.type) && choice.type != options.kv_cache_type &&
+          choice.tokens_that_fit >= wanted) {
+        advice += std::string(", or choose the ") + kv_cache_type_name(choice.type) +
+                  " KV cache, which fits it";
+        break;
+      }
+    }
+    advice += ".";
   }
   plan.advice = advice;
 }

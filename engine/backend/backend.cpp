@@ -1,5 +1,7 @@
 #include "engine/backend/backend.h"
 
+#include "engine/backend/kv_cache_quant.h"
+
 namespace hearth {
 
 int64_t BatchDesc::total_tokens() const {
@@ -30,11 +32,57 @@ bool BatchDesc::uses_adapters() const {
   return false;
 }
 
+int kv_cache_bits(KvCacheType type) {
+  switch (type) {
+    case KvCacheType::kF16:
+      return 16;
+    case KvCacheType::kF32:
+      return 32;
+    case KvCacheType::kQ8:
+      return 8;
+    case KvCacheType::kQ6:
+      return 6;
+    case KvCacheType::kQ4:
+      return 4;
+  }
+  return 16;
+}
+
+const char* kv_cache_type_name(KvCacheType type) {
+  switch (type) {
+    case KvCacheType::kF16:
+      return "fp16";
+    case KvCacheType::kF32:
+      return "fp32";
+    case KvCacheType::kQ8:
+      return "q8";
+    case KvCacheType::kQ6:
+      return "q6";
+    case KvCacheType::kQ4:
+      return "q4";
+  }
+  return "?";
+}
+
+std::optional<KvCacheType> parse_kv_cache_type(std::string_view name) {
+  for (KvCacheType t : {KvCacheType::kF16, KvCacheType::kQ8, KvCacheType::kQ6, KvCacheType::kQ4}) {
+    if (name == kv_cache_type_name(t)) return t;
+  }
+  return std::nullopt;
+}
+
+size_t KvCacheSpec::bytes_per_token() const {
+  // Per kv head and layer: keys and values, each head_dim codes of `bits` bits, plus one fp16
+  // scale per kKvQuantGroup values when quantized.
+  const int bits = kv_cache_bits(type);
+  const size_t values = static_cast<size_t>(head_dim);
+  const size_t row = values * static_cast<size_t>(bits) / 8 +
+                     (bits < 16 ? values / kKvQuantGroup * sizeof(uint16_t) : 0);
+  return static_cast<size_t>(num_layers) * static_cast<size_t>(num_kv_heads) * 2 * row;
+}
+
 size_t KvCacheSpec::bytes() const {
-  const size_t element = type == KvCacheType::kF32 ? 4 : 2;
-  return static_cast<size_t>(num_layers) * 2 * static_cast<size_t>(num_pages) *
-         static_cast<size_t>(page_size) * static_cast<size_t>(num_kv_heads) *
-         static_cast<size_t>(head_dim) * element;
+  return bytes_per_token() * static_cast<size_t>(num_pages) * static_cast<size_t>(page_size);
 }
 
 }  // namespace hearth

@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/core/host_tensor.h"
@@ -100,7 +101,16 @@ struct PreparedBatch {
   std::optional<int64_t> graph_key;
 };
 
-enum class KvCacheType { kF16, kF32 };
+// kF16/kF32: the backend's own element type (the CPU backend keeps f32, CUDA the activation
+// dtype). kQ8/kQ6/kQ4: rotated and quantized rows (engine/backend/kv_cache_quant.h).
+enum class KvCacheType { kF16, kF32, kQ8, kQ6, kQ4 };
+int kv_cache_bits(KvCacheType type);  // 16, 32, 8, 6, 4
+// "fp16", "fp32", "q8", "q6", "q4"; the parser takes fp16, q8, q6 and q4 (the choices users have).
+const char* kv_cache_type_name(KvCacheType type);
+std::optional<KvCacheType> parse_kv_cache_type(std::string_view name);
+inline bool is_quantized(KvCacheType type) {
+  return type != KvCacheType::kF16 && type != KvCacheType::kF32;
+}
 
 // The KV cache pool: for every layer, `num_pages` pages of `page_size` positions, each position
 // holding num_kv_heads × head_dim keys and as many values.
@@ -112,6 +122,8 @@ struct KvCacheSpec {
   int64_t num_pages = 0;
   KvCacheType type = KvCacheType::kF16;
   size_t bytes() const;  // total storage for keys and values of all layers
+  // Keys and values of one token over all layers (codes and scales for quantized types).
+  size_t bytes_per_token() const;
 };
 
 class KvCacheStorage {

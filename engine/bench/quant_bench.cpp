@@ -161,7 +161,8 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
         static_cast<double>(max_tokens) *
             (3 * c.hidden_size + 2 * c.q_dim() + 2 * c.kv_dim() + 2 * c.intermediate_size) * 2.0 +
         static_cast<double>(max_batch) * (c.hidden_size + c.vocab_size) * 2.0;
-    const double kv = static_cast<double>(num_pages) * 2.0 * page * c.kv_dim() * 2.0 * layers;
+    KvCacheSpec spec{layers, c.num_kv_heads, c.head_dim, page, num_pages, o.kv_cache_type};
+    const double kv = static_cast<double>(spec.bytes());
     const double dequant = 64.0 * (1 << 20);
     return weights + acts + kv + dequant;
   };
@@ -192,9 +193,20 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
   std::optional<LlamaModel> model_storage;
   model_storage.emplace(config, be, weights, mo);
   LlamaModel& lm = *model_storage;
-  auto cache = be.create_kv_cache(lm.kv_cache_spec(num_pages, page));
+  auto cache = be.create_kv_cache(lm.kv_cache_spec(num_pages, page, o.kv_cache_type));
   r["load_seconds"] = seconds_since(t0);
   const MemoryUsage mem = be.memory_usage();
+  // What the cache costs per token, and how many 8,192-token sequences the memory left beside the
+  // weights and activations (this cache's included, 5 % kept back) would hold at full depth.
+  const size_t token_bytes = cache->spec().bytes_per_token() * static_cast<size_t>(full_layers) /
+                             static_cast<size_t>(config.num_layers);
+  const double room = 0.95 * static_cast<double>(mem.device_free + mem.kv_cache) -
+                      static_cast<double>(mem.weights) *
+                          (static_cast<double>(full_layers) / config.num_layers - 1.0);
+  r["kv_cache_type"] = kv_cache_type_name(o.kv_cache_type);
+  r["kv_bytes_per_token_full_depth"] = token_bytes;
+  r["sequences_of_8192_tokens_that_fit"] =
+      room > 0 ? static_cast<int64_t>(room / (8192.0 * static_cast<double>(token_bytes))) : 0;
   const double embed_bytes = static_cast<double>(config.vocab_size * config.hidden_size) * 2.0;
   const double weight_bytes = static_cast<double>(mem.weights) - embed_bytes;
   r["weights_bytes_read_per_step"] = weight_bytes;
@@ -234,7 +246,7 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
     const double tok_s = static_cast<double>(B * o.decode_steps) / t;
     const double avg_ctx = static_cast<double>(o.decode_context) + warm + o.decode_steps / 2.0;
     const double kv_bytes =
-        static_cast<double>(B) * config.num_layers * 2.0 * config.kv_dim() * 2.0 * avg_ctx;
+        static_cast<double>(B) * static_cast<double>(cache->spec().bytes_per_token()) * avg_ctx;
     const double step_bytes = weight_bytes + kv_bytes;
     const double limit = copy_gbs * 1e9 / step_bytes * static_cast<double>(B);
     const double nominal_limit = nominal_gbs * 1e9 / step_bytes * static_cast<double>(B);
@@ -324,6 +336,11 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
                      : "") +
           fmt(", %.2f GB of weights read per token", weight_bytes / 1e9) +
           fmt(", load %.1f s\n", r["load_seconds"].get<double>());
+  text += std::string(kv_cache_type_name(o.kv_cache_type)) +
+          fmt(" KV cache: %.0f KiB per token at full depth, ",
+              r["kv_bytes_per_token_full_depth"].get<double>() / 1024.0) +
+          fmt("%.0f sequences of 8,192 tokens fit\n",
+              r["sequences_of_8192_tokens_that_fit"].get<double>());
   for (const auto& e : prefill) {
     text += fmt("prefill %6.0f tokens: ", e["tokens"].get<double>()) +
             fmt("%9.0f tokens/s\n", e["tokens_per_s"].get<double>());

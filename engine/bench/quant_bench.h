@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/backend.h"
+
 namespace hearth {
 
 struct QuantBenchOptions {
@@ -33,6 +35,7 @@ struct QuantBenchOptions {
   int64_t lora_rank = 0;
   int lora_adapters = 4;
   int64_t decode_context = 512;
+  KvCacheType kv_cache_type = KvCacheType::kF16;  // the cache every step reads and writes
   int decode_steps = 32;
   bool kernel_sweep = true;  // on the first model's shapes, for every quantization
   // The first timed decode step of each batch size runs between cudaProfilerStart and

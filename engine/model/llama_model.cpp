@@ -265,14 +265,17 @@ LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, const Tensor
 
 LlamaModel::~LlamaModel() = default;
 
-KvCacheSpec LlamaModel::kv_cache_spec(int64_t num_pages, int64_t page_size) const {
+KvCacheSpec LlamaModel::kv_cache_spec(int64_t num_pages, int64_t page_size,
+                                      KvCacheType type) const {
   KvCacheSpec spec;
   spec.num_layers = config_.num_layers;
   spec.num_kv_heads = config_.num_kv_heads;
   spec.head_dim = config_.head_dim;
   spec.page_size = page_size;
   spec.num_pages = num_pages;
-  spec.type = backend_.activation_dtype() == DType::kF32 ? KvCacheType::kF32 : KvCacheType::kF16;
+  spec.type = is_quantized(type)                           ? type
+              : backend_.activation_dtype() == DType::kF32 ? KvCacheType::kF32
+                                                           : KvCacheType::kF16;
   return spec;
 }
 

@@ -52,7 +52,9 @@ class LlamaModel {
   const ModelConfig& config() const { return config_; }
   const LlamaModelOptions& options() const { return options_; }
   Backend& backend() { return backend_; }
-  KvCacheSpec kv_cache_spec(int64_t num_pages, int64_t page_size) const;
+  // type: kF16 for the backend's own element type, or a quantized one.
+  KvCacheSpec kv_cache_spec(int64_t num_pages, int64_t page_size,
+                            KvCacheType type = KvCacheType::kF16) const;
 
  private:
   struct Layer;

@@ -25,7 +25,8 @@ struct LoadedModel {
   std::vector<int32_t> pages;
 
   LoadedModel(const fs::path& path, Backend& backend, int64_t ctx, const CancelToken& cancel,
-              const std::vector<AdapterSpec>& adapters = {})
+              const std::vector<AdapterSpec>& adapters = {},
+              KvCacheType cache_type = KvCacheType::kF16)
       : bundle(open_model(path, true)) {
     LlamaModelOptions o;
     o.max_seq_len = ctx;
@@ -34,7 +35,7 @@ struct LoadedModel {
     model = std::make_unique<LlamaModel>(bundle.info.config, backend, *bundle.weights, o,
                                          WeightProgress{}, cancel);
     const int64_t n = (ctx + kPage - 1) / kPage;
-    cache = backend.create_kv_cache(model->kv_cache_spec(n, kPage));
+    cache = backend.create_kv_cache(model->kv_cache_spec(n, kPage, cache_type));
     pages.resize(static_cast<size_t>(n));
     std::iota(pages.begin(), pages.end(), 0);
     std::vector<std::shared_ptr<const LoraAdapter>> slots;
@@ -127,7 +128,7 @@ PerplexityResult evaluate_perplexity(const fs::path& model, const std::string& t
   const ModelInfo info = Engine::inspect(model);
   check_ctx(o, info.config);
   auto backend = create_backend(o.device, o.cuda_device, o.cpu_threads);
-  LoadedModel m(model, *backend, o.ctx, cancel, o.adapters);
+  LoadedModel m(model, *backend, o.ctx, cancel, o.adapters, o.kv_cache_type);
   const std::vector<int32_t> ids = tokenize(m.bundle, text, o);
   const auto n = static_cast<int64_t>(ids.size());
   const int64_t V = m.bundle.info.config.vocab_size;
@@ -167,7 +168,7 @@ KlResult evaluate_kl_divergence(const fs::path& model, const fs::path& reference
   o.ctx = std::min(o.ctx, info.config.max_position_embeddings);
   auto backend = create_backend(o.device, o.cuda_device, o.cpu_threads);
   LoadedModel ref(reference, *backend, o.ctx, cancel);
-  LoadedModel mod(model, *backend, o.ctx, cancel, o.adapters);
+  LoadedModel mod(model, *backend, o.ctx, cancel, o.adapters, o.kv_cache_type);
   const std::vector<int32_t> ids = tokenize(ref.bundle, text, o);
   const auto n = static_cast<int64_t>(ids.size());
   const int64_t V = ref_info.config.vocab_size;

@@ -26,6 +26,7 @@ struct EvalOptions {
   bool add_bos = true;     // the model's BOS token before the text, when it has one
   // LoRA adapters applied to the evaluated model (not to a KL reference).
   std::vector<AdapterSpec> adapters;
+  KvCacheType kv_cache_type = KvCacheType::kF16;  // of the evaluated model (not a KL reference)
 };
 
 // Called after each window: (positions scored so far, positions to score).

@@ -15,8 +15,10 @@
 #include <QTest>
 #include <QThread>
 #include <optional>
+#include <utility>
 
 #include "app/desktop/engine/engine_controller.h"
+#include "app/desktop/engine/engine_convert.h"
 #include "app/desktop/engine/engine_worker.h"
 #include "tests/common/test_paths.h"
 
@@ -432,6 +434,56 @@ class EngineWorkerTest : public QObject {
     QVERIFY2(bad.value(QStringLiteral("adapterError")).toString().contains(u"missing-adapter"),
              qPrintable(bad.value(QStringLiteral("adapterError")).toString()));
     QCOMPARE(bad.value(QStringLiteral("adapters")).toDouble(), 0.0);
+  }
+
+  // The load panel's KV cache choice becomes LoadOptions::kv_cache_type (fp16 when not given;
+  // anything else is refused, naming the setting), and the plan for it lists what every cache
+  // type would hold.
+  void kvCacheTypeGoesIntoLoadOptionsAndThePlan() {
+    const QVariantMap base{{QStringLiteral("path"), modelPath()},
+                           {QStringLiteral("device"), QStringLiteral("cpu")},
+                           {QStringLiteral("maxSeqLen"), 1024}};
+    QCOMPARE(int(toLoadOptions(base).kv_cache_type), int(hearth::KvCacheType::kF16));
+    const std::pair<const char*, hearth::KvCacheType> cases[] = {
+        {"fp16", hearth::KvCacheType::kF16},
+        {"q8", hearth::KvCacheType::kQ8},
+        {"q6", hearth::KvCacheType::kQ6},
+        {"q4", hearth::KvCacheType::kQ4}};
+    for (const auto& [name, type] : cases) {
+      QVariantMap settings = base;
+      settings.insert(QStringLiteral("kvCacheType"), QLatin1String(name));
+      QCOMPARE(int(toLoadOptions(settings).kv_cache_type), int(type));
+    }
+    QVariantMap bad = base;
+    bad.insert(QStringLiteral("kvCacheType"), QStringLiteral("q5"));
+    try {
+      toLoadOptions(bad);
+      QFAIL("a q5 KV cache was accepted");
+    } catch (const hearth::Error& e) {
+      QCOMPARE(int(e.code()), int(hearth::ErrorCode::kInvalidArgument));
+      QVERIFY2(QString::fromUtf8(e.what()).contains(u"kvCacheType"), e.what());
+    }
+
+    EngineController controller(nullptr);
+    QVariantMap q4 = base;
+    q4.insert(QStringLiteral("kvCacheType"), QStringLiteral("q4"));
+    controller.requestPlan(q4);
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.planning(), 60000);
+    const QVariantMap plan = controller.plan();
+    QVERIFY2(plan.value(QStringLiteral("valid")).toBool(),
+             qPrintable(plan.value(QStringLiteral("error")).toString()));
+    QCOMPARE(plan.value(QStringLiteral("kvCacheType")).toString(), QStringLiteral("q4"));
+    const QVariantList choices = plan.value(QStringLiteral("cacheChoices")).toList();
+    QStringList types;
+    for (const QVariant& c : choices) {
+      const QVariantMap m = c.toMap();
+      types << m.value(QStringLiteral("type")).toString();
+      QVERIFY(m.value(QStringLiteral("bytesPerToken")).toDouble() > 0);
+      QVERIFY(m.value(QStringLiteral("tokensThatFit")).toDouble() > 0);
+    }
+    // SmolLM2's heads have 64 dims: every type is offered.
+    QCOMPARE(types, (QStringList{QStringLiteral("fp16"), QStringLiteral("q8"), QStringLiteral("q6"),
+                                 QStringLiteral("q4")}));
   }
 
   // The first answer of a session: its figures flow while it streams, not only at its end.

@@ -71,6 +71,9 @@
 #              (tests/reference/make_llama_shape_model.py), Hearth's CUDA calibration defaults;
 #              each job is cut at HEARTH_8B_LIMIT / HEARTH_8B_GPTQ_LIMIT seconds (default 75 /
 #              30; 0 skips GPTQ) and reports the per-layer times it reached; a later call resumes
+#   cache      quantized KV caches: hearth-cli kld --cache q8|q6|q4 against Hearth's full-precision
+#              cache, and exllamav2's own Q8/Q6/Q4 caches token by token
+#              (tests/reference/exl2_cache_eval.py), on the held-out text; needs build, convert
 #   bench      quant_bench: synthetic EXL2/GPTQ models of Llama shapes (decode at batch 1, 8, 32
 #              with the share of the bandwidth limit, prefill), and the kernel sweep
 # After every stage, and at the end, what exists is packed into $OUT: summary.txt and
@@ -236,6 +239,7 @@ pack() {
     cp -r "$WORK/ours8b/jobs" "$WORK/pack/ours8b/" 2>/dev/null
     cp "$WORK"/ours8b/*.json "$WORK/pack/ours8b/" 2>/dev/null
   fi
+  [ -d "$WORK/cache" ] && cp -r "$WORK/cache" "$WORK/pack/"
   cp -r "$WORK/logs" "$WORK/bench" "$WORK/pack/"
   tar czf "$OUT/exl2_results.tar.gz.tmp" -C "$WORK/pack" . && mv "$OUT/exl2_results.tar.gz.tmp" "$OUT/exl2_results.tar.gz"
   cp "$SUMMARY" "$OUT/summary.txt"
@@ -291,7 +295,7 @@ command -v nvidia-smi >/dev/null && say "GPU: $(nvidia-smi --query-gpu=name,memo
 # The wheel unpacked once (needed only by the stages that run exllamav2); gguf-py from the carry
 # if the image has none.
 needs_exl2=0
-for s_ in setup fixtures diagnose quantize reference dequant truth compare; do has $s_ && needs_exl2=1; done
+for s_ in setup fixtures diagnose quantize reference dequant truth compare cache; do has $s_ && needs_exl2=1; done
 if [ ! -d "$WORK/py/exllamav2" ] && [ "$needs_exl2" = 1 ]; then
   [ -f "$WHEEL" ] || { say "!! wheel not found: $WHEEL (a fresh machine: carry part1 and run setup first)"; exit 1; }
   mkdir -p "$WORK/py" && $PY -m zipfile -e "$WHEEL" "$WORK/py" || { say "!! cannot unpack $WHEEL"; exit 1; }
@@ -798,6 +802,37 @@ if has ours && enough 60 ours; then
       stage_done
     fi
   fi
+fi
+
+# Quantized KV caches: Hearth's q8/q6/q4 (hearth-cli kld --cache against its own full-precision
+# cache) and exllamav2's Q8/Q6/Q4 (tests/reference/exl2_cache_eval.py) on the fp16 folder, the
+# held-out text and the same windows (ctx 512, stride 256): perplexity, mean KL, top-1.
+if has cache && enough 90 cache; then
+  start=$SECONDS
+  F16="$WORK/smollm2-f16"
+  TEXT="$ROOT/resources/calibration/heldout.txt"
+  mkdir -p "$WORK/cache"
+  if ! wait_build 240 || [ ! -f "$F16/config.json" ]; then
+    say "cache: FAILED: needs hearth-cli and the fp16 folder (build, convert)"; status=1
+  else
+    text="$(cat "$TEXT"; printf x)"
+    "$CLI" tokenize --model "$F16" --text "${text%x}" > "$WORK/cache/heldout_ids.json" 2>> "$WORK/logs/cache.log"
+    for t in q8 q6 q4; do
+      limited 90 "$CLI" kld --model "$F16" --reference "$F16" --cache "$t" --data "$TEXT" --ctx 512 \
+        --stride 256 --backend "$QBACKEND" --json > "$WORK/cache/hearth_$t.json" 2>> "$WORK/logs/cache.log"
+      $PY -c 'import json,sys; r=json.load(open(sys.argv[1])); print("cache: hearth %s: ppl %.4f (fp16 cache %.4f), KL %.6f, top-1 %.4f" % (sys.argv[2], r["perplexity"], r["perplexity_reference"], r["kl_mean"], r["top1_agreement"]))' \
+        "$WORK/cache/hearth_$t.json" "$t" 2>&1 | tee -a "$SUMMARY"
+    done
+    if [ -d "$WORK/py/exllamav2" ]; then
+      limited 300 $PY tests/reference/exl2_cache_eval.py --fp16 "$F16" --text "$TEXT" \
+        --ids "$WORK/cache/heldout_ids.json" --ctx 512 --stride 256 \
+        --out "$WORK/cache/exllamav2_caches.json" > "$WORK/logs/cache_exllamav2.log" 2>&1
+      grep "exllamav2 .* cache:" "$WORK/logs/cache_exllamav2.log" | sed 's/^/cache: /' | tee -a "$SUMMARY"
+      tail -5 "$WORK/logs/cache_exllamav2.log"
+    fi
+    say "cache: done ($((SECONDS - start)) s)"
+  fi
+  stage_done
 fi
 
 if has compare && enough 120 compare; then

@@ -43,9 +43,9 @@ std::vector<int32_t> top_k_ids(const float* row, int64_t vocab, int k) {
 // One model on one backend with its own cache, and a greedy loop over a batch of prompts.
 struct Runner {
   Runner(Backend& backend, const ModelConfig& config, const TensorSource& weights,
-         int64_t num_pages)
+         int64_t num_pages, KvCacheType cache_type = KvCacheType::kF16)
       : model(config, backend, weights, options()),
-        cache(backend.create_kv_cache(model.kv_cache_spec(num_pages, kPageSize))) {}
+        cache(backend.create_kv_cache(model.kv_cache_spec(num_pages, kPageSize, cache_type))) {}
 
   static LlamaModelOptions options() {
     LlamaModelOptions o;
@@ -166,6 +166,49 @@ INSTANTIATE_TEST_SUITE_P(Synthetic, GpuModel,
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });
+
+// Over a q8/q6/q4 cache the CUDA backend stores the codes the CPU would store for its (fp16)
+// activations; where those differ from the CPU's fp32 ones by a level's edge a code differs, which
+// later layers carry on: the first logits' NMSE is allowed 1e-4 / 1e-3 / 5e-3 for q8 / q6 / q4, and
+// greedy tokens must agree as for fp16 caches. Prefill, decode steps in CUDA graphs, three prompts
+// of different lengths. Each also stays close to the fp16 cache (the quantization error itself).
+TEST(GpuQuantizedCache, GreedyTokensMatchTheCpuBackendWithTheSameCache) {
+  HEARTH_REQUIRE_GPU();
+  for (const char* name : {"tiny", "tiny-gqa8"}) {
+    const ModelConfig config = synthetic_model_config(name);
+    SyntheticSource weights(config, 42, DType::kF16);
+    auto cpu = create_cpu_backend(0);
+    auto gpu = create_cuda_backend({});
+    const std::vector<std::vector<int32_t>> prompts = {random_prompt(37, config.vocab_size, 1),
+                                                       random_prompt(300, config.vocab_size, 2),
+                                                       random_prompt(1, config.vocab_size, 3)};
+    const auto fp16 = Runner(*gpu, config, weights, 64).greedy(prompts, 20);
+    for (KvCacheType type : {KvCacheType::kQ8, KvCacheType::kQ6, KvCacheType::kQ4}) {
+      const auto ref = Runner(*cpu, config, weights, 64, type).greedy(prompts, 20);
+      const auto got = Runner(*gpu, config, weights, 64, type).greedy(prompts, 20);
+      const auto d = gpu_test::compare(got.first_logits, ref.first_logits);
+      const double same_cache = type == KvCacheType::kQ8   ? 1e-4
+                                : type == KvCacheType::kQ6 ? 1e-3
+                                                           : 5e-3;
+      EXPECT_TRUE(d.finite && d.nmse < same_cache)
+          << name << " " << kv_cache_type_name(type) << ": " << d.str();
+      const auto q = gpu_test::compare(got.first_logits, fp16.first_logits);
+      const double bound = type == KvCacheType::kQ8 ? 1e-3 : type == KvCacheType::kQ6 ? 1e-2 : 5e-2;
+      EXPECT_TRUE(q.finite && q.nmse < bound)
+          << name << " " << kv_cache_type_name(type) << " vs fp16 cache: " << q.str();
+      for (size_t s = 0; s < prompts.size(); ++s) {
+        bool identical = false;
+        const std::string why =
+            logprobs_close(got.tokens[s], got.top5[s], ref.tokens[s], ref.top5[s], &identical);
+        EXPECT_EQ(why, "") << name << " " << kv_cache_type_name(type) << " prompt " << s;
+        std::printf(
+            "[ %s %s prompt %zu ] gpu vs cpu: %s; first logits nmse %.2e (vs fp16 cache "
+            "%.2e)\n",
+            name, kv_cache_type_name(type), s, identical ? "identical" : "close", d.nmse, q.nmse);
+      }
+    }
+  }
+}
 
 // Eight prompts of different lengths (crossing pages) in one batch give each the tokens it gets
 // alone; with the CPU run alone as the outside reference too.

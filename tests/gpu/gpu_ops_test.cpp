@@ -366,7 +366,8 @@ struct AttnRope {
 
 // The attention outputs of every step of the case (prefill, chunk, decode steps).
 std::vector<std::vector<float>> attention_outputs(const AttnCase& c, Backend& b,
-                                                  const AttnRope* rope = nullptr) {
+                                                  const AttnRope* rope = nullptr,
+                                                  KvCacheType type = KvCacheType::kF16) {
   const size_t S = c.prompt.size();
   std::vector<int32_t> total(S);
   int64_t pages_needed = 0;
@@ -391,6 +392,7 @@ std::vector<std::vector<float>> attention_outputs(const AttnCase& c, Backend& b,
   spec.head_dim = c.head_dim;
   spec.page_size = c.page_size;
   spec.num_pages = static_cast<int64_t>(ids.size());
+  spec.type = type;
   AttentionParams ap;
   ap.layer = 1;
   ap.num_heads = c.heads;
@@ -453,9 +455,9 @@ std::vector<std::vector<float>> attention_outputs(const AttnCase& c, Backend& b,
 }
 
 void run_attention_case(const AttnCase& c, Backend& gpu, Backend& cpu, double atol,
-                        const AttnRope* rope = nullptr) {
-  const auto got = attention_outputs(c, gpu, rope);
-  const auto ref = attention_outputs(c, cpu, rope);
+                        const AttnRope* rope = nullptr, KvCacheType type = KvCacheType::kF16) {
+  const auto got = attention_outputs(c, gpu, rope, type);
+  const auto ref = attention_outputs(c, cpu, rope, type);
   ASSERT_EQ(got.size(), ref.size());
   double worst = 0;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -467,7 +469,8 @@ void run_attention_case(const AttnCase& c, Backend& gpu, Backend& cpu, double at
                                                                               : " (decode)")
                                                                  << ": " << d.str();
   }
-  std::printf("[ attention %s ] max |err| %.3g over %zu steps\n", c.name, worst, got.size());
+  std::printf("[ attention %s %s ] max |err| %.3g over %zu steps\n", c.name,
+              kv_cache_type_name(type), worst, got.size());
 }
 
 TEST_P(GpuAttention, MatchesReferenceOverPagedCache) {
@@ -495,6 +498,35 @@ TEST_F(GpuOps, AttentionWithEightWarpBlocksMatchesReference) {
                      *cpu, 1.5e-3);
   run_attention_case(AttnCase{"w8_d64_gqa3", 9, 3, 64, 16, {130, 17}, {1, 140}, 2}, *wide, *cpu,
                      1.5e-3);
+}
+
+// Over q8/q6/q4 caches both backends store the same codes (tests/gpu/gpu_kv_quant_test.cpp checks
+// the bytes), so the outputs differ by the attention's arithmetic only: the prefill kernel rounds
+// the dequantized rows to fp16 for the tensor cores, hence twice the fp16 cache's tolerance.
+// Prefill, chunks and decode steps (the split-K kernel with several splits in the long cases),
+// RoPE (not fused over a quantized cache), and 8-warp prefill blocks. With RoPE the GPU rounds
+// the rotated keys to fp16 before quantizing them and the CPU does not, so a key near a level's
+// edge may take the neighbouring code: there one q4 step (an eighth of the group's largest
+// value) of one key is allowed.
+TEST_F(GpuOps, AttentionOverQuantizedCachesMatchesTheCpu) {
+  CudaBackendOptions o;
+  o.attention_warps = 8;
+  auto wide = create_cuda_backend(o);
+  const AttnRope rope{128, 1.0f, 5e5};
+  for (KvCacheType type : {KvCacheType::kQ8, KvCacheType::kQ6, KvCacheType::kQ4}) {
+    for (const AttnCase& c :
+         {AttnCase{"q_d64_gqa4_page16", 8, 2, 64, 16, {1, 15, 16, 17, 100}, {3, 1, 40, 16, 2}, 3},
+          AttnCase{"q_d128_mha_page64", 4, 4, 128, 64, {1, 63, 64, 65, 200}, {1, 2, 64, 1, 70}, 3},
+          AttnCase{"q_d64_gqa3_page32", 9, 3, 64, 32, {33, 7, 64}, {1, 31, 2}, 2},
+          AttnCase{"q_d128_gqa4_very_long", 8, 2, 128, 256, {2000, 1}, {1100, 3}, 2},
+          AttnCase{"q_d64_single_token", 2, 1, 64, 16, {1}, {1}, 4}}) {
+      run_attention_case(c, *gpu, *cpu, 3e-3, nullptr, type);
+    }
+    run_attention_case(AttnCase{"q_rope_d128_gqa4", 8, 2, 128, 64, {300, 1, 129}, {5, 200, 1}, 3},
+                       *gpu, *cpu, type == KvCacheType::kQ8 ? 3e-3 : 1.5e-2, &rope, type);
+    run_attention_case(AttnCase{"q_w8_d64_gqa3", 9, 3, 64, 16, {130, 17}, {1, 140}, 2}, *wide, *cpu,
+                       3e-3, nullptr, type);
+  }
 }
 
 // Decode steps fold RoPE into the attention kernel: against the CPU (rope, then attention), and

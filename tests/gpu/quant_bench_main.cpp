@@ -1,7 +1,7 @@
 // quant_bench: the quantized-model benchmark (engine/bench/quant_bench.h) from the command line.
 //
 //   quant_bench [--models llama3-8b,llama2-7b] [--quants exl2:4.0,gptq:4:128]
-//               [--prefill 512,2048] [--batches 1,8,32] [--context 512] [--steps 32]
+//               [--prefill 512,2048] [--batches 1,8,32] [--context 512] [--cache q4] [--steps 32]
 //               [--device 0] [--no-sweep] [--profile-step] [--json] [--json-out FILE]
 //
 // --profile-step: the first timed decode step of each batch size runs between
@@ -31,7 +31,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: quant_bench [--models a,b] [--quants exl2:4.0,gptq:4:128] [--prefill N,..] "
                "[--batches N,..] [--check-tokens K,..] [--lora-rank R] [--lora-adapters N] "
-               "[--context N] [--steps N] [--device N] [--no-sweep] "
+               "[--context N] [--cache fp16|q8|q6|q4] [--steps N] [--device N] [--no-sweep] "
                "[--profile-step] "
                "[--json] "
                "[--json-out FILE]\n");
@@ -72,7 +72,11 @@ int main(int argc, char** argv) {
         o.lora_adapters = std::stoi(value());
       else if (a == "--context")
         o.decode_context = std::stoll(value());
-      else if (a == "--steps")
+      else if (a == "--cache") {
+        const auto type = hearth::parse_kv_cache_type(value());
+        if (!type) return usage();
+        o.kv_cache_type = *type;
+      } else if (a == "--steps")
         o.decode_steps = std::stoi(value());
       else if (a == "--device")
         o.device = std::stoi(value());

@@ -1,6 +1,6 @@
-// Loading a model: which model, the device, the context length, RoPE scaling and the cache
-// size, with the engine's memory plan for exactly these settings. A load that cannot fit is
-// refused with the reason before anything is allocated. The LoRA adapters chosen in the
+// Loading a model: which model, the device, the context length, RoPE scaling, the cache size
+// and precision, with the engine's memory plan for exactly these settings. A load that cannot
+// fit is refused with the reason before anything is allocated. The LoRA adapters chosen in the
 // Adapters tab go with every load.
 import QtQuick
 import QtQuick.Controls
@@ -34,6 +34,15 @@ Pane {
     property string speculation: ["ngram", "draft"].indexOf(AppSettings.speculation) >= 0
                                  ? AppSettings.speculation : "off"
     property string draftPath: AppSettings.draftModel
+    property string kvCacheType: ["q8", "q6", "q4"].indexOf(AppSettings.kvCacheType) >= 0
+                                 ? AppSettings.kvCacheType : "fp16"
+    // The plan's entry for the chosen cache type: how many tokens that cache would hold.
+    readonly property var cacheChoice: {
+        const choices = plan.valid === true && plan.cacheChoices ? plan.cacheChoices : []
+        for (const c of choices)
+            if (c.type === kvCacheType) return c
+        return null
+    }
 
     // The maximum sequence length the loaded model runs with when it is the chosen one, else 0.
     readonly property int maxSeqLenInForce: EngineController.model.path !== undefined
@@ -80,6 +89,7 @@ Pane {
             betaSlow: betaSlow,
             speculation: speculation,
             draftPath: speculation === "draft" ? draftPath : "",
+            kvCacheType: kvCacheType,
             adapters: AppSettings.activeAdapters
         }
     }
@@ -93,6 +103,7 @@ Pane {
     onNtkAlphaChanged: requestPlan()
     onSpeculationChanged: requestPlan()
     onDraftPathChanged: requestPlan()
+    onKvCacheTypeChanged: requestPlan()
     Connections {
         target: AppSettings
         function onActiveAdaptersChanged() { panel.requestPlan() }
@@ -281,6 +292,50 @@ Pane {
                 Accessible.name: qsTr("Cache size in tokens, 0 for automatic")
             }
         }
+        Label {
+            text: qsTr("KV cache")
+            color: Theme.text
+            ToolTip.visible: kvCacheHover.hovered
+            ToolTip.text: kvCacheNote.quantizedText
+            HoverHandler { id: kvCacheHover }
+        }
+        ComboBox {
+            id: kvCacheBox
+            objectName: "kvCacheBox"
+            Layout.fillWidth: true
+            textRole: "text"
+            valueRole: "value"
+            model: [
+                { value: "fp16", text: qsTr("fp16 (full precision)") },
+                { value: "q8", text: qsTr("q8") },
+                { value: "q6", text: qsTr("q6") },
+                { value: "q4", text: qsTr("q4") }
+            ]
+            // Reads count so that it runs again once the items exist (indexOfValue finds
+            // nothing before): else a saved choice shows as the first item.
+            currentIndex: count > 0 ? Math.max(0, indexOfValue(panel.kvCacheType)) : -1
+            onActivated: {
+                panel.kvCacheType = currentValue
+                AppSettings.kvCacheType = currentValue
+            }
+            Accessible.name: qsTr("KV cache precision")
+        }
+        Label {
+            id: kvCacheNote
+            objectName: "kvCacheNote"
+            Layout.fillWidth: true
+            wrapMode: Text.Wrap
+            color: Theme.textMuted
+            font.pointSize: Theme.smallFont
+            readonly property string quantizedText: qsTr("Quantized caches hold about 1.9× (q8), 2.5× (q6) or 3.6× (q4) the tokens of fp16 in the same memory, with a small loss of quality (q8: nearly none).")
+            text: panel.kvCacheType === "q8"
+                  ? qsTr("Holds about 1.9× the tokens of fp16 in the same memory, with nearly no loss of quality.")
+                  : panel.kvCacheType === "q6"
+                  ? qsTr("Holds about 2.5× the tokens of fp16 in the same memory, with a small loss of quality.")
+                  : panel.kvCacheType === "q4"
+                  ? qsTr("Holds about 3.6× the tokens of fp16 in the same memory, with a small loss of quality.")
+                  : quantizedText
+        }
 
         Label {
             text: qsTr("RoPE scaling")
@@ -387,7 +442,9 @@ Pane {
                 { value: "draft", text: qsTr("With a smaller draft model") },
                 { value: "off", text: qsTr("Off") }
             ]
-            currentIndex: Math.max(0, indexOfValue(panel.speculation))
+            // Reads count so that it runs again once the items exist (indexOfValue finds
+            // nothing before): else a saved choice shows as the first item.
+            currentIndex: count > 0 ? Math.max(0, indexOfValue(panel.speculation)) : -1
             onActivated: {
                 panel.speculation = currentValue
                 AppSettings.speculation = currentValue
@@ -467,6 +524,25 @@ Pane {
                 const line = qsTr("Needs %1 of %2 free on %3.").arg(Ui.formatBytes(p.needed))
                                  .arg(Ui.formatBytes(p.deviceFree)).arg(p.deviceName)
                 return p.fits ? line : line + " " + qsTr("It does not fit.") + (p.advice ? " " + p.advice : "")
+            }
+        }
+        // The context the chosen cache type allows in the memory the rest of the load leaves,
+        // rounded: the figure moves with free memory anyway.
+        Label {
+            objectName: "cacheFitLabel"
+            Layout.fillWidth: true
+            visible: panel.cacheChoice !== null && !EngineController.planning
+            wrapMode: Text.Wrap
+            font.pointSize: Theme.smallFont
+            color: Theme.textMuted
+            text: {
+                const c = panel.cacheChoice
+                if (!c) return ""
+                const n = c.tokensThatFit
+                if (n <= 0) return qsTr("Cache: %1 — no memory is left for it.").arg(c.type)
+                const step = n >= 10000 ? 1000 : n >= 1000 ? 100 : 1
+                return qsTr("Cache: %1 — about %2 tokens fit").arg(c.type)
+                           .arg(Ui.formatNumber(Math.floor(n / step) * step, 0))
             }
         }
 

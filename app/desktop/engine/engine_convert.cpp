@@ -76,6 +76,14 @@ MemorySnapshot toSnapshot(const hearth::MemoryUsage& u) {
 }
 
 QVariantMap planToMap(const hearth::MemoryPlan& p) {
+  // Every cache type the model allows, so the panel can say what each would hold before the
+  // user picks one.
+  QVariantList choices;
+  for (const hearth::CacheChoice& c : p.cache_choices)
+    choices.append(QVariantMap{
+        {QStringLiteral("type"), QString::fromLatin1(hearth::kv_cache_type_name(c.type))},
+        {QStringLiteral("bytesPerToken"), double(c.bytes_per_token)},
+        {QStringLiteral("tokensThatFit"), double(c.tokens_that_fit)}});
   return {{QStringLiteral("weights"), double(p.weights)},
           {QStringLiteral("kvCache"), double(p.kv_cache)},
           {QStringLiteral("activations"), double(p.activations)},
@@ -87,6 +95,9 @@ QVariantMap planToMap(const hearth::MemoryPlan& p) {
           {QStringLiteral("fits"), p.fits},
           {QStringLiteral("advice"), fromStd(p.advice)},
           {QStringLiteral("deviceName"), fromStd(p.device_name)},
+          {QStringLiteral("kvCacheType"),
+           QString::fromLatin1(hearth::kv_cache_type_name(p.kv_cache_type))},
+          {QStringLiteral("cacheChoices"), choices},
           {QStringLiteral("valid"), true}};
 }
 
@@ -156,6 +167,14 @@ hearth::LoadOptions toLoadOptions(const QVariantMap& m) {
                    "choose a draft model for draft speculation");
     o.draft_model_path = std::filesystem::path(draft.toStdString());
   }
+  const QString kvCacheType =
+      m.value(QStringLiteral("kvCacheType"), QStringLiteral("fp16")).toString();
+  const auto cacheType = hearth::parse_kv_cache_type(kvCacheType.toStdString());
+  if (!cacheType)
+    hearth::fail(hearth::ErrorCode::kInvalidArgument,
+                 "load setting \"kvCacheType\" must be fp16, q8, q6 or q4, not " +
+                     kvCacheType.toStdString());
+  o.kv_cache_type = *cacheType;
   o.adapters = toAdapterSpecs(m.value(QStringLiteral("adapters")));
 
   const QString rope = m.value(QStringLiteral("rope"), QStringLiteral("model")).toString();

@@ -13,6 +13,8 @@ namespace hearth::app {
 ModelSummary toSummary(const hearth::ModelInfo& info);
 QVariantMap ropeToMap(const hearth::ModelConfig& config);
 MemorySnapshot toSnapshot(const hearth::MemoryUsage& usage);
+// Besides the byte counts: kvCacheType (the type planned) and cacheChoices, a list of
+// {type, bytesPerToken, tokensThatFit} for each cache type the model allows.
 QVariantMap planToMap(const hearth::MemoryPlan& plan);
 MessageStats toStats(const hearth::GenerationResult& result, const QString& model);
 EngineFailure toFailure(const hearth::Error& error);
@@ -21,7 +23,8 @@ EngineFailure toFailure(const std::exception& error);
 // Keys: path, device ("cpu" | "gpu"), cudaDevice, maxSeqLen, cacheTokens, cpuThreads,
 // rope ("model" | "none" | "linear" | "ntk" | "yarn" | "llama3"), ropeFactor, ntkAlpha,
 // originalContext, lowFreqFactor, highFreqFactor, betaFast, betaSlow, speculation, draftPath,
-// adapters (a list of {path, weight}: the LoRA adapters to apply once the model is loaded).
+// kvCacheType ("fp16" | "q8" | "q6" | "q4"), adapters (a list of {path, weight}: the LoRA
+// adapters to apply once the model is loaded).
 // Throws hearth::Error(kInvalidArgument) naming the bad key.
 hearth::LoadOptions toLoadOptions(const QVariantMap& settings);
 // A list of {path, weight} maps (AppSettings::activeAdapters); throws like toLoadOptions.

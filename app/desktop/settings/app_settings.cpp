@@ -90,6 +90,8 @@ HEARTH_SETTING_IMPL(int, maxSeqLen, MaxSeqLen, "load/maxSeqLen", 0, toInt)
 HEARTH_SETTING_IMPL(QString, speculation, Speculation, "load/speculation", QStringLiteral("off"),
                     toString)
 HEARTH_SETTING_IMPL(QString, draftModel, DraftModel, "load/draftModel", QString(), toString)
+HEARTH_SETTING_IMPL(QString, kvCacheType, KvCacheType, "load/kvCacheType", QStringLiteral("fp16"),
+                    toString)
 HEARTH_SETTING_IMPL(QStringList, addedAdapters, AddedAdapters, "adapters/added", QStringList(),
                     toStringList)
 HEARTH_SETTING_IMPL(QString, systemPrompt, SystemPrompt, "chat/systemPrompt",

@@ -44,6 +44,8 @@ class AppSettings : public QObject {
                  speculationChanged)  // "off", "ngram", "draft" (hearth::parse_speculation)
   Q_PROPERTY(QString draftModel READ draftModel WRITE setDraftModel NOTIFY
                  draftModelChanged)  // the draft model's path, for "draft"
+  Q_PROPERTY(QString kvCacheType READ kvCacheType WRITE setKvCacheType NOTIFY
+                 kvCacheTypeChanged)  // "fp16", "q8", "q6", "q4" (hearth::parse_kv_cache_type)
   // LoRA adapters added one by one (the models folders are scanned for others), and those
   // applied over every model that loads: [{path, weight}], in the order they were switched on.
   Q_PROPERTY(QStringList addedAdapters READ addedAdapters WRITE setAddedAdapters NOTIFY
@@ -101,6 +103,8 @@ class AppSettings : public QObject {
   void setSpeculation(const QString& value);
   QString draftModel() const;
   void setDraftModel(const QString& value);
+  QString kvCacheType() const;
+  void setKvCacheType(const QString& value);
   QStringList addedAdapters() const;
   void setAddedAdapters(const QStringList& value);
   QVariantList activeAdapters() const;
@@ -136,6 +140,7 @@ class AppSettings : public QObject {
   void maxSeqLenChanged();
   void speculationChanged();
   void draftModelChanged();
+  void kvCacheTypeChanged();
   void addedAdaptersChanged();
   void activeAdaptersChanged();
   void systemPromptChanged();

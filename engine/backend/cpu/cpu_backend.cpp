@@ -61,12 +61,18 @@ size_t CpuLinearWeight::device_bytes() const {
 }
 
 CpuKvCache::CpuKvCache(const KvCacheSpec& spec) : spec_(spec) {
-  HEARTH_CHECK(spec.type == KvCacheType::kF32, "the CPU backend keeps its cache in F32");
+  HEARTH_CHECK(spec.type == KvCacheType::kF32 || quantized(),
+               "the CPU backend keeps its cache in F32 or quantized");
   const size_t n = static_cast<size_t>(spec.num_layers * spec.num_pages * spec.page_size *
                                        spec.num_kv_heads * spec.head_dim);
   try {
-    keys_.assign(n, 0.0f);
-    values_.assign(n, 0.0f);
+    if (quantized()) {
+      layout_ = KvQuantLayout::of(spec);
+      quant_.assign(spec.bytes(), uint8_t{0});
+    } else {
+      keys_.assign(n, 0.0f);
+      values_.assign(n, 0.0f);
+    }
   } catch (const std::bad_alloc&) {
     fail(ErrorCode::kOutOfMemory,
          "not enough host memory for a KV cache of " + std::to_string(spec.bytes() >> 20) + " MiB");
@@ -85,6 +91,33 @@ float* CpuKvCache::key(int64_t layer, int64_t page, int64_t slot, int64_t head) 
 
 float* CpuKvCache::value(int64_t layer, int64_t page, int64_t slot, int64_t head) {
   return values_.data() + offset(layer, page, slot, head);
+}
+
+CpuKvCache::QuantRow CpuKvCache::quant_row(int64_t layer, int64_t page, int64_t slot, int64_t head,
+                                           bool is_value) const {
+  const int64_t block = (page * spec_.num_layers + layer) * layout_.layer_page_bytes;
+  const int64_t row = head * spec_.page_size + slot;
+  return {static_cast<size_t>(block + (is_value ? layout_.v_codes : 0) + row * layout_.row_bytes),
+          static_cast<size_t>(block + (is_value ? layout_.v_scales : layout_.k_scales) +
+                              row * layout_.scales_per_row * 2)};
+}
+
+void CpuKvCache::store_rotated(int64_t layer, int64_t page, int64_t slot, int64_t head,
+                               bool is_value, const float* x) {
+  std::vector<float> rotated(x, x + spec_.head_dim);
+  hadamard_rotate(rotated.data(), spec_.head_dim);
+  const QuantRow r = quant_row(layer, page, slot, head, is_value);
+  uint16_t scales[kMaxHeadDim / kKvQuantGroup];
+  quantize_kv_row(rotated.data(), spec_.head_dim, layout_.bits, quant_.data() + r.codes, scales);
+  std::memcpy(quant_.data() + r.scales, scales, static_cast<size_t>(layout_.scales_per_row) * 2);
+}
+
+void CpuKvCache::load_rotated(int64_t layer, int64_t page, int64_t slot, int64_t head,
+                              bool is_value, float* out) const {
+  const QuantRow r = quant_row(layer, page, slot, head, is_value);
+  uint16_t scales[kMaxHeadDim / kKvQuantGroup];
+  std::memcpy(scales, quant_.data() + r.scales, static_cast<size_t>(layout_.scales_per_row) * 2);
+  dequantize_kv_row(quant_.data() + r.codes, scales, spec_.head_dim, layout_.bits, out);
 }
 
 CpuBackend::CpuBackend(int threads) : pool_(threads) {}
@@ -151,7 +184,14 @@ DeviceTensor CpuBackend::alloc_activation(int64_t rows, int64_t cols) {
 
 std::unique_ptr<KvCacheStorage> CpuBackend::create_kv_cache(const KvCacheSpec& spec) {
   KvCacheSpec s = spec;
-  s.type = KvCacheType::kF32;
+  if (is_quantized(s.type)) {
+    if (!kv_quant_supported(s.head_dim)) {
+      fail(ErrorCode::kUnsupported,
+           "a quantized KV cache needs a head_dim of 64 or 128, not " + std::to_string(s.head_dim));
+    }
+  } else {
+    s.type = KvCacheType::kF32;
+  }
   auto cache = std::make_unique<CpuKvCache>(s);
   cache_bytes_ += s.bytes();
   return cache;

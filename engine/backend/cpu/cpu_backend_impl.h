@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/kv_cache_quant.h"
 #include "engine/core/quantized_weight.h"
 #include "engine/core/thread_pool.h"
 
@@ -58,19 +59,33 @@ class CpuLoraWeight final : public BackendWeight {
   std::shared_ptr<std::atomic<size_t>> counter_;
 };
 
+// F32 rows, or quantized ones (the bits of engine/backend/kv_cache_quant.h, in its layout).
 class CpuKvCache final : public KvCacheStorage {
  public:
   explicit CpuKvCache(const KvCacheSpec& spec);
   const KvCacheSpec& spec() const override { return spec_; }
-  // Key/value vector of (layer, page, slot, kv head): head_dim floats.
+  bool quantized() const { return is_quantized(spec_.type); }
+  // F32 caches: the key/value vector of (layer, page, slot, kv head), head_dim floats.
   float* key(int64_t layer, int64_t page, int64_t slot, int64_t head);
   float* value(int64_t layer, int64_t page, int64_t slot, int64_t head);
+  // Quantized caches: rotates and quantizes x into the row / reads the row back, rotated.
+  void store_rotated(int64_t layer, int64_t page, int64_t slot, int64_t head, bool is_value,
+                     const float* x);
+  void load_rotated(int64_t layer, int64_t page, int64_t slot, int64_t head, bool is_value,
+                    float* out) const;
 
  private:
   size_t offset(int64_t layer, int64_t page, int64_t slot, int64_t head) const;
+  struct QuantRow {
+    size_t codes;
+    size_t scales;
+  };
+  QuantRow quant_row(int64_t layer, int64_t page, int64_t slot, int64_t head, bool is_value) const;
   KvCacheSpec spec_;
+  KvQuantLayout layout_;
   std::vector<float> keys_;
   std::vector<float> values_;
+  std::vector<uint8_t> quant_;  // quantized caches: every page's layer blocks
 };
 
 // The prepared batch, flattened per token.

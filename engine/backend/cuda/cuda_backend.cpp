@@ -9,6 +9,7 @@
 #include "engine/backend/cuda/cublas_api.h"
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
+#include "engine/backend/kv_cache_quant.h"
 #include "engine/core/error.h"
 
 namespace hearth {
@@ -352,16 +353,26 @@ CudaKvCache::CudaKvCache(GraphEpoch epoch, const KvCacheSpec& spec, DeviceBuffer
     : on_destroy_(std::move(epoch)), spec_(spec), pool_(std::move(pool)), elem_(elem) {}
 
 kernels::KvLayerView CudaKvCache::layer(int64_t index) const {
-  const int64_t half = spec_.num_kv_heads * spec_.page_size * spec_.head_dim;
   kernels::KvLayerView v;
-  v.base = static_cast<char*>(pool_.get()) +
-           index * 2 * half * static_cast<int64_t>(kernels::elem_size(elem_));
-  v.page_stride = spec_.num_layers * 2 * half;
-  v.v_offset = half;
   v.page_size = static_cast<int32_t>(spec_.page_size);
   v.num_kv_heads = static_cast<int32_t>(spec_.num_kv_heads);
   v.head_dim = static_cast<int32_t>(spec_.head_dim);
   v.num_pages = static_cast<int32_t>(spec_.num_pages);
+  if (is_quantized(spec_.type)) {  // byte offsets (engine/backend/kv_cache_quant.h)
+    const KvQuantLayout q = KvQuantLayout::of(spec_);
+    v.bits = q.bits;
+    v.base = static_cast<char*>(pool_.get()) + index * q.layer_page_bytes;
+    v.page_stride = spec_.num_layers * q.layer_page_bytes;
+    v.v_offset = q.v_codes;
+    v.k_scales = q.k_scales;
+    v.v_scales = q.v_scales;
+    return v;
+  }
+  const int64_t half = spec_.num_kv_heads * spec_.page_size * spec_.head_dim;
+  v.base = static_cast<char*>(pool_.get()) +
+           index * 2 * half * static_cast<int64_t>(kernels::elem_size(elem_));
+  v.page_stride = spec_.num_layers * 2 * half;
+  v.v_offset = half;
   return v;
 }
 
@@ -374,9 +385,17 @@ std::unique_ptr<KvCacheStorage> CudaBackend::create_kv_cache(const KvCacheSpec& 
   if (spec.head_dim % 8 != 0) {
     fail(ErrorCode::kUnsupported, "the CUDA backend needs a head_dim that is a multiple of 8");
   }
-  // 16-bit in the activation dtype whatever was asked (the CPU backend likewise keeps f32).
+  // 16-bit in the activation dtype unless a quantized type is asked (the CPU backend likewise
+  // keeps f32).
   KvCacheSpec s = spec;
-  s.type = KvCacheType::kF16;
+  if (is_quantized(s.type)) {
+    if (!kv_quant_supported(s.head_dim)) {
+      fail(ErrorCode::kUnsupported,
+           "a quantized KV cache needs a head_dim of 64 or 128, not " + std::to_string(s.head_dim));
+    }
+  } else {
+    s.type = KvCacheType::kF16;
+  }
   DeviceBuffer pool(s.bytes(), MemoryCategory::kKvCache, counters_,
                     "a KV cache of " + std::to_string(s.num_pages) + " pages of " +
                         std::to_string(s.page_size) + " tokens");

@@ -319,8 +319,15 @@ void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCa
   const bool fast = kernels::attention_fast_supported(static_cast<int>(p.head_dim), heads,
                                                       static_cast<int>(p.num_kv_heads));
   const bool decode = prepared_.decode && fast;
+  const bool quantized = view.bits != 16;
+  if (quantized && !fast) {
+    fail(ErrorCode::kUnsupported,
+         "a quantized KV cache needs heads of 64 or 128 dims and at most 8 query heads per kv "
+         "head");
+  }
   kernels::DecodeRope fused;
-  if (decode && rope && rope->q.data == q.data && rope->k.data == k.data &&
+  // Over a quantized cache the rows are rotated and quantized by kv_store first: no fused rope.
+  if (decode && !quantized && rope && rope->q.data == q.data && rope->k.data == k.data &&
       rope->q.rows == q.rows && rope->head_dim == p.head_dim) {
     fused = {rope->inv_freq, rope->attention_factor, rope->rotary_dim};
     rope.reset();
@@ -333,8 +340,9 @@ void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCa
     const kernels::DecodeScratch scratch{decode_partials_.as<float>(),
                                          decode_counters_.as<int32_t>()};
     // A check batch's rows read the keys of the rows before them: all are stored first (the
-    // kernel's own store of each row's key then writes the same bytes again).
-    if (prepared_.check) {
+    // kernel's own store of each row's key then writes the same bytes again). The quantized
+    // kernel reads every row from the cache.
+    if (prepared_.check || quantized) {
       check_launch(kernels::kv_store(launch(), elem, k.data, v.data, batch, view), "kv_store");
     }
     kernels::DecodeShape shape;
@@ -346,11 +354,21 @@ void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCa
     return;
   }
   check_launch(kernels::kv_store(launch(), elem, k.data, v.data, batch, view), "kv_store");
+  if (quantized) {  // the kernel works in the rotated space of the cache (H = H⁻¹)
+    check_launch(
+        kernels::hadamard_heads(launch(), elem, q.data, rows, q.cols, static_cast<int>(p.head_dim)),
+        "hadamard_heads");
+  }
   if (fast) {
     check_launch(kernels::attention_prefill(launch(), elem, q.data, batch, view, heads, p.scale,
                                             static_cast<int>(prepared_.max_q_len), out.data,
                                             options_.attention_warps),
                  "attention_prefill");
+    if (quantized) {
+      check_launch(kernels::hadamard_heads(launch(), elem, out.data, rows, out.cols,
+                                           static_cast<int>(p.head_dim)),
+                   "hadamard_heads");
+    }
   } else {
     check_launch(
         kernels::attention_generic(launch(), elem, q.data, batch, view, heads, p.scale, out.data),

@@ -3,12 +3,18 @@ import QtTest
 import Hearth
 
 Item {
+    id: root
     width: 360
     height: 1000
 
     LoadPanel {
         id: panel
         width: parent.width
+    }
+    // A panel made after a choice was saved, as at the next start.
+    Component {
+        id: freshPanel
+        LoadPanel { width: 360 }
     }
 
     TestCase {
@@ -79,6 +85,71 @@ Item {
             box.activated(box.currentIndex)
             verify(!drafts.visible)
             compare(panel.settings().draftPath, "")
+            // A saved "off" (not the first item) shows as such in a panel made afterwards.
+            box.currentIndex = box.indexOfValue("off")
+            box.activated(box.currentIndex)
+            const next = createTemporaryObject(freshPanel, root)
+            compare(findChild(next, "speculationBox").currentValue, "off")
+        }
+
+        // The KV cache choice: fp16 until another is chosen, remembered, sent with the load
+        // settings and planned (the plan is the engine's for the chosen type), with the tokens
+        // the chosen cache holds written under the memory plan.
+        function test_kvCacheChoiceIsSavedAndSent() {
+            ModelLibrary.rescan()
+            tryCompare(ModelLibrary, "scanning", false, 60000)
+            AppSettings.lastModel = testModelPath
+            const models = findChild(panel, "modelBox")
+            tryCompare(models, "currentValue", testModelPath)
+            panel.device = "cpu"
+
+            const box = findChild(panel, "kvCacheBox")
+            verify(box !== null, "no kvCacheBox")
+            compare(box.count, 4)
+            compare(AppSettings.kvCacheType, "fp16")
+            compare(box.currentValue, "fp16")
+            compare(box.currentText, "fp16 (full precision)")
+            compare(panel.settings().kvCacheType, "fp16")
+            tryVerify(() => !EngineController.planning && EngineController.plan.valid === true
+                             && EngineController.plan.kvCacheType === "fp16", 30000)
+            const fp16Bytes = EngineController.plan.kvCache
+            // SmolLM2's heads have 64 dims: every choice is offered, the quantized ones hold more.
+            const choices = EngineController.plan.cacheChoices
+            compare(choices.map(c => c.type), ["fp16", "q8", "q6", "q4"])
+            for (let i = 1; i < choices.length; ++i) {
+                verify(choices[i].bytesPerToken < choices[i - 1].bytesPerToken, choices[i].type)
+                verify(choices[i].tokensThatFit > choices[i - 1].tokensThatFit, choices[i].type)
+            }
+            const fit = findChild(panel, "cacheFitLabel")
+            verify(fit !== null, "no cacheFitLabel")
+            tryVerify(() => fit.visible && fit.text.indexOf("Cache: fp16 — about ") === 0)
+
+            for (const value of ["q8", "q6", "q4"]) {
+                box.currentIndex = box.indexOfValue(value)
+                box.activated(box.currentIndex)
+                compare(panel.settings().kvCacheType, value)
+                compare(AppSettings.kvCacheType, value)
+                verify(findChild(panel, "kvCacheNote").text.indexOf("Holds about ") === 0)
+            }
+            // toLoadOptions made it the engine's q4: a smaller cache for the same tokens.
+            tryVerify(() => !EngineController.planning && EngineController.plan.valid === true
+                             && EngineController.plan.kvCacheType === "q4", 30000)
+            verify(EngineController.plan.kvCache < fp16Bytes)
+            const q4 = panel.cacheChoice
+            compare(q4.type, "q4")
+            verify(q4.tokensThatFit > 0)
+            tryVerify(() => fit.visible)
+            verify(fit.text.indexOf("Cache: q4 — about ") === 0, fit.text)
+            verify(fit.text.endsWith(" tokens fit"), fit.text)
+            const next = createTemporaryObject(freshPanel, root)
+            compare(next.kvCacheType, "q4")
+            compare(findChild(next, "kvCacheBox").currentValue, "q4")
+
+            // The other tests load with the default.
+            box.currentIndex = box.indexOfValue("fp16")
+            box.activated(box.currentIndex)
+            compare(AppSettings.kvCacheType, "fp16")
+            tryVerify(() => !EngineController.planning && EngineController.plan.kvCacheType === "fp16", 30000)
         }
 
         // Without a usable GPU the GPU choice is disabled and the reason is written under it.

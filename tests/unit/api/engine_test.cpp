@@ -102,6 +102,36 @@ TEST_F(EngineApi, InspectAndPlanDescribeTheModelBeforeLoading) {
   EXPECT_FALSE(plan.device_name.empty());
 }
 
+// A quantized cache needs heads of 64 or 128 dims (the tiny model's are 16): the plan and the
+// load say so, and the engine stays usable.
+TEST_F(EngineApi, AQuantizedCacheTheModelCannotUseIsAClearError) {
+  LoadOptions o = options();
+  o.kv_cache_type = KvCacheType::kQ4;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      if (attempt == 0) {
+        Engine::plan(o);
+      } else {
+        Engine engine;
+        engine.load(o);
+      }
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("heads of 64 or 128 dims; this model's have 16"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // Only the fp16 choice is offered for it.
+  const MemoryPlan plan = Engine::plan(options());
+  ASSERT_EQ(plan.cache_choices.size(), 1u);
+  EXPECT_EQ(plan.cache_choices[0].type, KvCacheType::kF16);
+  EXPECT_GT(plan.cache_choices[0].tokens_that_fit, 256);
+  Engine engine;
+  engine.load(options());
+  EXPECT_EQ(engine.generate(greedy("Hello", 3)).tokens.size(), 3u);
+}
+
 TEST_F(EngineApi, GreedyTokensMatchAnIndependentDecoder) {
   Engine engine;
   engine.load(options());

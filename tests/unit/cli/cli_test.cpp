@@ -124,6 +124,8 @@ TEST(Cli, UsageErrorsExitWithTwoAndTheUsage) {
        "--draft-tokens"},
       {{"generate", "--prompt", "hi", "--lora", "adapter:1e9"}, "the weight must be a number"},
       {{"generate", "--prompt", "hi", "--lora", ":0.5"}, "--lora needs a path"},
+      {{"generate", "--prompt", "hi", "--cache", "q5"}, "--cache must be fp16, q8, q6 or q4"},
+      {{"ppl", "--data", "builtin", "--cache", "int4"}, "--cache must be fp16, q8, q6 or q4"},
   };
   for (const Case& c : cases) {
     const CliRun r = run_cli(c.args);
@@ -237,6 +239,37 @@ TEST(Cli, InfoJsonDescribesTheModel) {
   EXPECT_EQ(j["tie_word_embeddings"], true);
   EXPECT_DOUBLE_EQ(j["rope_theta"].get<double>(), 100000.0);
   EXPECT_NEAR(j["parameters"].get<double>(), 134.5e6, 0.1e6);
+}
+
+// The plan lists every cache choice with the tokens that fit (more for fewer bits), `--cache`
+// plans the chosen one, and a q8 cache answers the fixture's prompt as transformers does.
+TEST(Cli, QuantizedCacheIsPlannedAndAnswers) {
+  const CliRun fp16 = run_cli({"info", "--model", model(), "--json"});
+  const CliRun q4 = run_cli({"info", "--model", model(), "--cache", "q4", "--json"});
+  ASSERT_EQ(fp16.exit_code, 0) << fp16.err;
+  ASSERT_EQ(q4.exit_code, 0) << q4.err;
+  const json a = json::parse(fp16.out)["memory"], b = json::parse(q4.out)["memory"];
+  EXPECT_EQ(b["kv_cache_type"], "q4");
+  ASSERT_EQ(b["cache_choices"].size(), 4u);
+  int64_t previous = 0;
+  for (const json& c : b["cache_choices"]) {
+    EXPECT_GT(c["tokens_that_fit"].get<int64_t>(), previous) << c.dump();
+    previous = c["tokens_that_fit"].get<int64_t>();
+  }
+  // SmolLM2: 30 layers × 3 kv heads × K and V × 64 dims; q4 keeps 4 bits and a 2-byte scale per
+  // 32 values; the CPU's full precision is fp32.
+  EXPECT_EQ(b["cache_choices"][3]["bytes_per_token"], 30 * 3 * 2 * (32 + 4));
+  EXPECT_EQ(b["cache_choices"][0]["bytes_per_token"], 30 * 3 * 2 * 64 * 4);
+  EXPECT_EQ(a["kv_cache"].get<int64_t>() / b["kv_cache"].get<int64_t>(), 256 / 36);
+
+  std::ifstream in(test::fixtures_dir() / "model" / "hf_parity.json");
+  const json c = json::parse(in)["cases"][0];  // "The capital of France is"
+  const auto greedy = c["greedy_ids"].get<std::vector<int32_t>>();
+  const CliRun gen = run_cli({"generate", "--model", model(), "--prompt", c["text"], "--max-tokens",
+                              "8", "--temperature", "0", "--cache", "q8", "--json"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  const auto ids = json::parse(gen.out)["tokens"].get<std::vector<int32_t>>();
+  EXPECT_EQ(ids, std::vector<int32_t>(greedy.begin(), greedy.begin() + 8));
 }
 
 TEST(Cli, TokenizeAndGreedyGenerateMatchTransformers) {

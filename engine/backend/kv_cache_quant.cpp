@@ -1,0 +1,97 @@
+#include "engine/backend/kv_cache_quant.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/core/dtype.h"
+#include "engine/core/error.h"
+
+namespace hearth {
+
+KvQuantLayout KvQuantLayout::of(const KvCacheSpec& spec) {
+  KvQuantLayout l;
+  l.bits = kv_cache_bits(spec.type);
+  HEARTH_CHECK(l.bits < 16, "KvQuantLayout of a 16/32-bit cache");
+  const int64_t rows = spec.num_kv_heads * spec.page_size;
+  l.row_bytes = spec.head_dim * l.bits / 8;
+  l.scales_per_row = spec.head_dim / kKvQuantGroup;
+  l.v_codes = rows * l.row_bytes;
+  l.k_scales = 2 * l.v_codes;
+  l.v_scales = l.k_scales + rows * l.scales_per_row * 2;
+  l.layer_page_bytes = l.v_scales + rows * l.scales_per_row * 2;
+  return l;
+}
+
+bool kv_quant_supported(int64_t head_dim) {
+  return head_dim == 64 || head_dim == 128;
+}
+
+void hadamard_rotate(float* x, int64_t n) {
+  for (int64_t h = 1; h < n; h *= 2) {
+    for (int64_t i = 0; i < n; i += 2 * h) {
+      for (int64_t j = i; j < i + h; ++j) {
+        const float a = x[j];
+        const float b = x[j + h];
+        x[j] = a + b;
+        x[j + h] = a - b;
+      }
+    }
+  }
+  const float norm = 1.0f / std::sqrt(static_cast<float>(n));
+  for (int64_t j = 0; j < n; ++j) x[j] *= norm;
+}
+
+namespace {
+
+int code_at(const uint8_t* codes, int64_t d, int64_t j, int bits) {
+  if (bits == 8) return codes[j];
+  const int low = (codes[j / 2] >> (4 * (j % 2))) & 15;
+  if (bits == 4) return low;
+  const int high = (codes[d / 2 + j / 4] >> (2 * (j % 4))) & 3;
+  return low | (high << 4);
+}
+
+}  // namespace
+
+void quantize_kv_row(const float* rotated, int64_t head_dim, int bits, uint8_t* codes,
+                     uint16_t* scales) {
+  const int half = 1 << (bits - 1);
+  const int top = (1 << bits) - 1;
+  std::fill_n(codes, head_dim * bits / 8, uint8_t{0});
+  for (int64_t g = 0; g < head_dim / kKvQuantGroup; ++g) {
+    const float* x = rotated + g * kKvQuantGroup;
+    float max_abs = 0.0f;
+    for (int i = 0; i < kKvQuantGroup; ++i) max_abs = std::max(max_abs, std::fabs(x[i]));
+    // Rounded up to fp16, so that no value lies beyond the top level by more than half a step.
+    const float wanted = std::fmin(max_abs / static_cast<float>(half), 65504.0f);
+    uint16_t scale = float_to_half(wanted);
+    if (half_to_float(scale) < wanted) ++scale;
+    scales[g] = scale;
+    const float s = half_to_float(scale);
+    const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+    for (int i = 0; i < kKvQuantGroup; ++i) {
+      const int64_t j = g * kKvQuantGroup + i;
+      // fmax/fmin before the conversion: a NaN becomes code 0 instead of undefined behaviour.
+      const int c = static_cast<int>(
+          std::fmin(std::fmax(std::floor(x[i] * inv) + static_cast<float>(half), 0.0f),
+                    static_cast<float>(top)));
+      if (bits == 8) {
+        codes[j] = static_cast<uint8_t>(c);
+        continue;
+      }
+      codes[j / 2] |= static_cast<uint8_t>((c & 15) << (4 * (j % 2)));
+      if (bits == 6) codes[head_dim / 2 + j / 4] |= static_cast<uint8_t>((c >> 4) << (2 * (j % 4)));
+    }
+  }
+}
+
+void dequantize_kv_row(const uint8_t* codes, const uint16_t* scales, int64_t head_dim, int bits,
+                       float* rotated) {
+  const int half = 1 << (bits - 1);
+  for (int64_t j = 0; j < head_dim; ++j) {
+    const float s = half_to_float(scales[j / kKvQuantGroup]);
+    rotated[j] = (static_cast<float>(code_at(codes, head_dim, j, bits) - half) + 0.5f) * s;
+  }
+}
+
+}  // namespace hearth

@@ -1,0 +1,60 @@
+// The bits of a quantized KV cache (q8, q6, q4): the CPU backend stores exactly these, and the
+// CUDA kernels write and read the same bytes (tests compare them).
+//
+// A row is one position's keys (or values) of one kv head: head_dim (D, 64 or 128) values.
+// It is first rotated by the normalized Walsh-Hadamard transform H (H = Hᵀ = H⁻¹), which
+// spreads an outlier channel over every dim, then cut into groups of kKvQuantGroup values,
+// each with an fp16 scale s = max|x| / 2^(b-1) (rounded up) and b-bit codes
+//   c = clamp(floor(x · (1/s)) + 2^(b-1), 0, 2^b - 1), read back as (c - 2^(b-1) + 0.5) · s
+// (mid-rise: all 2^b levels are used; a zero group has s = 0 and reads back 0).
+// Attention never rotates the cache back: H is orthonormal, so q·k = (Hq)·(Hk) and
+// Σⱼ pⱼ vⱼ = H(Σⱼ pⱼ Hvⱼ): q is rotated once, the weighted sum of values once.
+//
+// Packing of a row's codes: q8: D bytes; q4: D/2 bytes, value j in the low (j even) or high
+// nibble of byte j/2; q6: its low 4 bits as q4 (D/2 bytes), then its high 2 bits, value j at
+// bits 2·(j % 4) of byte D/2 + j/4.
+//
+// A page of one layer holds, in order: the keys' codes [kv heads][page_size][row bytes], the
+// values' codes (same), the keys' scales [kv heads][page_size][D / kKvQuantGroup] (fp16), the
+// values' scales (same). All layers of a page are contiguous, as for the 16-bit cache.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/backend/backend.h"
+
+namespace hearth {
+
+inline constexpr int kKvQuantGroup = 32;
+inline constexpr int kMaxHeadDim = 128;  // of a quantized cache
+
+// Where a page's parts lie, in bytes, for a quantized cache spec.
+struct KvQuantLayout {
+  int bits = 0;
+  int64_t row_bytes = 0;       // codes of one row
+  int64_t scales_per_row = 0;  // D / kKvQuantGroup
+  int64_t v_codes = 0;         // from a layer-page's start to its values' codes
+  int64_t k_scales = 0;        // ... to its keys' scales
+  int64_t v_scales = 0;        // ... to its values' scales
+  int64_t layer_page_bytes = 0;
+
+  static KvQuantLayout of(const KvCacheSpec& spec);
+};
+
+// Whether a head_dim can use a quantized cache (the rotation needs a power of two; the CUDA
+// kernels handle 64 and 128).
+bool kv_quant_supported(int64_t head_dim);  // head_dim 64 or kMaxHeadDim
+
+// In place: x ← H·x over n values (n a power of two), butterflies of stride 1, 2, 4, … then a
+// multiplication by 1/√n, in this order (the kernels do the same operations).
+void hadamard_rotate(float* x, int64_t n);
+
+// One rotated row → codes and scales (fp16 bit patterns).
+void quantize_kv_row(const float* rotated, int64_t head_dim, int bits, uint8_t* codes,
+                     uint16_t* scales);
+// Codes and scales → the rotated row's values.
+void dequantize_kv_row(const uint8_t* codes, const uint16_t* scales, int64_t head_dim, int bits,
+                       float* rotated);
+
+}  // namespace hearth

@@ -1,0 +1,203 @@
+// Device side of the quantized KV cache (the bits are defined by the CPU reference,
+// engine/backend/kv_cache_quant.h): the Walsh-Hadamard rotation over a lane group, and the
+// codes of a row as the lanes hold them. A lane group is D/8 consecutive lanes of a warp, lane
+// gl holding dims 8·gl .. 8·gl + 7 of one row; the 4 lanes gl = 4g .. 4g + 3 hold scale group g.
+#pragma once
+
+#include <cmath>
+#include <type_traits>
+
+#include "kernels/common.cuh"
+
+namespace hearth::kernels {
+
+constexpr int kKvGroup = 32;  // values per scale
+
+// x ← H·x over the lane group's D values, in the reference's order: butterflies of stride 1,
+// 2, 4 inside the lane, then 8·m with lane gl ^ m, then the product with norm (1/√D).
+template <int kLanes>
+__device__ __forceinline__ void hadamard8(float x[8], int gl, float norm) {
+#pragma unroll
+  for (int h = 1; h < 8; h *= 2) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      if ((j & h) == 0) {
+        const float a = x[j];
+        const float b = x[j + h];
+        x[j] = a + b;
+        x[j + h] = a - b;
+      }
+    }
+  }
+#pragma unroll
+  for (int m = 1; m < kLanes; m *= 2) {
+    const bool upper = (gl & m) != 0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float other = __shfl_xor_sync(0xffffffffu, x[j], m);
+      x[j] = upper ? other - x[j] : x[j] + other;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 8; ++j) x[j] *= norm;
+}
+
+// Bytes of one row's codes.
+template <int BITS, int D>
+constexpr int kv_row_bytes() {
+  return D * BITS / 8;
+}
+
+// A lane's 8 codes: q8 in .x/.y (byte j of the 8), q4 in .x (nibble j), q6 low nibbles in .x and
+// the high 2-bit pairs in the low 16 bits of .y.
+template <int BITS, int D>
+__device__ __forceinline__ uint2 load_codes(const uint8_t* row, int gl) {
+  if constexpr (BITS == 8) {
+    return *reinterpret_cast<const uint2*>(row + gl * 8);
+  } else if constexpr (BITS == 4) {
+    return make_uint2(*reinterpret_cast<const uint32_t*>(row + gl * 4), 0u);
+  } else {
+    return make_uint2(*reinterpret_cast<const uint32_t*>(row + gl * 4),
+                      *reinterpret_cast<const uint16_t*>(row + D / 2 + gl * 2));
+  }
+}
+
+template <int BITS>
+__device__ __forceinline__ int code_of(uint2 c, int j) {
+  if constexpr (BITS == 8) return ((j < 4 ? c.x : c.y) >> (8 * (j & 3))) & 255;
+  if constexpr (BITS == 4) return (c.x >> (4 * j)) & 15;
+  return ((c.x >> (4 * j)) & 15) | (((c.y >> (2 * j)) & 3) << 4);
+}
+
+// A lane's 8 codes as floats (0 .. 2^b - 1), without integer-to-float conversions (a slow
+// instruction): the code is put into the mantissa of 2^23 and 2^23 subtracted.
+template <int BITS>
+__device__ __forceinline__ void codes8(uint2 c, float out[8]) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    uint32_t bits;
+    if constexpr (BITS == 8) {
+      // Byte j & 3 of the word, two zero bytes and 0x4B of 0x4B000000 (selector 0x754j).
+      bits = __byte_perm(j < 4 ? c.x : c.y, 0x4B000000u, (j & 3) | 0x7540);
+    } else if constexpr (BITS == 4) {
+      bits = 0x4B000000u | ((c.x >> (4 * j)) & 15u);
+    } else {
+      bits = 0x4B000000u | ((c.x >> (4 * j)) & 15u) | (((c.y >> (2 * j)) & 3u) << 4);
+    }
+    out[j] = __int_as_float(bits) - 8388608.0f;
+  }
+}
+
+// The value of code c is (c - kv_code_offset<BITS>()) · scale.
+template <int BITS>
+constexpr float kv_code_offset() {
+  return static_cast<float>(1 << (BITS - 1)) - 0.5f;
+}
+
+template <int BITS>
+__device__ __forceinline__ void dequant8(uint2 c, float scale, float out[8]) {
+  constexpr int kHalf = 1 << (BITS - 1);
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+    out[j] = (static_cast<float>(code_of<BITS>(c, j) - kHalf) + 0.5f) * scale;
+}
+
+// A lane's 8 rotated values quantized with its scale group (4 lanes). Every lane of the warp
+// must call it (shuffles).
+struct Codes8 {
+  uint32_t lo = 0, hi = 0;  // as load_codes returns them
+  __half scale;
+};
+template <int BITS>
+__device__ __forceinline__ Codes8 quantize8(const float x[8]) {
+  constexpr int kHalf = 1 << (BITS - 1);
+  constexpr float kTop = static_cast<float>((1 << BITS) - 1);
+  float max_abs = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) max_abs = fmaxf(max_abs, fabsf(x[j]));
+  max_abs = fmaxf(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 1));
+  max_abs = fmaxf(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, 2));
+  Codes8 c;
+  c.scale = __float2half_ru(fminf(max_abs / static_cast<float>(kHalf), 65504.0f));
+  const float s = __half2float(c.scale);
+  const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const float f = __fmul_rn(x[j], inv);  // rounded as the reference's product
+    const uint32_t code =
+        static_cast<uint32_t>(fminf(fmaxf(floorf(f) + static_cast<float>(kHalf), 0.0f), kTop));
+    if constexpr (BITS == 8) {
+      if (j < 4) {
+        c.lo |= code << (8 * j);
+      } else {
+        c.hi |= code << (8 * (j - 4));
+      }
+    } else {
+      c.lo |= (code & 15u) << (4 * j);
+      if constexpr (BITS == 6) c.hi |= (code >> 4) << (2 * j);
+    }
+  }
+  return c;
+}
+
+template <int BITS, int D>
+__device__ __forceinline__ void store_codes(const Codes8& c, int gl, uint8_t* row, __half* scales) {
+  if constexpr (BITS == 8) {
+    *reinterpret_cast<uint2*>(row + gl * 8) = make_uint2(c.lo, c.hi);
+  } else {
+    *reinterpret_cast<uint32_t*>(row + gl * 4) = c.lo;
+    if constexpr (BITS == 6) *reinterpret_cast<uint16_t*>(row + D / 2 + gl * 2) = uint16_t(c.hi);
+  }
+  if ((gl & 3) == 0) scales[gl / 4] = c.scale;
+}
+
+// Where row (page, kv head, slot) of a quantized layer view lies: its codes and its scales.
+struct KvQuantRow {
+  uint8_t* codes;
+  __half* scales;
+};
+template <int BITS, int D>
+__device__ __forceinline__ KvQuantRow kv_quant_row(const KvLayerView& kv, int64_t page, int kv_head,
+                                                   int slot, bool is_value) {
+  uint8_t* block = static_cast<uint8_t*>(kv.base) + page * kv.page_stride;
+  const int64_t row = int64_t(kv_head) * kv.page_size + slot;
+  return {block + (is_value ? kv.v_offset : 0) + row * kv_row_bytes<BITS, D>(),
+          reinterpret_cast<__half*>(block + (is_value ? kv.v_scales : kv.k_scales)) +
+              row * (D / kKvGroup)};
+}
+
+// Runs the statement with constexpr ints BITS (8/6/4) and D (64/128) set from the view; any
+// other view gives cudaErrorInvalidValue.
+#define HEARTH_DISPATCH_KV_QUANT(kv, BITS, D, ...)                               \
+  do {                                                                           \
+    auto hearth_kv_dim_ = [&](auto bits_) -> cudaError_t {                       \
+      constexpr int BITS = decltype(bits_)::value;                               \
+      if ((kv).head_dim == 64) {                                                 \
+        constexpr int D = 64;                                                    \
+        __VA_ARGS__;                                                             \
+      }                                                                          \
+      if ((kv).head_dim == 128) {                                                \
+        constexpr int D = 128;                                                   \
+        __VA_ARGS__;                                                             \
+      }                                                                          \
+      return cudaErrorInvalidValue;                                              \
+    };                                                                           \
+    if ((kv).bits == 8) return hearth_kv_dim_(std::integral_constant<int, 8>{}); \
+    if ((kv).bits == 6) return hearth_kv_dim_(std::integral_constant<int, 6>{}); \
+    if ((kv).bits == 4) return hearth_kv_dim_(std::integral_constant<int, 4>{}); \
+    return cudaErrorInvalidValue;                                                \
+  } while (0)
+
+cudaError_t kv_store_quantized(const Launch& l, Elem t, const void* k, const void* v,
+                               const BatchView& batch, const KvLayerView& kv);
+
+cudaError_t attention_decode_quantized(const Launch& l, Elem t, const void* q,
+                                       const BatchView& batch, const KvLayerView& kv, int num_heads,
+                                       float scale, void* out, const DecodeScratch& scratch);
+
+// 1/√D as the reference computes it.
+inline float hadamard_norm(int head_dim) {
+  return 1.0f / sqrtf(static_cast<float>(head_dim));
+}
+
+}  // namespace hearth::kernels

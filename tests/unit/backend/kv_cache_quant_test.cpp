@@ -1,0 +1,235 @@
+// The quantized KV cache's bits (engine/backend/kv_cache_quant.h) against their definitions, and
+// the CPU backend's attention over a quantized cache against a dense reference.
+#include "engine/backend/kv_cache_quant.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/core/dtype.h"
+#include "engine/core/error.h"
+
+namespace hearth {
+namespace {
+
+std::vector<float> normal(size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// H·x from the matrix definition: H[i][j] = (-1)^popcount(i & j) / √n.
+std::vector<double> dense_hadamard(const std::vector<float>& x) {
+  const size_t n = x.size();
+  std::vector<double> y(n, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      y[i] += (std::popcount(i & j) % 2 ? -1.0 : 1.0) * x[j];
+    }
+    y[i] /= std::sqrt(static_cast<double>(n));
+  }
+  return y;
+}
+
+TEST(KvCacheQuant, HadamardMatchesTheMatrixAndIsItsOwnInverse) {
+  std::mt19937 rng(1);
+  for (int64_t n : {64, 128}) {
+    const std::vector<float> x = normal(static_cast<size_t>(n), rng);
+    std::vector<float> y = x;
+    hadamard_rotate(y.data(), n);
+    const std::vector<double> ref = dense_hadamard(x);
+    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y[i], ref[i], 1e-5) << "n " << n << " i " << i;
+    hadamard_rotate(y.data(), n);
+    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y[i], x[i], 1e-5);
+  }
+}
+
+TEST(KvCacheQuant, CodesAndScalesFollowTheDefinition) {
+  // One group of 32 with max |x| = 8: q4's scale is 8 / 8 = 1, so x reads back as
+  // floor(x) + 0.5 (clamped to the top level 7.5); q8's scale is 8 / 128.
+  std::vector<float> row(64, 0.0f);
+  row[0] = 3.2f;
+  row[1] = -8.0f;
+  row[2] = 8.0f;
+  row[3] = -0.3f;
+  row[31] = 0.99f;
+  // The second group is all zeros: scale 0, every value reads back 0.
+  std::vector<uint8_t> codes(64);
+  uint16_t scales[2];
+  quantize_kv_row(row.data(), 64, 4, codes.data(), scales);
+  EXPECT_EQ(half_to_float(scales[0]), 1.0f);
+  EXPECT_EQ(scales[1], 0);
+  // Codes floor(x) + 8: 11, 0, 15 (16 clamped), 7; value j in nibble j % 2 of byte j / 2.
+  EXPECT_EQ(codes[0], 11 | (0 << 4));
+  EXPECT_EQ(codes[1], 15 | (7 << 4));
+  EXPECT_EQ(codes[15] >> 4, 8);  // value 31: floor(0.99) + 8
+  std::vector<float> back(64);
+  dequantize_kv_row(codes.data(), scales, 64, 4, back.data());
+  EXPECT_EQ(back[0], 3.5f);
+  EXPECT_EQ(back[1], -7.5f);
+  EXPECT_EQ(back[2], 7.5f);
+  EXPECT_EQ(back[3], -0.5f);
+  for (int j = 32; j < 64; ++j) EXPECT_EQ(back[j], 0.0f);
+
+  // q6: the low nibbles as q4, then the high 2 bits of value j at bits 2·(j % 4) of byte
+  // 32 + j / 4 (64 values). Scale 8 / 32 = 0.25: 3.2 → floor(12.8) + 32 = 44 = 0b10'1100.
+  std::vector<uint8_t> codes6(48);
+  quantize_kv_row(row.data(), 64, 6, codes6.data(), scales);
+  EXPECT_EQ(half_to_float(scales[0]), 0.25f);
+  EXPECT_EQ(codes6[0] & 15, 44 & 15);
+  EXPECT_EQ(codes6[32] & 3, 44 >> 4);
+  // Value 2 (8.0 → 64, clamped to 63): high bits 3 at bits 4..5 of byte 32.
+  EXPECT_EQ((codes6[32] >> 4) & 3, 3);
+  dequantize_kv_row(codes6.data(), scales, 64, 6, back.data());
+  EXPECT_EQ(back[0], (44 - 32 + 0.5f) * 0.25f);
+
+  // q8: one byte per value.
+  quantize_kv_row(row.data(), 64, 8, codes.data(), scales);
+  EXPECT_EQ(half_to_float(scales[0]), 8.0f / 128.0f);
+  EXPECT_EQ(codes[0], static_cast<uint8_t>(std::floor(3.2f * 16.0f) + 128));
+}
+
+TEST(KvCacheQuant, ErrorStaysWithinHalfAStepAndNonFiniteValuesDoNotEscape) {
+  std::mt19937 rng(2);
+  for (int bits : {8, 6, 4}) {
+    std::vector<float> row = normal(128, rng);
+    row[5] = 40.0f;  // an outlier inflates only its own group's step
+    std::vector<uint8_t> codes(128);
+    uint16_t scales[4];
+    quantize_kv_row(row.data(), 128, bits, codes.data(), scales);
+    std::vector<float> back(128);
+    dequantize_kv_row(codes.data(), scales, 128, bits, back.data());
+    for (int j = 0; j < 128; ++j) {
+      const float step = half_to_float(scales[j / 32]);
+      EXPECT_LE(std::fabs(back[j] - row[j]), step * 0.5f) << "bits " << bits << " j " << j;
+    }
+    row[70] = std::numeric_limits<float>::quiet_NaN();
+    quantize_kv_row(row.data(), 128, bits, codes.data(), scales);
+    dequantize_kv_row(codes.data(), scales, 128, bits, back.data());
+    for (int j = 64; j < 96; ++j) EXPECT_TRUE(std::isfinite(back[j]));
+  }
+}
+
+TEST(KvCacheQuant, BytesPerTokenCountCodesAndScales) {
+  KvCacheSpec spec{32, 8, 128, 64, 10, KvCacheType::kF16};
+  EXPECT_EQ(spec.bytes_per_token(), size_t{32} * 8 * 2 * 128 * 2);  // 128 KiB
+  spec.type = KvCacheType::kQ8;
+  EXPECT_EQ(spec.bytes_per_token(), size_t{32} * 8 * 2 * (128 + 8));
+  spec.type = KvCacheType::kQ6;
+  EXPECT_EQ(spec.bytes_per_token(), size_t{32} * 8 * 2 * (96 + 8));
+  spec.type = KvCacheType::kQ4;
+  EXPECT_EQ(spec.bytes_per_token(), size_t{32} * 8 * 2 * (64 + 8));
+  EXPECT_EQ(spec.bytes(), spec.bytes_per_token() * 640);
+  EXPECT_EQ(KvQuantLayout::of(spec).layer_page_bytes * 32, spec.bytes_per_token() * 64);
+  EXPECT_EQ(parse_kv_cache_type("q6"), KvCacheType::kQ6);
+  EXPECT_EQ(parse_kv_cache_type("fp32"), std::nullopt);  // not a choice users have
+  EXPECT_STREQ(kv_cache_type_name(KvCacheType::kQ4), "q4");
+}
+
+// Attention over a quantized cache equals dense attention over the keys and values the cache
+// holds (each row rotated, quantized, dequantized and rotated back): the rotated-space
+// computation is exact up to rounding. And it stays close to attention over the originals.
+TEST(KvCacheQuant, CpuAttentionOverAQuantizedCacheMatchesDenseAttention) {
+  std::mt19937 rng(3);
+  auto backend = create_cpu_backend(2);
+  const int64_t heads = 4, kv_heads = 2, D = 64, page = 16, len = 40;
+  for (KvCacheType type : {KvCacheType::kQ8, KvCacheType::kQ6, KvCacheType::kQ4}) {
+    auto cache = backend->create_kv_cache({1, kv_heads, D, page, 4, type});
+    const int bits = kv_cache_bits(type);
+    std::vector<int32_t> tokens(len, 1), table = {2, 0, 3};
+    BatchDesc b;
+    SequenceSlice slice;
+    slice.tokens = tokens;
+    slice.page_table = table;
+    b.seqs.push_back(slice);
+    backend->prepare_batch(b);
+    const auto qv = normal(len * heads * D, rng), kv = normal(len * kv_heads * D, rng, 2.0f),
+               vv = normal(len * kv_heads * D, rng);
+    auto make = [&](int64_t cols, const std::vector<float>& values) {
+      DeviceTensor t = backend->alloc_activation(len, cols);
+      std::copy(values.begin(), values.end(), static_cast<float*>(t.data));
+      return t;
+    };
+    DeviceTensor out = backend->alloc_activation(len, heads * D);
+    backend->attention(make(heads * D, qv), make(kv_heads * D, kv), make(kv_heads * D, vv), *cache,
+                       {0, heads, kv_heads, D, 0.125f}, out);
+    const std::vector<float> o = backend->read(out, len);
+
+    // What the cache holds, back in the original space.
+    auto held = [&](const std::vector<float>& x) {
+      std::vector<float> y(x.size());
+      std::vector<uint8_t> codes(static_cast<size_t>(D * bits / 8));
+      uint16_t scales[2];
+      for (size_t r = 0; r < x.size() / D; ++r) {
+        std::vector<float> row(x.begin() + r * D, x.begin() + (r + 1) * D);
+        hadamard_rotate(row.data(), D);
+        quantize_kv_row(row.data(), D, bits, codes.data(), scales);
+        dequantize_kv_row(codes.data(), scales, D, bits, row.data());
+        hadamard_rotate(row.data(), D);
+        std::copy(row.begin(), row.end(), y.begin() + r * D);
+      }
+      return y;
+    };
+    const std::vector<float> kh = held(kv), vh = held(vv);
+    double worst_held = 0, worst_original = 0, err2 = 0, ref2 = 0;
+    for (int64_t t = 0; t < len; ++t) {
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t g = h / (heads / kv_heads);
+        for (int pass = 0; pass < 2; ++pass) {
+          const std::vector<float>& K = pass == 0 ? kh : kv;
+          const std::vector<float>& V = pass == 0 ? vh : vv;
+          std::vector<double> w(t + 1);
+          double mx = -1e300, sum = 0;
+          for (int64_t j = 0; j <= t; ++j) {
+            double d = 0;
+            for (int64_t e = 0; e < D; ++e) {
+              d += double(qv[(t * heads + h) * D + e]) * K[(j * kv_heads + g) * D + e];
+            }
+            w[j] = d * 0.125;
+            mx = std::max(mx, w[j]);
+          }
+          for (double& x : w) sum += (x = std::exp(x - mx));
+          for (int64_t e = 0; e < D; ++e) {
+            double ref = 0;
+            for (int64_t j = 0; j <= t; ++j) ref += w[j] / sum * V[(j * kv_heads + g) * D + e];
+            const double err = std::fabs(o[(t * heads + h) * D + e] - ref);
+            (pass == 0 ? worst_held : worst_original) =
+                std::max(pass == 0 ? worst_held : worst_original, err);
+            if (pass == 1) {
+              err2 += err * err;
+              ref2 += ref * ref;
+            }
+          }
+        }
+      }
+    }
+    EXPECT_LT(worst_held, 2e-5) << kv_cache_type_name(type);
+    // The quantization error itself, relative to the outputs (RMS).
+    const double relative = std::sqrt(err2 / ref2);
+    std::printf("[ %s ] attention error vs unquantized: %.4f RMS relative, %.4f max\n",
+                kv_cache_type_name(type), relative, worst_original);
+    const double bound = bits == 8 ? 0.012 : bits == 6 ? 0.045 : 0.17;
+    EXPECT_LT(relative, bound) << kv_cache_type_name(type);
+    EXPECT_GT(relative, 0.0) << kv_cache_type_name(type);
+  }
+}
+
+TEST(KvCacheQuant, UnsupportedHeadDimIsRefused) {
+  auto backend = create_cpu_backend(1);
+  try {
+    backend->create_kv_cache({1, 2, 48, 16, 4, KvCacheType::kQ4});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("head_dim of 64 or 128"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace hearth
