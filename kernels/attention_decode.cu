@@ -46,25 +46,6 @@ constexpr bool one_sequence_blocks_fit() {
 }
 constexpr int kLoads = 4;  // positions per lane group per step
 
-// RoPE of the 8 dims a lane holds (dims 8·gl ..): the partner dims, half a rotation away, are
-// in lane gl ^ (half / 8) of the same lane group. Every lane of the warp must call it.
-template <class T>
-__device__ __forceinline__ void rotate8(float x[8], int gl, int rotary_dim,
-                                        const rope_math::CosSin r[8]) {
-  const int half = rotary_dim / 2;
-  float other[8];
-#pragma unroll
-  for (int j = 0; j < 8; ++j) other[j] = __shfl_xor_sync(0xffffffffu, x[j], half / 8);
-  if (gl * 8 >= rotary_dim) return;
-  const bool low = gl * 8 < half;
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    // Rounded to T as the rope kernel stores it, so the result matches rope() + attention.
-    x[j] = to_f(from_f<T>(low ? rope_math::rotated_low(x[j], other[j], r[j])
-                              : rope_math::rotated_high(other[j], x[j], r[j])));
-  }
-}
-
 template <class T, int D, int GM, int THREADS>
 __global__ void __launch_bounds__(THREADS)
     attention_decode_kernel(const T* q, const T* k_new, const T* v_new, BatchView batch,
@@ -142,15 +123,8 @@ __global__ void __launch_bounds__(THREADS)
   const bool rotate = rope.inv_freq != nullptr;
   rope_math::CosSin angle[8];
   if (rotate) {
-    const int pos = max(batch.positions[row], 0);
-    const int half = rope.rotary_dim / 2;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int d = gl * 8 + j;
-      angle[j] = d < rope.rotary_dim
-                     ? rope_math::cos_sin(pos, rope.inv_freq[d % half], rope.attention_factor)
-                     : rope_math::CosSin{1.0f, 0.0f};
-    }
+    rope_math::lane_angles(max(batch.positions[row], 0), gl, rope.inv_freq, rope.rotary_dim,
+                           rope.attention_factor, angle);
   }
   pdl_wait();
   if (!load_early) load_step(sp.begin, kr, vr);
@@ -163,7 +137,7 @@ __global__ void __launch_bounds__(THREADS)
     if (rotate) {
       float kf[8];
       unpack8<T>(k_newest, kf);
-      rotate8<T>(kf, gl, rope.rotary_dim, angle);
+      rope_math::rotate8<T>(kf, gl, rope.rotary_dim, angle);
       k_newest = pack8<T>(kf);
     }
     if (lg < 2) {
@@ -182,7 +156,7 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
       for (int i = 0; i < 8; ++i) qv[h][i] = 0.0f;
     }
-    if (rotate) rotate8<T>(qv[h], gl, rope.rotary_dim, angle);
+    if (rotate) rope_math::rotate8<T>(qv[h], gl, rope.rotary_dim, angle);
 #pragma unroll
     for (int i = 0; i < 8; ++i) qv[h][i] *= scale_log2;
   }
@@ -437,8 +411,8 @@ cudaError_t attention_decode(const Launch& l, Elem t, const void* q, const void*
                              const DecodeShape& shape, const DecodeRope& rope) {
   if (batch.num_seqs <= 0) return cudaSuccess;
   if (kv.bits != 16) {
-    if (rope.inv_freq) return cudaErrorInvalidValue;  // the rows are stored (rotated) before
-    return attention_decode_quantized(l, t, q, batch, kv, num_heads, scale, out, scratch);
+    return attention_decode_quantized(l, t, q, k, v, batch, kv, num_heads, scale, out, scratch,
+                                      shape, rope);
   }
   if (!attention_fast_supported(kv.head_dim, num_heads, kv.num_kv_heads)) {
     return cudaErrorInvalidValue;

@@ -1,5 +1,8 @@
 // Split-K flash decoding over a quantized cache (q8/q6/q4, kernels/kv_quant.cuh): one new row per
-// sequence, or the rows of a speculative check, all stored by kv_store before this kernel runs.
+// sequence, or the rows of a speculative check (all stored by kv_store before this kernel runs).
+// In a decode step the block whose split ends at the newest position rotates (RoPE, with `rope`),
+// quantizes and stores that position's key and value itself before reading the cache, so the step
+// needs neither a rope pass nor kv_store.
 //
 // The same cut of the work as attention_decode.cu (grid (splits, kv heads, sequences); a block
 // owns one kv head and its query heads; lane groups of D/8 threads, 8 dims a lane, 4 positions
@@ -9,6 +12,7 @@
 // shared memory before they are written.
 #include "kernels/decode_split.cuh"
 #include "kernels/kv_quant.cuh"
+#include "kernels/rope_math.cuh"
 
 namespace hearth::kernels {
 namespace {
@@ -24,9 +28,10 @@ struct QuantKv {
 
 template <class T, int BITS, int D, int GM>
 __global__ void __launch_bounds__(kThreads)
-    attention_decode_quant_kernel(const T* q, BatchView batch, KvLayerView kv, int num_heads,
-                                  int group, float scale_log2, float norm, T* out, float* partials,
-                                  int32_t* counters) {
+    attention_decode_quant_kernel(const T* q, const T* k_new, const T* v_new, BatchView batch,
+                                  KvLayerView kv, int num_heads, int group, float scale_log2,
+                                  float norm, T* out, float* partials, int32_t* counters,
+                                  DecodeRope rope, bool store_newest) {
   constexpr int kLanes = D / 8;
   constexpr int kGroups = kThreads / kLanes;
   constexpr int kStep = kGroups * kLoads;
@@ -52,7 +57,35 @@ __global__ void __launch_bounds__(kThreads)
   // One row per sequence (a check batch lays each of its tokens out as a sequence of its own).
   const int row = batch.seq_q_start[seq];
   const int end = sp.end;
-  pdl_wait();  // every position, the newest included, was stored by the kernel before
+  const bool rotate = rope.inv_freq != nullptr;
+  rope_math::CosSin angle[8];
+  if (rotate) {
+    rope_math::lane_angles(max(batch.positions[row], 0), gl, rope.inv_freq, rope.rotary_dim,
+                           rope.attention_factor, angle);
+  }
+  pdl_wait();
+  if (store_newest && split == sp.used - 1) {
+    // Lane group 0 stores the key, 1 the value; every lane computes (the shuffles need the warp).
+    const bool is_value = (lg & 1) != 0;
+    const int64_t kv_cols = int64_t(kv.num_kv_heads) * D;
+    float x[8], rotated[8];
+    unpack8<T>(load16((is_value ? v_new : k_new) + int64_t(row) * kv_cols + kv_head * D + gl * 8),
+               x);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) rotated[j] = x[j];
+    if (rotate) rope_math::rotate8<T>(rotated, gl, rope.rotary_dim, angle);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) x[j] = is_value ? x[j] : rotated[j];
+    hadamard8<kLanes>(x, gl, norm);
+    const Codes8 codes = quantize8<BITS>(x);
+    if (lg < 2) {
+      const int newest = kv_len - 1;
+      const KvQuantRow dst = kv_quant_row<BITS, D>(kv, page_table[newest / kv.page_size], kv_head,
+                                                   newest % kv.page_size, is_value);
+      store_codes<BITS, D>(codes, gl, dst.codes, dst.scales);
+    }
+    __syncthreads();  // the block's own reads of the newest position come after
+  }
 
   auto load_step = [&](int base, QuantKv ld[kLoads]) {
 #pragma unroll
@@ -84,6 +117,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int i = 0; i < 8; ++i) qv[h][i] = 0.0f;
       }
+      if (rotate) rope_math::rotate8<T>(qv[h], gl, rope.rotary_dim, angle);
       hadamard8<kLanes>(qv[h], gl, norm);
       q_sum[h] = 0.0f;
 #pragma unroll
@@ -256,11 +290,18 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-cudaError_t attention_decode_quantized(const Launch& l, Elem t, const void* q,
-                                       const BatchView& batch, const KvLayerView& kv, int num_heads,
-                                       float scale, void* out, const DecodeScratch& scratch) {
+cudaError_t attention_decode_quantized(const Launch& l, Elem t, const void* q, const void* k,
+                                       const void* v, const BatchView& batch,
+                                       const KvLayerView& kv, int num_heads, float scale,
+                                       void* out, const DecodeScratch& scratch,
+                                       const DecodeShape& shape, const DecodeRope& rope) {
   if (batch.num_seqs <= 0) return cudaSuccess;
   if (!attention_fast_supported(kv.head_dim, num_heads, kv.num_kv_heads)) {
+    return cudaErrorInvalidValue;
+  }
+  // Rows stored by kv_store (a check batch) were stored as they came: no rotation here then.
+  if (rope.inv_freq && (shape.keys_stored_this_step ||
+                        !attention_decode_rope_supported(kv.head_dim, rope.rotary_dim))) {
     return cudaErrorInvalidValue;
   }
   const dim3 grid(kDecodeMaxSplits, static_cast<unsigned>(kv.num_kv_heads),
@@ -273,9 +314,11 @@ cudaError_t attention_decode_quantized(const Launch& l, Elem t, const void* q,
       auto go = [&](auto gm) {
         constexpr int kGm = decltype(gm)::value;
         return launch_kernel(l, attention_decode_quant_kernel<T, BITS, D, kGm>, grid,
-                             dim3(kThreads), 0, static_cast<const T*>(q), batch, kv, num_heads,
-                             group, scale_log2, norm, static_cast<T*>(out), scratch.partials,
-                             scratch.counters);
+                             dim3(kThreads), 0, static_cast<const T*>(q),
+                             static_cast<const T*>(k), static_cast<const T*>(v), batch, kv,
+                             num_heads, group, scale_log2, norm, static_cast<T*>(out),
+                             scratch.partials, scratch.counters, rope,
+                             !shape.keys_stored_this_step);
       };
       if (group <= 1) return go(std::integral_constant<int, 1>{});
       if (group <= 2) return go(std::integral_constant<int, 2>{});

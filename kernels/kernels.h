@@ -239,8 +239,9 @@ size_t decode_partial_floats(int num_seqs, int num_heads, int head_dim);
 // kernel also stores that row's k and v in the cache (no kv_store needed). The grid is fixed
 // by (num_seqs, heads), so one launch serves any lengths (CUDA-graph friendly); each sequence's
 // split count depends only on its own length.
-// Over a quantized cache (attention_decode_quant.cu) the rows must have been stored by kv_store
-// first, without `rope`; the kernel rotates q itself and un-rotates its output.
+// Over a quantized cache (attention_decode_quant.cu) the same holds (the new rows quantized as
+// kv_store would); with keys_stored_this_step `rope` must be off. The kernel rotates q into the
+// cache's space itself and un-rotates its output.
 //
 // With `rope` (inv_freq set), q and the new key arrive unrotated and the kernel applies RoPE as
 // it reads them, bit-identical to rope() then attention_decode() (kernels/rope_math.cuh), so the

@@ -191,9 +191,11 @@ __device__ __forceinline__ KvQuantRow kv_quant_row(const KvLayerView& kv, int64_
 cudaError_t kv_store_quantized(const Launch& l, Elem t, const void* k, const void* v,
                                const BatchView& batch, const KvLayerView& kv);
 
-cudaError_t attention_decode_quantized(const Launch& l, Elem t, const void* q,
-                                       const BatchView& batch, const KvLayerView& kv, int num_heads,
-                                       float scale, void* out, const DecodeScratch& scratch);
+cudaError_t attention_decode_quantized(const Launch& l, Elem t, const void* q, const void* k,
+                                       const void* v, const BatchView& batch,
+                                       const KvLayerView& kv, int num_heads, float scale,
+                                       void* out, const DecodeScratch& scratch,
+                                       const DecodeShape& shape, const DecodeRope& rope);
 
 // 1/√D as the reference computes it.
 inline float hadamard_norm(int head_dim) {

@@ -105,11 +105,14 @@ int run_info(const std::vector<std::string>& raw) {
               format_bytes(plan.activations).c_str(),
               plan.adapters ? (", adapters " + format_bytes(plan.adapters)).c_str() : "",
               format_bytes(plan.device_free).c_str(), plan.fits ? "" : " — does not fit");
+  // Tokens each --cache choice would hold (* the one planned); fp16 is fp32 on the CPU.
   std::string choices;
   for (const CacheChoice& c : plan.cache_choices) {
+    const bool cpu_full = c.type == KvCacheType::kF16 && options.device == DeviceKind::kCpu;
     choices += std::string(choices.empty() ? "" : ", ") + kv_cache_type_name(c.type) +
-               (c.type == plan.kv_cache_type ? "*" : "") + " " + std::to_string(c.tokens_that_fit) +
-               " tokens (" + std::to_string(c.bytes_per_token >> 10) + " KiB each)";
+               (cpu_full ? " (fp32)" : "") + (c.type == plan.kv_cache_type ? "*" : "") + " " +
+               std::to_string(c.tokens_that_fit) + " tokens (" +
+               std::to_string(c.bytes_per_token >> 10) + " KiB each)";
   }
   if (!choices.empty()) std::printf("  cache fits     %s\n", choices.c_str());
   for (const AdapterInfo& a : adapters) {

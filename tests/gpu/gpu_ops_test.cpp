@@ -504,7 +504,8 @@ TEST_F(GpuOps, AttentionWithEightWarpBlocksMatchesReference) {
 // the bytes), so the outputs differ by the attention's arithmetic only: the prefill kernel rounds
 // the dequantized rows to fp16 for the tensor cores, hence twice the fp16 cache's tolerance.
 // Prefill, chunks and decode steps (the split-K kernel with several splits in the long cases),
-// RoPE (not fused over a quantized cache), and 8-warp prefill blocks. With RoPE the GPU rounds
+// RoPE (fused into decode steps, whose kernel quantizes the new row itself: bit for bit as with the
+// rope pass and kv_store), and 8-warp prefill blocks. With RoPE the GPU rounds
 // the rotated keys to fp16 before quantizing them and the CPU does not, so a key near a level's
 // edge may take the neighbouring code: there one q4 step (an eighth of the group's largest
 // value) of one key is allowed.
@@ -512,6 +513,9 @@ TEST_F(GpuOps, AttentionOverQuantizedCachesMatchesTheCpu) {
   CudaBackendOptions o;
   o.attention_warps = 8;
   auto wide = create_cuda_backend(o);
+  CudaBackendOptions separate;
+  separate.fuse_decode_rope = false;
+  auto unfused = create_cuda_backend(separate);
   const AttnRope rope{128, 1.0f, 5e5};
   for (KvCacheType type : {KvCacheType::kQ8, KvCacheType::kQ6, KvCacheType::kQ4}) {
     for (const AttnCase& c :
@@ -522,8 +526,14 @@ TEST_F(GpuOps, AttentionOverQuantizedCachesMatchesTheCpu) {
           AttnCase{"q_d64_single_token", 2, 1, 64, 16, {1}, {1}, 4}}) {
       run_attention_case(c, *gpu, *cpu, 3e-3, nullptr, type);
     }
-    run_attention_case(AttnCase{"q_rope_d128_gqa4", 8, 2, 128, 64, {300, 1, 129}, {5, 200, 1}, 3},
-                       *gpu, *cpu, type == KvCacheType::kQ8 ? 3e-3 : 1.5e-2, &rope, type);
+    const AttnCase rope_case{"q_rope_d128_gqa4", 8, 2, 128, 64, {300, 1, 129}, {5, 200, 1}, 3};
+    run_attention_case(rope_case, *gpu, *cpu, type == KvCacheType::kQ8 ? 3e-3 : 1.5e-2, &rope,
+                       type);
+    const auto fused = attention_outputs(rope_case, *gpu, &rope, type);
+    const auto apart = attention_outputs(rope_case, *unfused, &rope, type);
+    for (size_t i = 0; i < fused.size(); ++i) {
+      EXPECT_EQ(fused[i], apart[i]) << kv_cache_type_name(type) << " step " << i;
+    }
     run_attention_case(AttnCase{"q_w8_d64_gqa3", 9, 3, 64, 16, {130, 17}, {1, 140}, 2}, *wide, *cpu,
                        3e-3, nullptr, type);
   }

@@ -326,8 +326,7 @@ void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCa
          "head");
   }
   kernels::DecodeRope fused;
-  // Over a quantized cache the rows are rotated and quantized by kv_store first: no fused rope.
-  if (decode && !quantized && rope && rope->q.data == q.data && rope->k.data == k.data &&
+  if (decode && rope && rope->q.data == q.data && rope->k.data == k.data &&
       rope->q.rows == q.rows && rope->head_dim == p.head_dim) {
     fused = {rope->inv_freq, rope->attention_factor, rope->rotary_dim};
     rope.reset();
@@ -340,9 +339,8 @@ void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCa
     const kernels::DecodeScratch scratch{decode_partials_.as<float>(),
                                          decode_counters_.as<int32_t>()};
     // A check batch's rows read the keys of the rows before them: all are stored first (the
-    // kernel's own store of each row's key then writes the same bytes again). The quantized
-    // kernel reads every row from the cache.
-    if (prepared_.check || quantized) {
+    // kernel's own store of each row's key then writes the same bytes again).
+    if (prepared_.check) {
       check_launch(kernels::kv_store(launch(), elem, k.data, v.data, batch, view), "kv_store");
     }
     kernels::DecodeShape shape;
