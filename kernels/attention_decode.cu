@@ -55,9 +55,7 @@ __global__ void __launch_bounds__(THREADS)
   constexpr int kLanes = D / 8;               // threads per position
   constexpr int kGroups = kThreads / kLanes;  // positions in flight per load
   constexpr int kStep = kGroups * kLoads;     // positions per step
-  __shared__ float sm_max[kGroups][GM];
-  __shared__ float sm_sum[kGroups][GM];
-  __shared__ float sm_acc[kGroups][GM][D];
+  __shared__ LaneGroupMerge<GM, D, kGroups> merge;
   __shared__ float sm_split_max[kDecodeMaxSplits][GM];
   __shared__ float sm_split_sum[kDecodeMaxSplits][GM];
 
@@ -205,26 +203,12 @@ __global__ void __launch_bounds__(THREADS)
         for (int i = 0; i < kLoads; ++i) sc[h][i] += __shfl_xor_sync(0xffffffffu, sc[h][i], off);
       }
     }
+    float corr[GM];
+    online_softmax_step<GM, kLoads>(sc, m, l, corr, base, kGroups, lg, sp.end);
 #pragma unroll
     for (int h = 0; h < GM; ++h) {
-      float mx = m[h];
 #pragma unroll
-      for (int i = 0; i < kLoads; ++i) {
-        if (base + i * kGroups + lg >= sp.end) sc[h][i] = -INFINITY;  // clamped duplicates
-        mx = fmaxf(mx, sc[h][i]);
-      }
-      const float ref = mx == -INFINITY ? 0.0f : mx;  // nothing seen yet: weights stay 0
-      const float corr = exp2f(m[h] - ref);
-      m[h] = mx;
-      float step_sum = 0.0f;
-#pragma unroll
-      for (int i = 0; i < kLoads; ++i) {
-        sc[h][i] = exp2f(sc[h][i] - ref);  // now the position's weight
-        step_sum += sc[h][i];
-      }
-      l[h] = l[h] * corr + step_sum;
-#pragma unroll
-      for (int d = 0; d < 8; ++d) acc[h][d] *= corr;
+      for (int d = 0; d < 8; ++d) acc[h][d] *= corr[h];
     }
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
@@ -244,16 +228,7 @@ __global__ void __launch_bounds__(THREADS)
   }
 
   // Merge the lane groups.
-#pragma unroll
-  for (int h = 0; h < GM; ++h) {
-    if (h >= group) continue;
-    if (gl == 0) {
-      sm_max[lg][h] = m[h];
-      sm_sum[lg][h] = l[h];
-    }
-#pragma unroll
-    for (int d = 0; d < 8; ++d) sm_acc[lg][h][gl * 8 + d] = acc[h][d];
-  }
+  merge.store(m, l, acc, group, lg, gl);
   __syncthreads();
 
   const int work = group * D;
@@ -261,14 +236,7 @@ __global__ void __launch_bounds__(THREADS)
   for (int e = tid; e < work; e += kThreads) {
     const int h = e / D;
     const int d = e % D;
-    float mx = -INFINITY;
-    for (int i = 0; i < kGroups; ++i) mx = fmaxf(mx, sm_max[i][h]);
-    float sum = 0.0f, a = 0.0f;
-    for (int i = 0; i < kGroups; ++i) {
-      const float w = exp2f(sm_max[i][h] - mx);  // 0 for groups that saw nothing
-      sum += sm_sum[i][h] * w;
-      a += sm_acc[i][h][d] * w;
-    }
+    const auto [mx, sum, a] = merge.merged(h, d);
     const int head = kv_head * group + h;
     if (sp.used == 1) {
       out[int64_t(row) * q_cols + int64_t(head) * D + d] = from_f<T>(a / sum);

@@ -35,9 +35,7 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int kLanes = D / 8;
   constexpr int kGroups = kThreads / kLanes;
   constexpr int kStep = kGroups * kLoads;
-  __shared__ float sm_max[kGroups][GM];
-  __shared__ float sm_sum[kGroups][GM];
-  __shared__ float sm_acc[kGroups][GM][D];
+  __shared__ LaneGroupMerge<GM, D, kGroups> merge;
   __shared__ float sm_out[GM][D];
 
   const int split = blockIdx.x;
@@ -162,27 +160,13 @@ __global__ void __launch_bounds__(kThreads)
           for (int i = 0; i < kLoads; ++i) sc[h][i] += __shfl_xor_sync(0xffffffffu, sc[h][i], off);
         }
       }
+      float corr[GM];
+      online_softmax_step<GM, kLoads>(sc, m, l, corr, base, kGroups, lg, end);
 #pragma unroll
       for (int h = 0; h < GM; ++h) {
-        float mx = m[h];
+        acc_offset[h] *= corr[h];
 #pragma unroll
-        for (int i = 0; i < kLoads; ++i) {
-          if (base + i * kGroups + lg >= end) sc[h][i] = -INFINITY;  // clamped duplicates
-          mx = fmaxf(mx, sc[h][i]);
-        }
-        const float ref = mx == -INFINITY ? 0.0f : mx;
-        const float corr = exp2f(m[h] - ref);
-        m[h] = mx;
-        float step_sum = 0.0f;
-#pragma unroll
-        for (int i = 0; i < kLoads; ++i) {
-          sc[h][i] = exp2f(sc[h][i] - ref);
-          step_sum += sc[h][i];
-        }
-        l[h] = l[h] * corr + step_sum;
-        acc_offset[h] *= corr;
-#pragma unroll
-        for (int d = 0; d < 8; ++d) acc[h][d] *= corr;
+        for (int d = 0; d < 8; ++d) acc[h][d] *= corr[h];
       }
 #pragma unroll
       for (int i = 0; i < kLoads; ++i) {
@@ -206,16 +190,7 @@ __global__ void __launch_bounds__(kThreads)
     }
 
     // Merge the lane groups.
-#pragma unroll
-    for (int h = 0; h < GM; ++h) {
-      if (h >= group) continue;
-      if (gl == 0) {
-        sm_max[lg][h] = m[h];
-        sm_sum[lg][h] = l[h];
-      }
-#pragma unroll
-      for (int d = 0; d < 8; ++d) sm_acc[lg][h][gl * 8 + d] = acc[h][d];
-    }
+    merge.store(m, l, acc, group, lg, gl);
     __syncthreads();
 
     const int work = group * D;
@@ -223,15 +198,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int e = tid; e < work; e += kThreads) {
       const int h = e / D;
       const int d = e % D;
-      float mx = -INFINITY;
-      for (int i = 0; i < kGroups; ++i) mx = fmaxf(mx, sm_max[i][h]);
-      const float ref = mx == -INFINITY ? 0.0f : mx;
-      float sum = 0.0f, a = 0.0f;
-      for (int i = 0; i < kGroups; ++i) {
-        const float w = exp2f(sm_max[i][h] - ref);
-        sum += sm_sum[i][h] * w;
-        a += sm_acc[i][h][d] * w;
-      }
+      const auto [mx, sum, a] = merge.merged(h, d);
       const int head = kv_head * group + h;
       if (sp.used == 1) {
         sm_out[h][d] = a / sum;
@@ -291,10 +258,10 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 cudaError_t attention_decode_quantized(const Launch& l, Elem t, const void* q, const void* k,
-                                       const void* v, const BatchView& batch,
-                                       const KvLayerView& kv, int num_heads, float scale,
-                                       void* out, const DecodeScratch& scratch,
-                                       const DecodeShape& shape, const DecodeRope& rope) {
+                                       const void* v, const BatchView& batch, const KvLayerView& kv,
+                                       int num_heads, float scale, void* out,
+                                       const DecodeScratch& scratch, const DecodeShape& shape,
+                                       const DecodeRope& rope) {
   if (batch.num_seqs <= 0) return cudaSuccess;
   if (!attention_fast_supported(kv.head_dim, num_heads, kv.num_kv_heads)) {
     return cudaErrorInvalidValue;
@@ -314,10 +281,9 @@ cudaError_t attention_decode_quantized(const Launch& l, Elem t, const void* q, c
       auto go = [&](auto gm) {
         constexpr int kGm = decltype(gm)::value;
         return launch_kernel(l, attention_decode_quant_kernel<T, BITS, D, kGm>, grid,
-                             dim3(kThreads), 0, static_cast<const T*>(q),
-                             static_cast<const T*>(k), static_cast<const T*>(v), batch, kv,
-                             num_heads, group, scale_log2, norm, static_cast<T*>(out),
-                             scratch.partials, scratch.counters, rope,
+                             dim3(kThreads), 0, static_cast<const T*>(q), static_cast<const T*>(k),
+                             static_cast<const T*>(v), batch, kv, num_heads, group, scale_log2,
+                             norm, static_cast<T*>(out), scratch.partials, scratch.counters, rope,
                              !shape.keys_stored_this_step);
       };
       if (group <= 1) return go(std::integral_constant<int, 1>{});
