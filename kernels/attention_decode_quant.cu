@@ -100,158 +100,156 @@ __global__ void __launch_bounds__(kThreads)
     }
   };
 
-  {
-    // The codes are used as they are: a lane's 8 values share one scale s, so
-    // q·((c - o)·s) = s·(q·c - o·Σq) and p·(c - o)·s = (p·s)·c - o·(p·s), the second term summed
-    // apart (acc_offset) and taken off once at the end.
-    constexpr float kOffset = kv_code_offset<BITS>();
-    float qv[GM][8], q_sum[GM];
+  // The codes are used as they are: a lane's 8 values share one scale s, so
+  // q·((c - o)·s) = s·(q·c - o·Σq) and p·(c - o)·s = (p·s)·c - o·(p·s), the second term summed
+  // apart (acc_offset) and taken off once at the end.
+  constexpr float kOffset = kv_code_offset<BITS>();
+  float qv[GM][8], q_sum[GM];
 #pragma unroll
-    for (int h = 0; h < GM; ++h) {
-      if (h < group) {
-        const int head = kv_head * group + h;
-        unpack8<T>(load16(q + int64_t(row) * q_cols + int64_t(head) * D + gl * 8), qv[h]);
-      } else {
+  for (int h = 0; h < GM; ++h) {
+    if (h < group) {
+      const int head = kv_head * group + h;
+      unpack8<T>(load16(q + int64_t(row) * q_cols + int64_t(head) * D + gl * 8), qv[h]);
+    } else {
 #pragma unroll
-        for (int i = 0; i < 8; ++i) qv[h][i] = 0.0f;
-      }
-      if (rotate) rope_math::rotate8<T>(qv[h], gl, rope.rotary_dim, angle);
-      hadamard8<kLanes>(qv[h], gl, norm);
-      q_sum[h] = 0.0f;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        qv[h][i] *= scale_log2;
-        q_sum[h] += qv[h][i];
-      }
+      for (int i = 0; i < 8; ++i) qv[h][i] = 0.0f;
     }
-    float m[GM], l[GM], acc[GM][8], acc_offset[GM];
+    if (rotate) rope_math::rotate8<T>(qv[h], gl, rope.rotary_dim, angle);
+    hadamard8<kLanes>(qv[h], gl, norm);
+    q_sum[h] = 0.0f;
 #pragma unroll
-    for (int h = 0; h < GM; ++h) {
-      m[h] = -INFINITY;
-      l[h] = 0.0f;
-      acc_offset[h] = 0.0f;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) acc[h][i] = 0.0f;
+    for (int i = 0; i < 8; ++i) {
+      qv[h][i] *= scale_log2;
+      q_sum[h] += qv[h][i];
     }
+  }
+  float m[GM], l[GM], acc[GM][8], acc_offset[GM];
+#pragma unroll
+  for (int h = 0; h < GM; ++h) {
+    m[h] = -INFINITY;
+    l[h] = 0.0f;
+    acc_offset[h] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc[h][i] = 0.0f;
+  }
 
-    QuantKv cur[kLoads];
-    load_step(sp.begin, cur);
-    for (int base = sp.begin; base < end; base += kStep) {
-      QuantKv next[kLoads];
-      if (base + kStep < end) load_step(base + kStep, next);
-      float sc[GM][kLoads];
+  QuantKv cur[kLoads];
+  load_step(sp.begin, cur);
+  for (int base = sp.begin; base < end; base += kStep) {
+    QuantKv next[kLoads];
+    if (base + kStep < end) load_step(base + kStep, next);
+    float sc[GM][kLoads];
 #pragma unroll
-      for (int i = 0; i < kLoads; ++i) {
-        float kc[8];
-        codes8<BITS>(cur[i].k, kc);
-#pragma unroll
-        for (int h = 0; h < GM; ++h) {
-          float dot = 0.0f;
-#pragma unroll
-          for (int d = 0; d < 8; ++d) dot = fmaf(qv[h][d], kc[d], dot);
-          sc[h][i] = cur[i].k_scale * fmaf(-kOffset, q_sum[h], dot);
-        }
-      }
-#pragma unroll
-      for (int off = kLanes / 2; off > 0; off >>= 1) {
-#pragma unroll
-        for (int h = 0; h < GM; ++h) {
-#pragma unroll
-          for (int i = 0; i < kLoads; ++i) sc[h][i] += __shfl_xor_sync(0xffffffffu, sc[h][i], off);
-        }
-      }
-      float corr[GM];
-      online_softmax_step<GM, kLoads>(sc, m, l, corr, base, kGroups, lg, end);
+    for (int i = 0; i < kLoads; ++i) {
+      float kc[8];
+      codes8<BITS>(cur[i].k, kc);
 #pragma unroll
       for (int h = 0; h < GM; ++h) {
-        acc_offset[h] *= corr[h];
+        float dot = 0.0f;
 #pragma unroll
-        for (int d = 0; d < 8; ++d) acc[h][d] *= corr[h];
+        for (int d = 0; d < 8; ++d) dot = fmaf(qv[h][d], kc[d], dot);
+        sc[h][i] = cur[i].k_scale * fmaf(-kOffset, q_sum[h], dot);
       }
-#pragma unroll
-      for (int i = 0; i < kLoads; ++i) {
-        float vc[8];
-        codes8<BITS>(cur[i].v, vc);
-#pragma unroll
-        for (int h = 0; h < GM; ++h) {
-          const float ps = sc[h][i] * cur[i].v_scale;
-          acc_offset[h] += ps;
-#pragma unroll
-          for (int d = 0; d < 8; ++d) acc[h][d] = fmaf(ps, vc[d], acc[h][d]);
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < kLoads; ++i) cur[i] = next[i];
     }
+#pragma unroll
+    for (int off = kLanes / 2; off > 0; off >>= 1) {
+#pragma unroll
+      for (int h = 0; h < GM; ++h) {
+#pragma unroll
+        for (int i = 0; i < kLoads; ++i) sc[h][i] += __shfl_xor_sync(0xffffffffu, sc[h][i], off);
+      }
+    }
+    float corr[GM];
+    online_softmax_step<GM, kLoads>(sc, m, l, corr, base, kGroups, lg, end);
 #pragma unroll
     for (int h = 0; h < GM; ++h) {
+      acc_offset[h] *= corr[h];
 #pragma unroll
-      for (int d = 0; d < 8; ++d) acc[h][d] = fmaf(-kOffset, acc_offset[h], acc[h][d]);
+      for (int d = 0; d < 8; ++d) acc[h][d] *= corr[h];
     }
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      float vc[8];
+      codes8<BITS>(cur[i].v, vc);
+#pragma unroll
+      for (int h = 0; h < GM; ++h) {
+        const float ps = sc[h][i] * cur[i].v_scale;
+        acc_offset[h] += ps;
+#pragma unroll
+        for (int d = 0; d < 8; ++d) acc[h][d] = fmaf(ps, vc[d], acc[h][d]);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) cur[i] = next[i];
+  }
+#pragma unroll
+  for (int h = 0; h < GM; ++h) {
+#pragma unroll
+    for (int d = 0; d < 8; ++d) acc[h][d] = fmaf(-kOffset, acc_offset[h], acc[h][d]);
+  }
 
-    // Merge the lane groups.
-    merge.store(m, l, acc, group, lg, gl);
-    __syncthreads();
+  // Merge the lane groups.
+  merge.store(m, l, acc, group, lg, gl);
+  __syncthreads();
 
-    const int work = group * D;
-    const int64_t slot_floats = D + 2;
+  const int work = group * D;
+  const int64_t slot_floats = D + 2;
+  for (int e = tid; e < work; e += kThreads) {
+    const int h = e / D;
+    const int d = e % D;
+    const auto [mx, sum, a] = merge.merged(h, d);
+    const int head = kv_head * group + h;
+    if (sp.used == 1) {
+      sm_out[h][d] = a / sum;
+    } else {
+      float* slot =
+          partials + ((int64_t(seq) * num_heads + head) * kDecodeMaxSplits + split) * slot_floats;
+      slot[d] = a;
+      if (d == 0) {
+        slot[D] = mx;
+        slot[D + 1] = sum;
+      }
+    }
+  }
+  if (sp.used > 1) {
+    int32_t* counter = counters + int64_t(seq) * kv.num_kv_heads + kv_head;
+    if (!last_to_arrive(counter, sp.used)) return;
     for (int e = tid; e < work; e += kThreads) {
       const int h = e / D;
       const int d = e % D;
-      const auto [mx, sum, a] = merge.merged(h, d);
-      const int head = kv_head * group + h;
-      if (sp.used == 1) {
-        sm_out[h][d] = a / sum;
-      } else {
-        float* slot =
-            partials + ((int64_t(seq) * num_heads + head) * kDecodeMaxSplits + split) * slot_floats;
-        slot[d] = a;
-        if (d == 0) {
-          slot[D] = mx;
-          slot[D + 1] = sum;
-        }
+      const float* slots = partials + (int64_t(seq) * num_heads + kv_head * group + h) *
+                                          kDecodeMaxSplits * slot_floats;
+      float mx = -INFINITY;
+      for (int s = 0; s < sp.used; ++s) mx = fmaxf(mx, __ldcg(slots + s * slot_floats + D));
+      float sum = 0.0f, a = 0.0f;
+      for (int s = 0; s < sp.used; ++s) {
+        const float w = exp2f(__ldcg(slots + s * slot_floats + D) - mx);
+        sum += __ldcg(slots + s * slot_floats + D + 1) * w;
+        a += __ldcg(slots + s * slot_floats + d) * w;
       }
+      sm_out[h][d] = a / sum;
     }
-    if (sp.used > 1) {
-      int32_t* counter = counters + int64_t(seq) * kv.num_kv_heads + kv_head;
-      if (!last_to_arrive(counter, sp.used)) return;
-      for (int e = tid; e < work; e += kThreads) {
-        const int h = e / D;
-        const int d = e % D;
-        const float* slots = partials + (int64_t(seq) * num_heads + kv_head * group + h) *
-                                            kDecodeMaxSplits * slot_floats;
-        float mx = -INFINITY;
-        for (int s = 0; s < sp.used; ++s) mx = fmaxf(mx, __ldcg(slots + s * slot_floats + D));
-        float sum = 0.0f, a = 0.0f;
-        for (int s = 0; s < sp.used; ++s) {
-          const float w = exp2f(__ldcg(slots + s * slot_floats + D) - mx);
-          sum += __ldcg(slots + s * slot_floats + D + 1) * w;
-          a += __ldcg(slots + s * slot_floats + d) * w;
-        }
-        sm_out[h][d] = a / sum;
-      }
-      if (tid == 0) *counter = 0;
-    }
-    // Un-rotate the finished rows: y = H·x, butterflies in shared memory.
+    if (tid == 0) *counter = 0;
+  }
+  // Un-rotate the finished rows: y = H·x, butterflies in shared memory.
 #pragma unroll
-    for (int stride = 1; stride < D; stride *= 2) {
-      __syncthreads();
-      for (int idx = tid; idx < group * (D / 2); idx += kThreads) {
-        const int h = idx / (D / 2);
-        const int k = idx % (D / 2);
-        const int i = (k / stride) * 2 * stride + k % stride;
-        const float a = sm_out[h][i];
-        const float b = sm_out[h][i + stride];
-        sm_out[h][i] = a + b;
-        sm_out[h][i + stride] = a - b;
-      }
-    }
+  for (int stride = 1; stride < D; stride *= 2) {
     __syncthreads();
-    for (int e = tid; e < work; e += kThreads) {
-      const int h = e / D;
-      const int head = kv_head * group + h;
-      out[int64_t(row) * q_cols + int64_t(head) * D + e % D] = from_f<T>(sm_out[h][e % D] * norm);
+    for (int idx = tid; idx < group * (D / 2); idx += kThreads) {
+      const int h = idx / (D / 2);
+      const int k = idx % (D / 2);
+      const int i = (k / stride) * 2 * stride + k % stride;
+      const float a = sm_out[h][i];
+      const float b = sm_out[h][i + stride];
+      sm_out[h][i] = a + b;
+      sm_out[h][i + stride] = a - b;
     }
+  }
+  __syncthreads();
+  for (int e = tid; e < work; e += kThreads) {
+    const int h = e / D;
+    const int head = kv_head * group + h;
+    out[int64_t(row) * q_cols + int64_t(head) * D + e % D] = from_f<T>(sm_out[h][e % D] * norm);
   }
 }
 

@@ -83,12 +83,7 @@ MemoryPlan estimate_memory(const LoadOptions& options, const ModelInfo& info,
   spec.head_dim = c.head_dim;
   spec.page_size = r.page_size;
   spec.num_pages = r.num_pages;
-  if (is_quantized(options.kv_cache_type) && !kv_quant_supported(c.head_dim)) {
-    fail(ErrorCode::kUnsupported,
-         std::string("a ") + kv_cache_type_name(options.kv_cache_type) +
-             " KV cache needs heads of 64 or 128 dims; this model's have " +
-             std::to_string(c.head_dim) + ": choose fp16");
-  }
+  require_kv_quant_supported(options.kv_cache_type, c.head_dim);
   const KvCacheType native = cuda ? KvCacheType::kF16 : KvCacheType::kF32;
   for (KvCacheType t : {native, KvCacheType::kQ8, KvCacheType::kQ6, KvCacheType::kQ4}) {
     if (is_quantized(t) && !kv_quant_supported(c.head_dim)) continue;

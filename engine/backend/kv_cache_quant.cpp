@@ -26,6 +26,13 @@ bool kv_quant_supported(int64_t head_dim) {
   return head_dim == 64 || head_dim == 128;
 }
 
+void require_kv_quant_supported(KvCacheType type, int64_t head_dim) {
+  if (!is_quantized(type) || kv_quant_supported(head_dim)) return;
+  fail(ErrorCode::kUnsupported, std::string("a ") + kv_cache_type_name(type) +
+                                    " KV cache needs heads of 64 or 128 dims; this model's have " +
+                                    std::to_string(head_dim) + ": choose fp16");
+}
+
 void hadamard_rotate(float* x, int64_t n) {
   for (int64_t h = 1; h < n; h *= 2) {
     for (int64_t i = 0; i < n; i += 2 * h) {

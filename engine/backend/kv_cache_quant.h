@@ -45,6 +45,9 @@ struct KvQuantLayout {
 // Whether a head_dim can use a quantized cache (the rotation needs a power of two; the CUDA
 // kernels handle 64 and 128).
 bool kv_quant_supported(int64_t head_dim);  // head_dim 64 or kMaxHeadDim
+// Throws Error(kUnsupported), saying what to choose instead, when `type` is quantized and the
+// heads are not supported.
+void require_kv_quant_supported(KvCacheType type, int64_t head_dim);
 
 // In place: x ← H·x over n values (n a power of two), butterflies of stride 1, 2, 4, … then a
 // multiplication by 1/√n, in this order (the kernels do the same operations).

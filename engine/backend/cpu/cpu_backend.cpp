@@ -104,11 +104,12 @@ CpuKvCache::QuantRow CpuKvCache::quant_row(int64_t layer, int64_t page, int64_t 
 
 void CpuKvCache::store_rotated(int64_t layer, int64_t page, int64_t slot, int64_t head,
                                bool is_value, const float* x) {
-  std::vector<float> rotated(x, x + spec_.head_dim);
-  hadamard_rotate(rotated.data(), spec_.head_dim);
+  float rotated[kMaxHeadDim];  // no allocation per row: this runs for every stored key and value
+  std::copy_n(x, spec_.head_dim, rotated);
+  hadamard_rotate(rotated, spec_.head_dim);
   const QuantRow r = quant_row(layer, page, slot, head, is_value);
   uint16_t scales[kMaxHeadDim / kKvQuantGroup];
-  quantize_kv_row(rotated.data(), spec_.head_dim, layout_.bits, quant_.data() + r.codes, scales);
+  quantize_kv_row(rotated, spec_.head_dim, layout_.bits, quant_.data() + r.codes, scales);
   std::memcpy(quant_.data() + r.scales, scales, static_cast<size_t>(layout_.scales_per_row) * 2);
 }
 
@@ -184,14 +185,8 @@ DeviceTensor CpuBackend::alloc_activation(int64_t rows, int64_t cols) {
 
 std::unique_ptr<KvCacheStorage> CpuBackend::create_kv_cache(const KvCacheSpec& spec) {
   KvCacheSpec s = spec;
-  if (is_quantized(s.type)) {
-    if (!kv_quant_supported(s.head_dim)) {
-      fail(ErrorCode::kUnsupported,
-           "a quantized KV cache needs a head_dim of 64 or 128, not " + std::to_string(s.head_dim));
-    }
-  } else {
-    s.type = KvCacheType::kF32;
-  }
+  require_kv_quant_supported(s.type, s.head_dim);
+  if (!is_quantized(s.type)) s.type = KvCacheType::kF32;
   auto cache = std::make_unique<CpuKvCache>(s);
   cache_bytes_ += s.bytes();
   return cache;

@@ -388,14 +388,8 @@ std::unique_ptr<KvCacheStorage> CudaBackend::create_kv_cache(const KvCacheSpec& 
   // 16-bit in the activation dtype unless a quantized type is asked (the CPU backend likewise
   // keeps f32).
   KvCacheSpec s = spec;
-  if (is_quantized(s.type)) {
-    if (!kv_quant_supported(s.head_dim)) {
-      fail(ErrorCode::kUnsupported,
-           "a quantized KV cache needs a head_dim of 64 or 128, not " + std::to_string(s.head_dim));
-    }
-  } else {
-    s.type = KvCacheType::kF16;
-  }
+  require_kv_quant_supported(s.type, s.head_dim);
+  if (!is_quantized(s.type)) s.type = KvCacheType::kF16;
   DeviceBuffer pool(s.bytes(), MemoryCategory::kKvCache, counters_,
                     "a KV cache of " + std::to_string(s.num_pages) + " pages of " +
                         std::to_string(s.page_size) + " tokens");
