@@ -546,6 +546,16 @@ bool Engine::idle() const {
   return !impl_ || impl_->generator->idle();
 }
 
+DecodeStepTimes Engine::decode_step_times() const {
+  require_loaded(impl_.get());
+  return impl_->generator->decode_step_times();
+}
+
+void Engine::reset_decode_step_times() {
+  require_loaded(impl_.get());
+  impl_->generator->reset_decode_step_times();
+}
+
 std::optional<GenerationResult> Engine::take_result(RequestId id) {
   require_loaded(impl_.get());
   std::optional<JobResult> r = impl_->generator->take_result(id);

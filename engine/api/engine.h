@@ -15,6 +15,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/backend_factory.h"
 #include "engine/core/cancel.h"
+#include "engine/generate/decode_step_times.h"
 #include "engine/model/model_info.h"
 #include "engine/sampling/logprobs.h"
 #include "engine/sampling/sampling_params.h"
@@ -253,6 +254,10 @@ class Engine {
   bool step();                // false when nothing was queued or running
   bool idle() const;
   std::optional<GenerationResult> take_result(RequestId id);  // nullopt while it runs
+  // Where decode steps spent their time since the model was loaded or the last reset: the
+  // generator's own work against the forward pass and sampling (benchmarks).
+  DecodeStepTimes decode_step_times() const;
+  void reset_decode_step_times();
 
   // Runs one request to the end on the calling thread, streaming text pieces.
   GenerationResult generate(const GenerationRequest& request, const TextCallback& on_text = {},

@@ -332,6 +332,7 @@ int64_t Generator::verified_tokens(Job& job, std::span<const int32_t> proposals,
 }
 
 bool Generator::step() {
+  const auto started = Clock::now();
   admit();
   // Cancelled jobs leave before the forward pass.
   for (auto& j : running_) {
@@ -406,13 +407,16 @@ bool Generator::step() {
     }
   }
 
+  const auto forward_start = Clock::now();
   const DeviceTensor logits = model_.forward(batch, cache_);
-  // Tokens the decoding jobs had before this step (for the governor's rates).
+  const double forward_seconds = seconds_between(forward_start, Clock::now());
+  // Tokens the decoding jobs had before this step, proposals aside (for the rates of decode
+  // steps). job.tokens, not the result's: a job that ends hands its result over.
   int64_t tokens_before = 0;
   bool speculated = false;
   for (Job* job : in_batch) {
     if (job->cached >= job->prompt_len) {
-      tokens_before += static_cast<int64_t>(job->result.tokens.size());
+      tokens_before += static_cast<int64_t>(job->tokens.size()) - job->proposed_now;
       speculated |= job->proposed_now > 0;
     }
   }
@@ -444,6 +448,7 @@ bool Generator::step() {
     logit_row += own_rows;
   }
   std::vector<int32_t> ids;
+  const auto sample_start = Clock::now();
   if (!requests.empty()) {
     // Rows of logits whose jobs sample; the others (mid-prompt chunks) are skipped by sampling
     // only a prefix when they trail, else by sampling row by row.
@@ -459,6 +464,7 @@ bool Generator::step() {
       }
     }
   }
+  const double sample_seconds = seconds_between(sample_start, Clock::now());
 
   for (size_t i = 0; i < in_batch.size(); ++i) {
     Job& job = *in_batch[i];
@@ -499,11 +505,19 @@ bool Generator::step() {
     }
     if (going) take_token(job, next, logits, row0 + kept);
   }
-  if (options_.speculation.mode != SpeculationMode::kOff && decode_only && decoding > 0) {
+  if (decode_only && decoding > 0) {
     int64_t tokens_after = 0;
-    for (Job* job : in_batch) tokens_after += static_cast<int64_t>(job->result.tokens.size());
-    governor_.record(seconds_between(step_start, Clock::now()), tokens_after - tokens_before,
-                     decoding, speculated);
+    for (Job* job : in_batch) tokens_after += static_cast<int64_t>(job->tokens.size());
+    const auto now = Clock::now();
+    if (options_.speculation.mode != SpeculationMode::kOff) {
+      governor_.record(seconds_between(step_start, now), tokens_after - tokens_before, decoding,
+                       speculated);
+    }
+    ++step_times_.steps;
+    step_times_.tokens += tokens_after - tokens_before;
+    step_times_.wall_seconds += seconds_between(started, now);
+    step_times_.forward_seconds += forward_seconds;
+    step_times_.sample_seconds += sample_seconds;
   }
   std::erase_if(running_, [](const auto& j) { return j->done; });
   return true;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/generate/decode_step_times.h"
 #include "engine/generate/draft_model.h"
 #include "engine/generate/page_pool.h"
 #include "engine/generate/speculation_governor.h"
@@ -111,6 +112,9 @@ class Generator {
   const PagePool& pages() const { return pages_; }
   // The result of a finished job (nullopt while it runs); removes it.
   std::optional<JobResult> take_result(int64_t id);
+  // The decode steps' times since construction or the last reset (benchmarks).
+  const DecodeStepTimes& decode_step_times() const { return step_times_; }
+  void reset_decode_step_times() { step_times_ = {}; }
 
  private:
   struct Job;
@@ -133,6 +137,7 @@ class Generator {
   DraftModel* draft_;
   PagePool pages_;
   SpeculationGovernor governor_;
+  DecodeStepTimes step_times_;
   int64_t next_id_ = 1;
   std::deque<std::unique_ptr<Job>> queued_;
   std::vector<std::unique_ptr<Job>> running_;

@@ -336,5 +336,23 @@ TEST(Cli, SpeculationKeepsTheAnswerAndReportsProposals) {
   EXPECT_EQ(runs[1]["generated_tokens"], runs[0]["generated_tokens"]);
 }
 
+// bench splits each decode step into the forward call, sampling and the generator's own work,
+// over exactly the steps that follow the (one-step) prompts.
+TEST(Cli, BenchSplitsDecodeStepsIntoModelAndGeneratorTime) {
+  const CliRun r = run_cli({"bench", "--model", model(), "--batch", "2", "--prompt-len", "8",
+                            "--gen-len", "5", "--repeat", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json steps = json::parse(r.out)["decode_steps"];
+  EXPECT_EQ(steps["steps"], 4);
+  EXPECT_EQ(steps["tokens"], 2 * 4);
+  EXPECT_GT(steps["tokens_per_s"].get<double>(), 0.0);
+  const double parts = steps["forward_call_ms"].get<double>() + steps["sampling_ms"].get<double>() +
+                       steps["generator_ms"].get<double>();
+  EXPECT_NEAR(parts, steps["ms_per_step"].get<double>(), 1e-6);
+  EXPECT_GT(steps["forward_call_ms"].get<double>(), 0.0);
+  EXPECT_GE(steps["generator_ms"].get<double>(), 0.0);
+  EXPECT_GE(steps["generator_share"].get<double>(), 0.0);
+}
+
 }  // namespace
 }  // namespace hearth

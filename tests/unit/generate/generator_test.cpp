@@ -129,6 +129,34 @@ TEST_F(GeneratorTest, LogprobsAreTheModelsLogSoftmaxAtEachStep) {
   EXPECT_THROW(generator->submit(std::move(biased)), Error);
 }
 
+// Decode steps count every token they generate, a job's last one too (its result is handed over
+// as it ends), with and without speculation; the wall time holds the forward and sampling calls.
+TEST_F(GeneratorTest, DecodeStepTimesCountEveryTokenOfDecodeSteps) {
+  SpeculationOptions ngram;
+  ngram.mode = SpeculationMode::kNgram;
+  ngram.measured = false;
+  for (const SpeculationOptions& speculation : {SpeculationOptions{}, ngram}) {
+    build(64, 256, 32, 8, true, speculation);
+    EXPECT_EQ(generator->decode_step_times().steps, 0);
+    // Both prompts fit one step, which samples each job's first token; the rest are decode steps.
+    const auto results = run({request("abcabcabc", 3), request("xyzxyzxyz", 9)});
+    ASSERT_EQ(results[0].tokens.size(), 3u);
+    ASSERT_EQ(results[1].tokens.size(), 9u);
+    const DecodeStepTimes& t = generator->decode_step_times();
+    EXPECT_EQ(t.tokens, 2 + 8);
+    if (speculation.mode == SpeculationMode::kOff) {
+      EXPECT_EQ(t.steps, 8);
+    }
+    EXPECT_LE(t.steps, 8);
+    EXPECT_GT(t.forward_seconds, 0.0);
+    EXPECT_GT(t.sample_seconds, 0.0);
+    EXPECT_GE(t.generator_seconds(), 0.0);
+    generator->reset_decode_step_times();
+    EXPECT_EQ(generator->decode_step_times().tokens, 0);
+    EXPECT_EQ(generator->decode_step_times().wall_seconds, 0.0);
+  }
+}
+
 TEST_F(GeneratorTest, JobsWaitForCachePagesAndAllFinish) {
   // 6 pages of 16 tokens: each job reserves 2 pages, so at most 3 run at once.
   build(64, 128, 6);
