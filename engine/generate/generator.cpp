@@ -365,7 +365,6 @@ bool Generator::step() {
   // Rows left for proposals: within the step-row limit, the token budget and the model's logit
   // rows (every running job takes at least one).
   int64_t spare = 0;
-  const auto step_start = Clock::now();
   if (options_.speculation.mode != SpeculationMode::kOff &&
       (!options_.speculation.measured || governor_.allows(decoding))) {
     spare =
@@ -510,7 +509,7 @@ bool Generator::step() {
     for (Job* job : in_batch) tokens_after += static_cast<int64_t>(job->tokens.size());
     const auto now = Clock::now();
     if (options_.speculation.mode != SpeculationMode::kOff) {
-      governor_.record(seconds_between(step_start, now), tokens_after - tokens_before, decoding,
+      governor_.record(seconds_between(started, now), tokens_after - tokens_before, decoding,
                        speculated);
     }
     ++step_times_.steps;
