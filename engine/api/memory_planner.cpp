@@ -65,8 +65,8 @@ MemoryPlan estimate_memory(const LoadOptions& options, const ModelInfo& info,
   switch (info.format) {
     case ModelFormat::kGguf:
       // The CPU keeps block-quantized linears packed and the embedding table in fp32; the GPU
-      // dequantizes everything to fp16.
-      plan.weights = cuda ? params * 2
+      // keeps the linears its quantized kernels run packed and the rest in fp16.
+      plan.weights = cuda ? (info.cuda_weight_bytes > 0 ? info.cuda_weight_bytes : params * 2)
                           : info.file_bytes + static_cast<size_t>(c.vocab_size * c.hidden_size) * 4;
       break;
     case ModelFormat::kSafetensors:

@@ -9,6 +9,7 @@
 #include "engine/formats/exl2_weight.h"
 #include "engine/formats/gptq_weight.h"
 #include "engine/formats/quant_bits.h"
+#include "engine/io/gguf_block_weight.h"
 #include "kernels/quant_tile_codec.cuh"
 
 namespace hearth {
@@ -262,7 +263,55 @@ QuantTileLayout build_gptq(const GptqWeight& w, int threads) {
   return L;
 }
 
+// GGUF Q4_0 / Q5_0 / Q8_0: symmetric GPTQ with a group per 32 inputs, rows in order.
+QuantTileLayout build_gguf(const GgufBlockWeight& w, int threads) {
+  const int bits = w.symmetric_code_bits();
+  if (bits == 0) {
+    fail(ErrorCode::kUnsupported,
+         "no GPU layout for GGUF blocks of type " + std::string(ggml_type_name(w.type())));
+  }
+  QuantTileLayout L;
+  L.kind = QuantTileLayout::Kind::kGptqSym;
+  L.name = "gguf";
+  L.in_features = w.in_features();
+  L.out_features = w.out_features();
+  L.blocks = (L.out_features + kOut - 1) / kOut;
+  L.groups = L.in_features / kRows;  // GGUF block types hold whole blocks of 32 per row
+  ChunkPlan plan;
+  for (int64_t g = 0; g < L.groups; ++g) plan.add_segment(bits, g, kRows);
+  for (int64_t k = 0; k < L.in_features; ++k) plan.row_src[static_cast<size_t>(k)] = int32_t(k);
+  finish_chunks(L, plan);
+  const size_t entries = static_cast<size_t>(L.blocks * L.groups * 32);
+  L.scales.assign(entries, 0);
+  // One pass per output: its codes into the block's buffer, its scales into their slots.
+  pack_blocks(L, threads, [&](int64_t nb, uint8_t* buf) {
+    std::vector<uint8_t> codes(static_cast<size_t>(L.in_features));
+    std::vector<uint16_t> scales(static_cast<size_t>(L.groups));
+    for (int64_t o = 0; o < kOut; ++o) {
+      const int64_t n = nb * kOut + o;
+      if (n >= L.out_features) continue;
+      w.symmetric_codes(n, codes.data(), scales.data());
+      for (int64_t k = 0; k < L.in_features; ++k) {
+        buf[k * kOut + o] = codes[static_cast<size_t>(k)];
+      }
+      const int64_t i = o % 8, j = o / 8;
+      for (int64_t g = 0; g < L.groups; ++g) {
+        L.scales[static_cast<size_t>(((nb * L.groups + g) * 8 + i) * 4 + j)] =
+            scales[static_cast<size_t>(g)];
+      }
+    }
+  });
+  return L;
+}
+
 }  // namespace
+
+bool has_quant_tile_layout(const QuantizedWeight& weight) {
+  if (const auto* g = dynamic_cast<const GgufBlockWeight*>(&weight)) {
+    return g->symmetric_code_bits() > 0;
+  }
+  return dynamic_cast<const Exl2Weight*>(&weight) || dynamic_cast<const GptqWeight*>(&weight);
+}
 
 size_t QuantTileLayout::device_bytes() const {
   return qweight.size() * 4 + chunk_line.size() * 4 + chunk_info.size() * 4 + row_src.size() * 4 +
@@ -272,6 +321,7 @@ size_t QuantTileLayout::device_bytes() const {
 QuantTileLayout build_quant_tile_layout(const QuantizedWeight& weight, int threads) {
   if (const auto* e = dynamic_cast<const Exl2Weight*>(&weight)) return build_exl2(*e, threads);
   if (const auto* g = dynamic_cast<const GptqWeight*>(&weight)) return build_gptq(*g, threads);
+  if (const auto* g = dynamic_cast<const GgufBlockWeight*>(&weight)) return build_gguf(*g, threads);
   fail(ErrorCode::kUnsupported,
        "no GPU layout for quantized weights of format " + std::string(weight.format()));
 }

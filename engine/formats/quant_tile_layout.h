@@ -1,5 +1,6 @@
 // The layout Hearth's quantized GPU kernels read, built once per layer at load time from an EXL2
-// or GPTQ layer (kernels/quant_tile_codec.cuh describes the bit arrangement).
+// or GPTQ layer, or from GGUF blocks of the symmetric kinds (kernels/quant_tile_codec.cuh describes
+// the bit arrangement).
 //
 // Stored rows are regrouped so that every 32-row chunk has a single bit width and a single
 // quantization group: EXL2 keeps its act-order row order (groups already lie on 32-row
@@ -52,9 +53,12 @@ struct QuantTileLayout {
   size_t device_bytes() const;
 };
 
-// Builds the layout of an Exl2Weight or GptqWeight (Error(kUnsupported) for anything else),
-// spreading the work over `threads` threads (<= 0: one per hardware thread).
+// Builds the layout of an Exl2Weight, a GptqWeight or a GgufBlockWeight of Q4_0, Q5_0 or Q8_0
+// blocks (Error(kUnsupported) for anything else), spreading the work over `threads` threads
+// (<= 0: one per hardware thread).
 QuantTileLayout build_quant_tile_layout(const QuantizedWeight& weight, int threads = 0);
+// Whether build_quant_tile_layout() takes this weight.
+bool has_quant_tile_layout(const QuantizedWeight& weight);
 
 // What the kernels compute, on the CPU: y[r, n] = Σ_s x[r, row_src[s]] · w(s, n), with every
 // weight decoded from the layout exactly as the kernels decode it (fp16 magic-number values,

@@ -28,8 +28,21 @@ bool gguf_type_is_packed(GgmlType type) {
   }
 }
 
-GgufBlockWeight::GgufBlockWeight(std::shared_ptr<const GgufFile> gguf,
-                                 const GgufTensorInfo& tensor, std::vector<int32_t> row_order)
+int gguf_symmetric_code_bits(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ4_0:
+      return 4;
+    case GgmlType::kQ5_0:
+      return 5;
+    case GgmlType::kQ8_0:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+GgufBlockWeight::GgufBlockWeight(std::shared_ptr<const GgufFile> gguf, const GgufTensorInfo& tensor,
+                                 std::vector<int32_t> row_order)
     : gguf_(std::move(gguf)), type_(tensor.type), row_order_(std::move(row_order)) {
   HEARTH_CHECK(tensor.dims.size() == 2 && gguf_type_is_packed(tensor.type),
                "GgufBlockWeight needs a 2-D block-quantized tensor");
@@ -48,8 +61,9 @@ GgufBlockWeight::GgufBlockWeight(std::shared_ptr<const GgufFile> gguf,
 
 namespace {
 
-// ggml's Q8_0 / Q4_0 / Q4_1 blocks of 32: an fp16 scale (and min), then the codes.
-constexpr size_t kQ8_0Bytes = 34, kQ4_0Bytes = 18, kQ4_1Bytes = 20;
+// ggml's Q8_0 / Q4_0 / Q4_1 / Q5_0 blocks of 32: an fp16 scale (and min, or Q5_0's 32 fifth
+// bits), then the codes.
+constexpr size_t kQ8_0Bytes = 34, kQ4_0Bytes = 18, kQ4_1Bytes = 20, kQ5_0Bytes = 22;
 
 float load_half(const std::byte* p) {
   uint16_t h;
@@ -110,10 +124,14 @@ void dequantize_row(GgmlType type, const std::byte* src, float* dst, int64_t n) 
 #if defined(__x86_64__)
   if (kAvx2) {
     switch (type) {
-      case GgmlType::kQ8_0: return q8_0_row(src, dst, n);
-      case GgmlType::kQ4_0: return q4_row<false>(src, dst, n);
-      case GgmlType::kQ4_1: return q4_row<true>(src, dst, n);
-      default: break;
+      case GgmlType::kQ8_0:
+        return q8_0_row(src, dst, n);
+      case GgmlType::kQ4_0:
+        return q4_row<false>(src, dst, n);
+      case GgmlType::kQ4_1:
+        return q4_row<true>(src, dst, n);
+      default:
+        break;
     }
   }
 #endif
@@ -121,6 +139,31 @@ void dequantize_row(GgmlType type, const std::byte* src, float* dst, int64_t n) 
 }
 
 }  // namespace
+
+void GgufBlockWeight::symmetric_codes(int64_t n, uint8_t* codes, uint16_t* scales) const {
+  const int bits = symmetric_code_bits();
+  HEARTH_CHECK(bits > 0, "symmetric_codes: not a Q4_0, Q5_0 or Q8_0 tensor");
+  const int64_t stored = row_order_.empty() ? n : row_order_[static_cast<size_t>(n)];
+  const size_t block_bytes = bits == 4 ? kQ4_0Bytes : bits == 5 ? kQ5_0Bytes : kQ8_0Bytes;
+  const std::byte* block = data_ + static_cast<size_t>(stored) * row_bytes_;
+  for (int64_t b = 0; b < in_ / 32; ++b, block += block_bytes, codes += 32) {
+    std::memcpy(&scales[b], block, 2);
+    const auto* q = reinterpret_cast<const uint8_t*>(block + 2);
+    if (bits == 8) {  // signed bytes: s + 128 flips the sign bit
+      for (int j = 0; j < 32; ++j) codes[j] = static_cast<uint8_t>(q[j] ^ 0x80u);
+      continue;
+    }
+    uint32_t high = 0;  // Q5_0: bit j is value j's fifth bit, then the nibbles follow
+    if (bits == 5) {
+      std::memcpy(&high, q, 4);
+      q += 4;
+    }
+    for (int j = 0; j < 16; ++j) {
+      codes[j] = static_cast<uint8_t>((q[j] & 0x0Fu) | (((high >> j) & 1u) << 4));
+      codes[j + 16] = static_cast<uint8_t>((q[j] >> 4) | (((high >> (j + 16)) & 1u) << 4));
+    }
+  }
+}
 
 void GgufBlockWeight::dequantize_rows(int64_t n_begin, int64_t n_end, float* out) const {
   for (int64_t n = n_begin; n < n_end; ++n) {

@@ -11,6 +11,10 @@
 
 namespace hearth {
 
+// The width b of a type whose blocks are d·(q − 2^(b−1)) with one fp16 d per 32 values (Q4_0: 4,
+// Q5_0: 5, Q8_0: 8); 0 for the others. See GgufBlockWeight::symmetric_codes().
+int gguf_symmetric_code_bits(GgmlType type);
+
 class GgufBlockWeight final : public QuantizedWeight {
  public:
   // `row_order[n]` is the stored row that holds output feature n (empty: the identity).
@@ -24,6 +28,14 @@ class GgufBlockWeight final : public QuantizedWeight {
   void dequantize_rows(int64_t n_begin, int64_t n_end, float* out) const override;
 
   GgmlType type() const { return type_; }
+
+  // Q4_0, Q5_0 and Q8_0 hold W[n][k] = d·(q − 2^(b−1)) with one fp16 d per 32 inputs and b-bit
+  // codes q (Q8_0's signed byte s read as q = s + 128): symmetric GPTQ with groups of 32, which
+  // the GPU's quantized kernels run as they are. The code width b; 0 for the other types.
+  int symmetric_code_bits() const { return gguf_symmetric_code_bits(type_); }
+  // Output feature n's K codes (q above, in input order) and the fp16 bits of its K/32 scales.
+  // Only for types with symmetric_code_bits() > 0.
+  void symmetric_codes(int64_t n, uint8_t* codes, uint16_t* scales) const;
 
  private:
   std::shared_ptr<const GgufFile> gguf_;

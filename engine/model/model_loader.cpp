@@ -10,6 +10,7 @@
 #include "engine/core/error.h"
 #include "engine/formats/gptq_config.h"
 #include "engine/formats/quant_model_info.h"
+#include "engine/formats/quant_tile_layout.h"
 #include "engine/formats/quantized_linear_loader.h"
 #include "engine/io/gguf_config.h"
 #include "engine/io/gguf_file.h"
@@ -87,6 +88,28 @@ void fill_common_info(ModelBundle& m) {
   if (info.name.empty()) info.name = info.path.filename().string();
 }
 
+// ModelInfo::cuda_weight_bytes of a GGUF model (HF tensor names).
+uint64_t cuda_weight_bytes(const TensorSource& weights) {
+  auto bytes_of = [&](const std::string& name, bool as_linear) {
+    int64_t numel = 1;
+    for (int64_t d : weights.info(name).shape) numel *= d;
+    if (as_linear) {
+      const auto packed = weights.packed(name);
+      if (packed && has_quant_tile_layout(*packed)) {
+        return static_cast<uint64_t>(static_cast<double>(numel) * packed->bits_per_weight() / 8.0);
+      }
+    }
+    return static_cast<uint64_t>(numel) * 2;
+  };
+  const std::string embedding = "model.embed_tokens.weight";
+  uint64_t total = 0;
+  for (const std::string& name : weights.tensor_names()) {
+    total += bytes_of(name, name != embedding);
+  }
+  if (!weights.has("lm_head.weight") && weights.has(embedding)) total += bytes_of(embedding, true);
+  return total;
+}
+
 ModelBundle open_gguf(const fs::path& file, bool with_tokenizer) {
   ModelBundle m;
   m.gguf = std::make_shared<const GgufFile>(GgufFile::open(file));
@@ -102,6 +125,7 @@ ModelBundle open_gguf(const fs::path& file, bool with_tokenizer) {
     m.tokenizer = load_tokenizer_from_gguf(*m.gguf);
   }
   fill_common_info(m);
+  m.info.cuda_weight_bytes = cuda_weight_bytes(*m.weights);
   return m;
 }
 

@@ -22,9 +22,11 @@
 #include "engine/bench/synthetic_source.h"
 #include "engine/core/error.h"
 #include "engine/formats/quantized_linear_loader.h"
+#include "engine/io/gguf_block_weight.h"
 #include "engine/model/llama_model.h"
 #include "tests/common/test_paths.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/unit/io/gguf_test_util.h"
 
 namespace hearth {
 namespace {
@@ -113,6 +115,22 @@ TEST_F(QuantGpu, FixtureLayersMatchTheCpuReference) {
                      {1, 7, 32, 64, 100, 300},
                      std::string(set) + "/" + c["name"].get<std::string>());
     }
+  }
+}
+
+// GGUF Q4_0 / Q5_0 / Q8_0 linears run on the quantized kernels as symmetric GPTQ with groups of
+// 32 (engine/formats/quant_tile_layout.h); the CPU decodes the blocks themselves. N is not a
+// multiple of 32; K is SmolLM2's hidden size.
+TEST_F(QuantGpu, GgufSymmetricBlocksMatchTheCpuReference) {
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0}) {
+    const test::Bytes image = test::random_block_tensor(type, 576, 1000, 17);
+    auto file =
+        std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(image)));
+    LinearSource src;
+    src.name = ggml_type_name(type);
+    src.quantized =
+        std::make_shared<GgufBlockWeight>(file, file->tensors().at(0), std::vector<int32_t>{});
+    expect_matches(*gpu, *cpu, src, kRows, src.name);
   }
 }
 

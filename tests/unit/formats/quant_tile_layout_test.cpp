@@ -11,8 +11,10 @@
 #include "engine/formats/exl2_weight.h"
 #include "engine/formats/gptq_weight.h"
 #include "engine/formats/quant_tile_layout.h"
+#include "engine/io/gguf_block_weight.h"
 #include "kernels/quant_tile_codec.cuh"
 #include "tests/unit/formats/quant_test_util.h"
+#include "tests/unit/io/gguf_test_util.h"
 
 namespace hearth::test {
 namespace {
@@ -206,6 +208,51 @@ TEST(QuantTileLayout, RowOrderAndPadding) {
     }
     for (int v : seen) EXPECT_EQ(v, 1);
   }
+}
+
+// GGUF's symmetric blocks (Q4_0, Q5_0, Q8_0) become symmetric GPTQ tiles with a group per 32
+// inputs: every weight the kernels decode is the fp16 value of the block's reference
+// dequantization, for every output (N not a multiple of 32), also with the rows reordered as
+// q_proj/k_proj are. Other block types have no layout.
+TEST(QuantTileLayout, GgufSymmetricBlocksDecodeToTheirDequantizedValues) {
+  const int64_t K = 96, N = 40;
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0}) {
+    SCOPED_TRACE(ggml_type_name(type));
+    const Bytes image = random_block_tensor(type, K, N, 5);
+    auto file =
+        std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(image)));
+    std::vector<int32_t> reversed(static_cast<size_t>(N));
+    for (int64_t n = 0; n < N; ++n)
+      reversed[static_cast<size_t>(n)] = static_cast<int32_t>(N - 1 - n);
+    for (const auto& order : {std::vector<int32_t>{}, reversed}) {
+      const GgufBlockWeight w(file, file->tensors().at(0), order);
+      ASSERT_TRUE(has_quant_tile_layout(w));
+      const QuantTileLayout L = build_quant_tile_layout(w, 2);
+      EXPECT_EQ(L.kind, QuantTileLayout::Kind::kGptqSym);
+      EXPECT_TRUE(L.rows_in_order);
+      EXPECT_EQ(L.groups, K / 32);
+      // One-hot rows: y[k][n] is exactly the weight the kernels decode for (k, n).
+      std::vector<float> x(static_cast<size_t>(K * K), 0.0f);
+      for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(k * K + k)] = 1.0f;
+      std::vector<float> y(static_cast<size_t>(K * N));
+      emulate_quant_tile_gemm(L, x.data(), K, y.data());
+      std::vector<float> ref(static_cast<size_t>(N * K));
+      w.dequantize_rows(0, N, ref.data());
+      int64_t mismatches = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        for (int64_t k = 0; k < K; ++k) {
+          const float want = half_to_float(float_to_half(ref[static_cast<size_t>(n * K + k)]));
+          mismatches += y[static_cast<size_t>(k * N + n)] != want;
+        }
+      }
+      EXPECT_EQ(mismatches, 0);
+    }
+  }
+  const Bytes q4_1 = random_block_tensor(GgmlType::kQ4_1, K, N, 7);
+  auto file = std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(q4_1)));
+  const GgufBlockWeight w(file, file->tensors().at(0), {});
+  EXPECT_FALSE(has_quant_tile_layout(w));
+  EXPECT_THROW(build_quant_tile_layout(w), Error);
 }
 
 }  // namespace

@@ -1,9 +1,13 @@
 // Builds valid GGUF images in memory (and, by editing fields afterwards, malformed ones).
 #pragma once
 
+#include <random>
 #include <string>
 #include <vector>
 
+#include "engine/core/dtype.h"
+#include "engine/io/gguf_dequant.h"
+#include "engine/io/gguf_file.h"
 #include "tests/unit/io/io_test_util.h"
 
 namespace hearth::test {
@@ -90,6 +94,23 @@ struct GgufBuilder {
     return w.take();
   }
 };
+
+// A GGUF image holding one [N, K] tensor of random blocks of `type` (fp16 scales of either sign,
+// random code bytes).
+inline Bytes random_block_tensor(GgmlType type, int64_t K, int64_t N, uint32_t seed) {
+  const auto traits = ggml_type_traits(static_cast<uint32_t>(type));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> scale(0.001f, 0.1f);
+  ByteWriter data;
+  for (int64_t b = 0; b < N * K / 32; ++b) {
+    data.u16(float_to_half(rng() % 2 ? scale(rng) : -scale(rng)));
+    for (uint32_t i = 2; i < traits->block_bytes; ++i) data.u8(static_cast<uint8_t>(rng()));
+  }
+  GgufBuilder g;
+  g.tensor("w", {static_cast<uint64_t>(K), static_cast<uint64_t>(N)}, static_cast<uint32_t>(type),
+           data.take());
+  return g.build();
+}
 
 // A one-layer llama-architecture model with F32 tensors: hidden 16, 4 heads of 4, 2 kv heads,
 // ffn 32, vocab 8. Tensor values are their flat index + 1000 * tensor number.

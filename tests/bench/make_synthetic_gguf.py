@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Writes a GGUF of a real model shape with random block-quantized weights, for GPU benchmarks
+(nothing is downloaded; the weights are noise): the metadata, tokenizer included, of a small
+GGUF, the shape of Llama-3-8B, every linear (and the embedding table) of one GGML type, norms in
+F32. Blocks hold random codes and fp16 scales of either sign, small enough for stable activations.
+
+    python3 tests/bench/make_synthetic_gguf.py --tokenizer-gguf SmolLM2.gguf --type Q4_0 \\
+        --out llama3-8b-q4_0.gguf
+
+Needs numpy and the `gguf` package (PyPI).
+"""
+import argparse
+
+import numpy as np
+import gguf
+
+SHAPES = {
+    "llama3-8b": dict(layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, theta=500000.0,
+                      context=8192),
+}
+# Types whose blocks start with an fp16 scale (and, for the _1 types, an fp16 minimum).
+TYPES = {"Q4_0": False, "Q5_0": False, "Q8_0": False, "Q4_1": True, "Q5_1": True}
+
+
+def random_blocks(rows, cols, qtype, has_min, rng):
+    """rows × cols weights of `qtype` as raw block bytes, one row per output."""
+    block_elems, block_bytes = gguf.GGML_QUANT_SIZES[qtype]
+    count = rows * cols // block_elems
+    raw = rng.integers(0, 256, size=(count, block_bytes), dtype=np.uint8)
+    d = rng.uniform(0.002, 0.02, count) * rng.choice([-1.0, 1.0], count)
+    raw[:, 0:2] = d.astype(np.float16).view(np.uint8).reshape(count, 2)
+    if has_min:  # about minus half the range, as a real minimum would be
+        raw[:, 2:4] = (-8.0 * np.abs(d)).astype(np.float16).view(np.uint8).reshape(count, 2)
+    return raw.reshape(rows, cols // block_elems * block_bytes)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--tokenizer-gguf", required=True)
+    p.add_argument("--shape", default="llama3-8b", choices=sorted(SHAPES))
+    p.add_argument("--type", default="Q4_0", choices=sorted(TYPES))
+    p.add_argument("--out", required=True)
+    p.add_argument("--seed", type=int, default=1)
+    a = p.parse_args()
+    s = SHAPES[a.shape]
+    qtype = gguf.GGMLQuantizationType[a.type]
+    rng = np.random.default_rng(a.seed)
+
+    reader = gguf.GGUFReader(a.tokenizer_gguf)
+    vocab = len(reader.fields["tokenizer.ggml.tokens"].data)
+    w = gguf.GGUFWriter(a.out, "llama")
+    for field in reader.fields.values():
+        # The file's own framing, architecture and shape are written below.
+        if field.name.startswith(("GGUF.", "general.architecture", "llama.")):
+            continue
+        sub = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
+        w.add_key_value(field.name, field.contents(), field.types[0], sub)
+    head_dim = s["hidden"] // s["heads"]
+    w.add_block_count(s["layers"])
+    w.add_context_length(s["context"])
+    w.add_embedding_length(s["hidden"])
+    w.add_feed_forward_length(s["ffn"])
+    w.add_head_count(s["heads"])
+    w.add_head_count_kv(s["kv_heads"])
+    w.add_rope_dimension_count(head_dim)
+    w.add_rope_freq_base(s["theta"])
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_vocab_size(vocab)
+
+    has_min = TYPES[a.type]
+    H, F, KV = s["hidden"], s["ffn"], s["kv_heads"] * head_dim
+
+    def linear(name, out_features, in_features):
+        w.add_tensor(name, random_blocks(out_features, in_features, qtype, has_min, rng),
+                     raw_dtype=qtype)
+
+    ones = np.ones(H, dtype=np.float32)
+    linear("token_embd.weight", vocab, H)
+    for i in range(s["layers"]):
+        b = f"blk.{i}."
+        w.add_tensor(b + "attn_norm.weight", ones)
+        linear(b + "attn_q.weight", H, H)
+        linear(b + "attn_k.weight", KV, H)
+        linear(b + "attn_v.weight", KV, H)
+        linear(b + "attn_output.weight", H, H)
+        w.add_tensor(b + "ffn_norm.weight", ones)
+        linear(b + "ffn_gate.weight", F, H)
+        linear(b + "ffn_up.weight", F, H)
+        linear(b + "ffn_down.weight", H, F)
+    w.add_tensor("output_norm.weight", ones)
+    linear("output.weight", vocab, H)
+
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print(f"wrote {a.out}: {a.shape} {a.type}, vocab {vocab}")
+
+
+if __name__ == "__main__":
+    main()
