@@ -1,9 +1,10 @@
-// EXL2 / GPTQ weights for the large-batch path (more than 32 x rows: prefill, big decode
-// batches): quant_dequant_kernel writes fp16 weights in the tile layout's stored row order
-// (kernels/quant_tile_codec.cuh decodes them bit-identically to the reference dequantizers) and
-// quant_gather_x_kernel puts x in the same order, for a cuBLAS product
+// Quantized weights decoded to fp16 outside the fused product. For the large-batch path (more
+// than 32 x rows: prefill, big decode batches): quant_dequant_kernel writes fp16 weights in the
+// tile layout's stored row order (kernels/quant_tile_codec.cuh decodes them bit-identically to the
+// reference dequantizers) and quant_gather_x_kernel puts x in the same order, for a cuBLAS product
 // (engine/backend/cuda/cuda_quant_linear.cpp). Writing the weights in stored order keeps every
-// output's rows contiguous; the act-order permutation is applied to x, which is far smaller.
+// output's rows contiguous; the act-order permutation is applied to x, which is far smaller. For
+// embedding lookups in a packed table: quant_embed_kernel decodes one output (a token's row).
 #include <algorithm>
 
 #include "kernels/common.cuh"
@@ -24,6 +25,23 @@ using qchunk::kMetaWords;  // per warp: the group record (scales, zeros)
 // left the kernel bound by partial-sector writes to L2.
 constexpr int kDequantChunks = 4;
 constexpr int kTileStride = 40;  // halves per output row of the tile; +8: conflict-free stores
+
+// The group record of (32-output tile nb, group) into the warp's `meta` (qchunk's layout).
+template <QuantKind KIND>
+__device__ __forceinline__ void load_group_record(const QuantMatrix& m, int64_t nb, int64_t group,
+                                                  int lane, uint32_t* meta) {
+  const int64_t gi = nb * m.groups + group;
+  if constexpr (KIND == QuantKind::kExl2) {
+    if (lane < 4) meta[lane] = reinterpret_cast<const uint32_t*>(m.scale_codes + gi * 8)[lane];
+    if (lane == 4) meta[32] = m.scale_max[group];
+  } else {
+    if (lane < 16) meta[lane] = reinterpret_cast<const uint32_t*>(m.scales + gi * 32)[lane];
+    if (KIND == QuantKind::kGptqAsym && lane >= 16) {
+      meta[lane] = reinterpret_cast<const uint32_t*>(m.zeros + gi * 32)[lane - 16];
+    }
+  }
+  __syncwarp();
+}
 
 template <QuantKind KIND>
 __global__ void __launch_bounds__(kThreads)
@@ -47,19 +65,7 @@ __global__ void __launch_bounds__(kThreads)
     const uint32_t info = m.chunk_info[c];
     const int64_t group = qtile::chunk_group(info);
     const int bits = qtile::chunk_bits(info);
-    if (group != cur_group) {
-      const int64_t gi = nb * m.groups + group;
-      if constexpr (KIND == QuantKind::kExl2) {
-        if (lane < 4) meta[lane] = reinterpret_cast<const uint32_t*>(m.scale_codes + gi * 8)[lane];
-        if (lane == 4) meta[32] = m.scale_max[group];
-      } else {
-        if (lane < 16) meta[lane] = reinterpret_cast<const uint32_t*>(m.scales + gi * 32)[lane];
-        if (KIND == QuantKind::kGptqAsym && lane >= 16) {
-          meta[lane] = reinterpret_cast<const uint32_t*>(m.zeros + gi * 32)[lane - 16];
-        }
-      }
-      __syncwarp();
-    }
+    if (group != cur_group) load_group_record<KIND>(m, nb, group, lane, meta);
     if (group != cur_group || bits != cur_bits) {
       qchunk::group_scales<KIND>(meta, g, bits, sc, zz);
       cur_group = group;
@@ -90,6 +96,51 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     __syncwarp();  // the tile and the group record are rewritten for the next chunk
+  }
+}
+
+// One warp per (token row, chunk) of the tile that holds output `id`: the lanes whose pairs belong
+// to that output write them at their input features. Ids outside [0, N) give a zero row, as the
+// plain embedding does.
+template <QuantKind KIND>
+__global__ void __launch_bounds__(kThreads)
+    quant_embed_kernel(QuantMatrix m, const int32_t* tokens, __half* out) {
+  __shared__ __align__(16) uint32_t s_meta[kWarps][kMetaWords];
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const int32_t id = tokens[blockIdx.x];
+  __half* dst = out + int64_t(blockIdx.x) * m.in_features;
+  if (id < 0 || id >= m.out_features) {
+    if (blockIdx.y == 0) {
+      for (int64_t k = threadIdx.x; k < m.in_features; k += kThreads) {
+        dst[k] = __float2half_rn(0.0f);
+      }
+    }
+    return;
+  }
+  const int64_t c = int64_t(blockIdx.y) * kWarps + warp;
+  if (c >= m.chunks) return;
+  const int64_t nb = id / 32;
+  const int o = id % 32;
+  uint32_t* meta = s_meta[warp];
+  const uint32_t info = m.chunk_info[c];
+  const int bits = qtile::chunk_bits(info);
+  load_group_record<KIND>(m, nb, qtile::chunk_group(info), lane, meta);
+  __half2 sc[4], zz[4];
+  qchunk::group_scales<KIND>(meta, lane >> 2, bits, sc, zz);
+  const uint32_t* wl = m.qweight + (nb * m.lines + m.chunk_line[c]) * 32 + lane;
+  uint32_t w[8], pr[qtile::kPairs];
+  for (int i = 0; i < bits; ++i) w[i] = wl[i * 32];
+  qchunk::with_width(bits, [&](auto width) { qtile::decode_lane<decltype(width)::value>(w, pr); });
+#pragma unroll
+  for (int p = 0; p < qtile::kPairs; ++p) {
+    if (qtile::pair_output(p, lane) != o) continue;
+    const int slot = qtile::pair_output_slot(p);
+    const __half2 v = __hmul2(__hsub2(qchunk::as_half2(pr[p]), zz[slot]), sc[slot]);
+    const int32_t k0 = m.row_src[c * 32 + qtile::pair_row(p, lane, 0)];
+    const int32_t k1 = m.row_src[c * 32 + qtile::pair_row(p, lane, 1)];
+    if (k0 >= 0) dst[k0] = __low2half(v);
+    if (k1 >= 0) dst[k1] = __high2half(v);
   }
 }
 
@@ -128,6 +179,27 @@ cudaError_t quant_dequantize(const Launch& l, const QuantMatrix& m, int64_t n_be
     default:
       return launch_kernel(plain, quant_dequant_kernel<QuantKind::kGptqAsym>, grid, dim3(kThreads),
                            0, m, n_begin, count, out);
+  }
+}
+
+cudaError_t quant_embed(const Launch& l, const QuantMatrix& m, const int32_t* tokens, int64_t rows,
+                        void* out) {
+  if (!qchunk::valid_matrix(m) || tokens == nullptr || rows < 0) return cudaErrorInvalidValue;
+  if (rows == 0) return cudaSuccess;
+  Launch plain = l;  // the first op of a step: nothing of ours to overlap with
+  plain.pdl = false;
+  const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(ceil_div(m.chunks, kWarps)));
+  auto* dst = static_cast<__half*>(out);
+  switch (m.kind) {
+    case QuantKind::kExl2:
+      return launch_kernel(plain, quant_embed_kernel<QuantKind::kExl2>, grid, dim3(kThreads), 0, m,
+                           tokens, dst);
+    case QuantKind::kGptqSym:
+      return launch_kernel(plain, quant_embed_kernel<QuantKind::kGptqSym>, grid, dim3(kThreads), 0,
+                           m, tokens, dst);
+    default:
+      return launch_kernel(plain, quant_embed_kernel<QuantKind::kGptqAsym>, grid, dim3(kThreads), 0,
+                           m, tokens, dst);
   }
 }
 

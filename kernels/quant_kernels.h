@@ -105,4 +105,10 @@ cudaError_t quant_dequantize(const Launch& l, const QuantMatrix& m, int64_t n_be
 cudaError_t quant_gather_x(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
                            void* x_stored);
 
+// An embedding lookup in a packed table (GGUF's token_embd, a tied head): out[r][k] = W[id][k] in
+// fp16, decoded as the fused product decodes it, id = tokens[r]; ids outside [0, N) give zeros.
+// out is [rows, K].
+cudaError_t quant_embed(const Launch& l, const QuantMatrix& m, const int32_t* tokens, int64_t rows,
+                        void* out);
+
 }  // namespace hearth::kernels

@@ -169,6 +169,12 @@ class Backend {
   virtual std::unique_ptr<BackendWeight> upload(const HostTensor& tensor) = 0;
   virtual std::unique_ptr<BackendWeight> upload_linear(const LinearSource& source) = 0;
   virtual std::unique_ptr<BackendWeight> upload_lora(const LoraSource& source) = 0;
+  // Whether embed() can look rows up in this packed table as upload_linear() keeps it (rows
+  // decoded as they are read): then one upload serves the embedding and a tied head.
+  virtual bool embeds_packed(const QuantizedWeight& table) const {
+    (void)table;
+    return false;
+  }
   // Whether weights uploaded from host tensors go on reading those tensors' bytes (the CPU
   // backend computes from them; keep_alive or the caller keeps them) or hold their own copy.
   virtual bool reads_host_weights() const { return true; }
@@ -185,7 +191,8 @@ class Backend {
   virtual void run(const std::function<void()>& record, std::optional<int64_t> graph_key) = 0;
 
   // --- ops over the prepared batch; T = prepared tokens, L = prepared logit rows ---
-  // out[T, H] = table[token ids]
+  // out[T, H] = table[token ids]; `table` from upload(), or from upload_linear() where
+  // embeds_packed() said so.
   virtual void embed(const BackendWeight& table, DeviceTensor out) = 0;
   // out = x / rms(x) * w, per row
   virtual void rms_norm(DeviceTensor x, const BackendWeight& w, float eps, DeviceTensor out) = 0;

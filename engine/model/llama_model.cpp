@@ -212,7 +212,22 @@ LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, const Tensor
     if (progress) progress(++done, total);
   };
 
-  embedding_ = backend_.upload(read_tensor(weights, "model.embed_tokens.weight", {V, H}));
+  // The table stays packed where the backend looks rows up in that form (a tied head then is the
+  // same upload); otherwise it is a plain tensor.
+  const auto packed_table = weights.packed("model.embed_tokens.weight");
+  if (packed_table && backend_.embeds_packed(*packed_table)) {
+    if (packed_table->out_features() != V || packed_table->in_features() != H) {
+      fail(ErrorCode::kInvalidFile, "model.embed_tokens.weight: expected " + std::to_string(V) +
+                                        " × " + std::to_string(H) + " values");
+    }
+    LinearSource table;
+    table.name = "model.embed_tokens";
+    table.quantized = packed_table;
+    embedding_ = backend_.upload_linear(table);
+    embedding_packed_ = true;
+  } else {
+    embedding_ = backend_.upload(read_tensor(weights, "model.embed_tokens.weight", {V, H}));
+  }
   step();
   const std::vector<LayerWeight> layer_weights = LlamaModel::layer_weights(config_);
   layers_.resize(static_cast<size_t>(config_.num_layers));
@@ -231,7 +246,7 @@ LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, const Tensor
   step();
   if (has_own_head(config_, weights)) {
     lm_head_ = backend_.upload_linear(read_linear(weights, "lm_head", V, H, config_));
-  } else {
+  } else if (!embedding_packed_) {  // a packed table is the tied head itself (head())
     LinearSource tied;
     tied.name = "lm_head (tied to model.embed_tokens)";
     tied.quantized = weights.packed("model.embed_tokens.weight");
@@ -448,7 +463,7 @@ void LlamaModel::record_forward(int64_t T, int64_t logit_rows, KvCacheStorage& c
   backend_.add_rms_norm(x, mlp_out, *final_norm_, eps, h);
   const DeviceTensor head_in = a.head_in.first_rows(logit_rows);
   backend_.gather_logit_rows(h, head_in);
-  backend_.linear(*lm_head_, head_in, a.logits.first_rows(logit_rows));
+  backend_.linear(lm_head_ ? *lm_head_ : *embedding_, head_in, a.logits.first_rows(logit_rows));
 }
 
 }  // namespace hearth

@@ -21,8 +21,8 @@ struct ModelInfo {
   double bits_per_weight = 16.0;  // as stored in the files
   uint64_t file_bytes = 0;        // size on disk of the weights
   std::string stored_types;       // e.g. "Q4_1 ×210, F32 ×61, Q8_0 ×1"
-  // GGUF: what the CUDA backend will hold for the weights (the linears its quantized kernels
-  // run packed, the rest in fp16, a tied head beside the embedding table); 0 for other formats.
+  // GGUF: what the CUDA backend will hold for the weights (the tensors its quantized kernels run
+  // packed, the rest in fp16); 0 for other formats.
   uint64_t cuda_weight_bytes = 0;
   std::string quantization;  // quantization_config, human-readable, if any
   bool has_chat_template = false;

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "engine/core/error.h"
@@ -88,25 +89,30 @@ void fill_common_info(ModelBundle& m) {
   if (info.name.empty()) info.name = info.path.filename().string();
 }
 
-// ModelInfo::cuda_weight_bytes of a GGUF model (HF tensor names).
+// ModelInfo::cuda_weight_bytes of a GGUF model (HF tensor names): tensors the quantized kernels
+// run (the embedding table too, looked up packed and serving as a tied head) at their packed
+// size, the rest in fp16; a tied head beside a plain table is a second fp16 copy.
 uint64_t cuda_weight_bytes(const TensorSource& weights) {
-  auto bytes_of = [&](const std::string& name, bool as_linear) {
-    int64_t numel = 1;
-    for (int64_t d : weights.info(name).shape) numel *= d;
-    if (as_linear) {
-      const auto packed = weights.packed(name);
-      if (packed && has_quant_tile_layout(*packed)) {
-        return static_cast<uint64_t>(static_cast<double>(numel) * packed->bits_per_weight() / 8.0);
-      }
-    }
-    return static_cast<uint64_t>(numel) * 2;
+  auto packed_bytes = [&](const std::string& name) -> std::optional<uint64_t> {
+    const auto packed = weights.packed(name);
+    if (!packed || !has_quant_tile_layout(*packed)) return std::nullopt;
+    return static_cast<uint64_t>(static_cast<double>(packed->out_features()) *
+                                 static_cast<double>(packed->in_features()) *
+                                 packed->bits_per_weight() / 8.0);
   };
-  const std::string embedding = "model.embed_tokens.weight";
+  auto fp16_bytes = [&](const std::string& name) {
+    uint64_t numel = 1;
+    for (int64_t d : weights.info(name).shape) numel *= static_cast<uint64_t>(d);
+    return numel * 2;
+  };
   uint64_t total = 0;
   for (const std::string& name : weights.tensor_names()) {
-    total += bytes_of(name, name != embedding);
+    total += packed_bytes(name).value_or(fp16_bytes(name));
   }
-  if (!weights.has("lm_head.weight") && weights.has(embedding)) total += bytes_of(embedding, true);
+  const std::string embedding = "model.embed_tokens.weight";
+  if (!weights.has("lm_head.weight") && weights.has(embedding) && !packed_bytes(embedding)) {
+    total += fp16_bytes(embedding);
+  }
   return total;
 }
 

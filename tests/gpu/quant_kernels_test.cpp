@@ -134,6 +134,66 @@ TEST_F(QuantGpu, GgufSymmetricBlocksMatchTheCpuReference) {
   }
 }
 
+// An embedding lookup in a packed table gives the rows the linear multiplies: the fp16 of each
+// output's dequantized weights, in input order (act-order undone), and zeros for an id outside
+// the table; GGUF blocks and every EXL2 / GPTQ fixture.
+TEST_F(QuantGpu, PackedTablesLookUpTheRowsTheLinearMultiplies) {
+  auto check = [&](const LinearSource& src, const std::string& what) {
+    const QuantizedWeight& q = *src.quantized;
+    const int64_t N = q.out_features(), K = q.in_features();
+    std::vector<int32_t> ids = {0, static_cast<int32_t>(N - 1), 31, 32, static_cast<int32_t>(N / 2),
+                                7, static_cast<int32_t>(N),     5};
+    BatchDesc batch;
+    SequenceSlice s;
+    s.tokens = ids;
+    const std::vector<int32_t> pages(4, 0);
+    s.page_table = pages;
+    batch.seqs.push_back(s);
+    const auto rows = static_cast<int64_t>(ids.size());
+    DeviceTensor out = gpu->alloc_activation(rows, K);
+    const PreparedBatch p = gpu->prepare_batch(batch);
+    auto table = gpu->upload_linear(src);
+    gpu->embed(*table, out.first_rows(p.tokens));
+    const std::vector<float> got = gpu->read(out, rows);
+    std::vector<float> row(static_cast<size_t>(K));
+    int64_t mismatches = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int32_t id = ids[static_cast<size_t>(r)];
+      if (id < N) q.dequantize_rows(id, id + 1, row.data());
+      for (int64_t k = 0; k < K; ++k) {
+        const float want =
+            id < N ? half_to_float(float_to_half(row[static_cast<size_t>(k)])) : 0.0f;
+        mismatches += got[static_cast<size_t>(r * K + k)] != want;
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << what;
+  };
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0}) {
+    const test::Bytes image = test::random_block_tensor(type, 576, 1000, 23);
+    auto file =
+        std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(image)));
+    LinearSource src;
+    src.name = ggml_type_name(type);
+    src.quantized =
+        std::make_shared<GgufBlockWeight>(file, file->tensors().at(0), std::vector<int32_t>{});
+    check(src, src.name);
+  }
+  for (const char* set : {"exl2_numpy", "gptq"}) {
+    const auto dir = test::fixtures_dir() / "quant" / set;
+    std::ifstream in(dir / "manifest.json");
+    ASSERT_TRUE(in) << set;
+    for (const auto& c : nlohmann::json::parse(in)["cases"]) {
+      const auto t = open_safetensors_source(dir / c["file"].get<std::string>());
+      QuantizedLinearOptions o;
+      if (c.contains("config") && !c["config"].is_null())
+        o.quantization_config_json = c["config"].dump();
+      o.out_features = c["out_features"].get<int64_t>();
+      check(source_of(*t, c["prefix"].get<std::string>(), o),
+            std::string(set) + "/" + c["name"].get<std::string>());
+    }
+  }
+}
+
 TEST_F(QuantGpu, Exl2EveryWidthMixAndOddShape) {
   struct Case {
     int64_t k, n;

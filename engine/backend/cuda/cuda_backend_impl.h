@@ -129,6 +129,7 @@ class CudaBackend final : public Backend {
   PreparedBatch prepare_batch(const BatchDesc& batch) override;
   void run(const std::function<void()>& record, std::optional<int64_t> graph_key) override;
 
+  bool embeds_packed(const QuantizedWeight& table) const override;
   void embed(const BackendWeight& table, DeviceTensor out) override;
   void rms_norm(DeviceTensor x, const BackendWeight& w, float eps, DeviceTensor out) override;
   void add_rms_norm(DeviceTensor residual, DeviceTensor delta, const BackendWeight& w, float eps,
@@ -218,6 +219,8 @@ class CudaBackend final : public Backend {
   // Quantized linears of a few rows wait here while the next ones read the same x (q/k/v,
   // gate/up): one launch serves them all (kernels::quant_gemm_group).
   void flush_quant_linears();
+  // embed() from a quantized linear's table; false when `table` is not one.
+  bool embed_quantized(const BackendWeight& table, DeviceTensor out);
   // add_rms_norm after a queued quantized linear of its delta: that linear adds into the residual
   // (flush_quant_linears), and the norm waits for the quantized linears reading `out`, which
   // normalize as they stage x. Any other op runs the norm as a pass first (flush_norm).

@@ -47,6 +47,7 @@ void CudaBackend::check_rows(const DeviceTensor& t, int64_t rows, const char* op
 
 void CudaBackend::embed(const BackendWeight& table, DeviceTensor out) {
   flush_linears();
+  if (embed_quantized(table, out)) return;
   const CudaTensorWeight& t = tensor_weight(table, "embed");
   HEARTH_CHECK(t.shape.size() == 2 && t.shape[1] == out.cols, "embed: table shape");
   HEARTH_CHECK(out.rows <= prepared_.padded_tokens, "embed: more rows than the batch");

@@ -62,6 +62,22 @@ bool is_quantized_linear(const BackendWeight& w) {
   return dynamic_cast<const CudaQuantLinearWeight*>(&w) != nullptr;
 }
 
+bool CudaBackend::embeds_packed(const QuantizedWeight& table) const {
+  return options_.activation_dtype == DType::kF16 && has_quant_tile_layout(table);
+}
+
+bool CudaBackend::embed_quantized(const BackendWeight& table, DeviceTensor out) {
+  const auto* w = dynamic_cast<const CudaQuantLinearWeight*>(&table);
+  if (!w) return false;
+  HEARTH_CHECK(out.cols == w->matrix.in_features && out.dtype == DType::kF16,
+               "embed: a packed table needs fp16 rows of its width");
+  HEARTH_CHECK(out.rows <= prepared_.padded_tokens, "embed: more rows than the batch");
+  check_rows(out, out.rows, "embed");
+  check_launch(kernels::quant_embed(launch(), w->matrix, batch_view().tokens, out.rows, out.data),
+               "quant_embed");
+  return true;
+}
+
 std::unique_ptr<BackendWeight> CudaBackend::upload_quantized_linear(const LinearSource& source) {
   DeviceGuard guard(options_.device);
   HEARTH_CHECK(source.quantized != nullptr, "upload_quantized_linear: not a quantized layer");
