@@ -215,7 +215,8 @@ LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, const Tensor
   // The table stays packed where the backend looks rows up in that form (a tied head then is the
   // same upload); otherwise it is a plain tensor.
   const auto packed_table = weights.packed("model.embed_tokens.weight");
-  if (packed_table && backend_.embeds_packed(*packed_table)) {
+  const bool packed_embedding = packed_table && backend_.embeds_packed(*packed_table);
+  if (packed_embedding) {
     if (packed_table->out_features() != V || packed_table->in_features() != H) {
       fail(ErrorCode::kInvalidFile, "model.embed_tokens.weight: expected " + std::to_string(V) +
                                         " × " + std::to_string(H) + " values");
@@ -224,7 +225,6 @@ LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, const Tensor
     table.name = "model.embed_tokens";
     table.quantized = packed_table;
     embedding_ = backend_.upload_linear(table);
-    embedding_packed_ = true;
   } else {
     embedding_ = backend_.upload(read_tensor(weights, "model.embed_tokens.weight", {V, H}));
   }
@@ -246,7 +246,7 @@ LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, const Tensor
   step();
   if (has_own_head(config_, weights)) {
     lm_head_ = backend_.upload_linear(read_linear(weights, "lm_head", V, H, config_));
-  } else if (!embedding_packed_) {  // a packed table is the tied head itself (head())
+  } else if (!packed_embedding) {  // a packed table is the tied head itself (record_forward)
     LinearSource tied;
     tied.name = "lm_head (tied to model.embed_tokens)";
     tied.quantized = weights.packed("model.embed_tokens.weight");

@@ -70,7 +70,6 @@ class LlamaModel {
   std::vector<Layer> layers_;
   std::unique_ptr<BackendWeight> final_norm_;
   std::unique_ptr<BackendWeight> lm_head_;  // null when a packed embedding table is the tied head
-  bool embedding_packed_ = false;           // embedding_ came from upload_linear
   std::unique_ptr<BackendWeight> inv_freq_;
   float rope_attention_factor_ = 1.0f;
   std::unique_ptr<Activations> act_;
