@@ -118,18 +118,28 @@ TEST_F(QuantGpu, FixtureLayersMatchTheCpuReference) {
   }
 }
 
+// A [1000, 576] GGUF linear of random blocks (K is SmolLM2's hidden size, N not a multiple of
+// 32). The source reads `image`'s bytes: moving the struct keeps them where they are.
+struct RandomGgufLinear {
+  test::Bytes image;
+  LinearSource source;
+};
+RandomGgufLinear random_gguf_linear(GgmlType type, uint32_t seed) {
+  RandomGgufLinear l{test::random_block_tensor(type, 576, 1000, seed), {}};
+  auto file =
+      std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(l.image)));
+  l.source.name = ggml_type_name(type);
+  l.source.quantized =
+      std::make_shared<GgufBlockWeight>(file, file->tensors().at(0), std::vector<int32_t>{});
+  return l;
+}
+
 // GGUF Q4_0 / Q5_0 / Q8_0 linears run on the quantized kernels as symmetric GPTQ with groups of
-// 32 (engine/formats/quant_tile_layout.h); the CPU decodes the blocks themselves. N is not a
-// multiple of 32; K is SmolLM2's hidden size.
+// 32 (engine/formats/quant_tile_layout.h); the CPU decodes the blocks themselves.
 TEST_F(QuantGpu, GgufSymmetricBlocksMatchTheCpuReference) {
   for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0}) {
-    const test::Bytes image = test::random_block_tensor(type, 576, 1000, 17);
-    auto file =
-        std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(image)));
-    LinearSource src;
-    src.name = ggml_type_name(type);
-    src.quantized =
-        std::make_shared<GgufBlockWeight>(file, file->tensors().at(0), std::vector<int32_t>{});
+    const RandomGgufLinear l = random_gguf_linear(type, 17);
+    const LinearSource& src = l.source;
     expect_matches(*gpu, *cpu, src, kRows, src.name);
   }
 }
@@ -169,13 +179,8 @@ TEST_F(QuantGpu, PackedTablesLookUpTheRowsTheLinearMultiplies) {
     EXPECT_EQ(mismatches, 0) << what;
   };
   for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0}) {
-    const test::Bytes image = test::random_block_tensor(type, 576, 1000, 23);
-    auto file =
-        std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(image)));
-    LinearSource src;
-    src.name = ggml_type_name(type);
-    src.quantized =
-        std::make_shared<GgufBlockWeight>(file, file->tensors().at(0), std::vector<int32_t>{});
+    const RandomGgufLinear l = random_gguf_linear(type, 23);
+    const LinearSource& src = l.source;
     check(src, src.name);
   }
   for (const char* set : {"exl2_numpy", "gptq"}) {
