@@ -2,10 +2,12 @@
 // dequantizer (kernels/quant_dequant.cu): group scales and zeros, code decoding to exact (q − z)
 // half2 pairs, the mma.sync steps of one chunk, the K slices and their in-order sums.
 //
-// Group record ("meta", kMetaWords 32-bit words, staged in shared memory per group): GPTQ scales
-// in words 0..15 (32 halves, the lane of output g reads its four outputs g + 8j at half 4g), the
-// asymmetric zeros as 1024 + z in words 16..31; for EXL2 the 4-bit scale codes in words 0..3 and
-// the group's fp16 scale_max in word 32.
+// Group record ("meta", meta_words<KIND>() 32-bit words, staged in shared memory per group): GPTQ
+// scales in words 0..15 (32 halves, the lane of output g reads its four outputs g + 8j at half 4g),
+// the asymmetric zeros as 1024 + z in words 16..31; for EXL2 the 4-bit scale codes in words 0..3
+// and the group's fp16 scale_max in word 32; for GGUF the super-block's (d, dmin) pairs in words
+// 0..31 (word 4g + j: output g + 8j) and the group's sub-scale records in words 32..47 (half 4g +
+// j).
 #pragma once
 
 #include <type_traits>
@@ -16,7 +18,12 @@
 
 namespace hearth::kernels::qchunk {
 
-constexpr int kMetaWords = 36;  // one group record; a multiple of 4 keeps cp.async aligned
+// One group record; a multiple of 4 keeps cp.async aligned.
+template <QuantKind KIND>
+__host__ __device__ constexpr int meta_words() {
+  return KIND == QuantKind::kGguf || KIND == QuantKind::kGgufHalf ? 48 : 36;
+}
+constexpr int kMaxMetaWords = 48;
 
 __device__ __forceinline__ __half2 as_half2(uint32_t v) {
   return *reinterpret_cast<__half2*>(&v);
@@ -135,26 +142,131 @@ __device__ __forceinline__ void chunk_codes(const uint32_t w[B], const __half2 z
   }
 }
 
-// One chunk from the lane's B words: decode, scale (the weight is then the reference
-// dequantizer's fp16 value) and run the MMAs for MT tiles of 8 x rows. bf[mt]: the lane's B
-// fragments of the chunk for x row 8·mt + g — {rows 2t, 2t + 1}, {2t + 8, 2t + 9}, {2t + 16,
-// 2t + 17}, {2t + 24, 2t + 25} as half2.
-template <int B, int MT>
+// What a lane needs to turn its codes of one group into weights, loaded once per group from the
+// group record: load(meta, g, bits, gguf_mode), then decode<B>(words, pairs) gives the lane's 16
+// weight pairs (half2, the reference dequantizer's fp16 values) of each chunk of the group.
+// EXL2 / GPTQ: fp16 scales and zeros, (q − z) · s in half2 (one rounding).
+template <QuantKind KIND>
+struct GroupScales {
+  __half2 sc[4], zz[4], neg_z64[4];
+  __device__ __forceinline__ GroupScales() {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) sc[j] = zz[j] = neg_z64[j] = __float2half2_rn(0.0f);
+  }
+  __device__ __forceinline__ void load(const uint32_t* meta, int g, int bits, uint32_t) {
+    group_scales<KIND>(meta, g, bits, sc, zz);
+    high_nibble_offsets(zz, neg_z64);
+  }
+  template <int B>
+  __device__ __forceinline__ void decode(const uint32_t w[B], uint32_t pairs[qtile::kPairs]) const {
+    chunk_codes<B>(w, zz, neg_z64, pairs);
+#pragma unroll
+    for (int p = 0; p < qtile::kPairs; ++p) {
+      pairs[p] = as_u32(__hmul2(as_half2(pairs[p]), sc[qtile::pair_output_slot(p)]));
+    }
+  }
+};
+
+// GGUF (QuantTileLayout::Kind::kGguf): w = fp16(fma(d·sc, q − zero, −(dmin·m))) in fp32, with
+// a = d·sc and b = −(dmin·m) exact fp32 products per row half (16 rows: Q6_K's scales change
+// there) and output: dequantize_ggml's fp32 value, rounded to fp16 once.
+template <>
+struct GroupScales<QuantKind::kGguf> {
+  float a[2][4], b[2][4];
+  __half2 zz;  // 1024 + zero
+  __device__ __forceinline__ GroupScales() : zz(__float2half2_rn(1024.0f)) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) a[0][j] = a[1][j] = b[0][j] = b[1][j] = 0.0f;
+  }
+  __device__ __forceinline__ void load(const uint32_t* meta, int g, int, uint32_t mode) {
+    const uint32_t sub_scales = mode & 0xffu;  // QuantTileLayout::SubScales
+    zz = __float2half2_rn(1024.0f + static_cast<float>((mode >> 8) & 0xffu));
+    const uint4 sup = reinterpret_cast<const uint4*>(meta)[g];
+    const uint2 sub = sub_scales ? reinterpret_cast<const uint2*>(meta + 32)[g] : make_uint2(0, 0);
+    const uint32_t d_dmin[4] = {sup.x, sup.y, sup.z, sup.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(d_dmin[j])));
+      const float dmin =
+          __half2float(__ushort_as_half(static_cast<unsigned short>(d_dmin[j] >> 16)));
+      const uint32_t rec = ((j < 2 ? sub.x : sub.y) >> (16 * (j & 1))) & 0xffffu;
+      const float lo = static_cast<float>(static_cast<int8_t>(rec & 0xffu));
+      const float hi = static_cast<float>(static_cast<int8_t>(rec >> 8));
+      float sc0 = 1.0f, sc1 = 1.0f, m = -1.0f;  // kNone: b = dmin, the block's minimum
+      if (sub_scales == 1) {                    // kScaleMin
+        sc0 = sc1 = lo;
+        m = hi;
+      } else if (sub_scales == 2) {  // kHalves
+        sc0 = lo;
+        sc1 = hi;
+        m = 0.0f;
+      }
+      a[0][j] = d * sc0;
+      a[1][j] = d * sc1;
+      b[0][j] = b[1][j] = -(dmin * m);
+    }
+  }
+  template <int B>
+  __device__ __forceinline__ void decode(const uint32_t w[B], uint32_t pairs[qtile::kPairs]) const {
+    qtile::decode_lane<B>(w, pairs);
+#pragma unroll
+    for (int p = 0; p < qtile::kPairs; ++p) {
+      const int half = (p >> 2) & 1, slot = qtile::pair_output_slot(p);
+      const float2 q = __half22float2(__hsub2(as_half2(pairs[p]), zz));  // q − zero, exact
+      pairs[p] = as_u32(__floats2half2_rn(__fmaf_rn(a[half][slot], q.x, b[half][slot]),
+                                          __fmaf_rn(a[half][slot], q.y, b[half][slot])));
+    }
+  }
+};
+
+// GGUF Q4_1 / Q5_1 whose every d·q + dmin is exact in fp32 (checked at load; QuantTileLayout's
+// gguf_half_exact): the fp16 fma (q, d, dmin), rounded once, is the same value in one
+// instruction per pair. Same group record as kGguf, without sub-scales.
+template <>
+struct GroupScales<QuantKind::kGgufHalf> {
+  __half2 d[4], dmin[4], zz[4], neg_z64[4];
+  __device__ __forceinline__ GroupScales() {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) d[j] = dmin[j] = zz[j] = neg_z64[j] = __float2half2_rn(0.0f);
+  }
+  __device__ __forceinline__ void load(const uint32_t* meta, int g, int, uint32_t mode) {
+    const uint4 sup = reinterpret_cast<const uint4*>(meta)[g];
+    const uint32_t d_dmin[4] = {sup.x, sup.y, sup.z, sup.w};
+    const __half2 z = __float2half2_rn(1024.0f + static_cast<float>((mode >> 8) & 0xffu));
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      d[j] = __half2half2(__ushort_as_half(static_cast<unsigned short>(d_dmin[j])));
+      dmin[j] = __half2half2(__ushort_as_half(static_cast<unsigned short>(d_dmin[j] >> 16)));
+      zz[j] = z;
+    }
+    high_nibble_offsets(zz, neg_z64);
+  }
+  template <int B>
+  __device__ __forceinline__ void decode(const uint32_t w[B], uint32_t pairs[qtile::kPairs]) const {
+    chunk_codes<B>(w, zz, neg_z64, pairs);  // q − zero, exact
+#pragma unroll
+    for (int p = 0; p < qtile::kPairs; ++p) {
+      const int slot = qtile::pair_output_slot(p);
+      pairs[p] = as_u32(__hfma2(as_half2(pairs[p]), d[slot], dmin[slot]));
+    }
+  }
+};
+
+// One chunk from the lane's B words: decode to weights and run the MMAs for MT tiles of 8 x rows.
+// bf[mt]: the lane's B fragments of the chunk for x row 8·mt + g — {rows 2t, 2t + 1}, {2t + 8,
+// 2t + 9}, {2t + 16, 2t + 17}, {2t + 24, 2t + 25} as half2.
+template <int B, int MT, QuantKind KIND>
 __device__ __forceinline__ void chunk_mma(const uint32_t w[B], const uint32_t bf[MT][4],
-                                          const __half2 sc[4], const __half2 zz[4],
-                                          const __half2 neg_z64[4], float acc[2][MT][4]) {
-  uint32_t qz[qtile::kPairs];
-  chunk_codes<B>(w, zz, neg_z64, qz);
+                                          const GroupScales<KIND>& scales, float acc[2][MT][4]) {
+  uint32_t wt[qtile::kPairs];
+  scales.template decode<B>(w, wt);
 #pragma unroll
   for (int ks = 0; ks < 2; ++ks) {
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
       uint32_t a[4];
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int p = (nt * 2 + ks) * 4 + r;
-        a[r] = as_u32(__hmul2(as_half2(qz[p]), sc[qtile::pair_output_slot(p)]));
-      }
+      for (int r = 0; r < 4; ++r) a[r] = wt[(nt * 2 + ks) * 4 + r];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         mma_16816<__half>(acc[nt][mt], a, bf[mt][2 * ks], bf[mt][2 * ks + 1]);
@@ -201,12 +313,22 @@ inline int slice_chunks(const QuantMatrix& m) {
   return 4;
 }
 
+inline bool valid_gguf(const QuantMatrix& m) {
+  const uint32_t sub_scales = m.gguf_mode & 0xffu;
+  return m.super_records && sub_scales <= 2 && (sub_scales == 0 || m.sub_records) &&
+         (m.gguf_mode >> 16) == 0 && (m.kind == QuantKind::kGguf || sub_scales == 0) &&
+         m.super_shift >= 0 && m.super_shift <= 3 &&
+         (m.groups + (int64_t(1) << m.super_shift) - 1) >> m.super_shift <= m.supers;
+}
+
 inline bool valid_matrix(const QuantMatrix& m) {
   return m.qweight && m.chunk_line && m.chunk_info && m.row_src && m.chunks > 0 && m.blocks > 0 &&
          m.in_features > 0 && m.out_features > 0 && m.in_features < (int64_t(1) << 31) &&
          m.out_features < (int64_t(1) << 31) && m.max_bits >= 2 && m.max_bits <= 8 &&
          (m.kind == QuantKind::kExl2 ? (m.scale_codes && m.scale_max)
-                                     : (m.scales && (m.kind != QuantKind::kGptqAsym || m.zeros)));
+          : m.kind == QuantKind::kGguf || m.kind == QuantKind::kGgufHalf
+              ? valid_gguf(m)
+              : (m.scales && (m.kind != QuantKind::kGptqAsym || m.zeros)));
 }
 
 }  // namespace hearth::kernels::qchunk

@@ -16,7 +16,8 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-using qchunk::kMetaWords;  // per warp: the group record (scales, zeros)
+using qchunk::GroupScales;
+using qchunk::kMaxMetaWords;  // per warp: the group record (scales, zeros)
 
 // One warp per (32-output tile, kDequantChunks chunks): decodes into w[n - n_begin][s], s the
 // stored row, so each output's 32 rows of a chunk are one contiguous 64-byte run (the act-order
@@ -34,6 +35,11 @@ __device__ __forceinline__ void load_group_record(const QuantMatrix& m, int64_t 
   if constexpr (KIND == QuantKind::kExl2) {
     if (lane < 4) meta[lane] = reinterpret_cast<const uint32_t*>(m.scale_codes + gi * 8)[lane];
     if (lane == 4) meta[32] = m.scale_max[group];
+  } else if constexpr (KIND == QuantKind::kGguf || KIND == QuantKind::kGgufHalf) {
+    meta[lane] = m.super_records[(nb * m.supers + (group >> m.super_shift)) * 32 + lane];
+    if (m.sub_records && lane < 16) {
+      meta[32 + lane] = reinterpret_cast<const uint32_t*>(m.sub_records + gi * 32)[lane];
+    }
   } else {
     if (lane < 16) meta[lane] = reinterpret_cast<const uint32_t*>(m.scales + gi * 32)[lane];
     if (KIND == QuantKind::kGptqAsym && lane >= 16) {
@@ -46,7 +52,7 @@ __device__ __forceinline__ void load_group_record(const QuantMatrix& m, int64_t 
 template <QuantKind KIND>
 __global__ void __launch_bounds__(kThreads)
     quant_dequant_kernel(QuantMatrix m, int64_t n_begin, int64_t count, __half* dst) {
-  __shared__ __align__(16) uint32_t s_meta[kWarps][kMetaWords];
+  __shared__ __align__(16) uint32_t s_meta[kWarps][kMaxMetaWords];
   __shared__ __align__(16) __half s_tile[kWarps][32 * kTileStride];
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
@@ -58,7 +64,7 @@ __global__ void __launch_bounds__(kThreads)
   uint32_t* meta = s_meta[warp];
   __half* tile = s_tile[warp];
   const uint32_t* wcol = m.qweight + nb * m.lines * 32 + lane;
-  __half2 sc[4], zz[4];
+  GroupScales<KIND> scales;
   int64_t cur_group = -1;
   int cur_bits = 0;
   for (int64_t c = c_begin; c < c_end; ++c) {
@@ -67,7 +73,7 @@ __global__ void __launch_bounds__(kThreads)
     const int bits = qtile::chunk_bits(info);
     if (group != cur_group) load_group_record<KIND>(m, nb, group, lane, meta);
     if (group != cur_group || bits != cur_bits) {
-      qchunk::group_scales<KIND>(meta, g, bits, sc, zz);
+      scales.load(meta, g, bits, m.gguf_mode);
       cur_group = group;
       cur_bits = bits;
     }
@@ -75,13 +81,11 @@ __global__ void __launch_bounds__(kThreads)
     uint32_t w[8], pr[qtile::kPairs];
     for (int i = 0; i < bits; ++i) w[i] = wl[i * 32];
     qchunk::with_width(bits,
-                       [&](auto width) { qtile::decode_lane<decltype(width)::value>(w, pr); });
+                       [&](auto width) { scales.template decode<decltype(width)::value>(w, pr); });
 #pragma unroll
     for (int p = 0; p < qtile::kPairs; ++p) {
-      const int slot = qtile::pair_output_slot(p);
-      const __half2 v = __hmul2(__hsub2(qchunk::as_half2(pr[p]), zz[slot]), sc[slot]);
-      *reinterpret_cast<__half2*>(tile + qtile::pair_output(p, lane) * kTileStride +
-                                  qtile::pair_row(p, lane, 0)) = v;
+      *reinterpret_cast<uint32_t*>(tile + qtile::pair_output(p, lane) * kTileStride +
+                                   qtile::pair_row(p, lane, 0)) = pr[p];
     }
     __syncwarp();
     // Lane (o, q) of each round writes rows 8q .. 8q + 7 of output o: 4 lanes per 64-byte run.
@@ -105,7 +109,7 @@ __global__ void __launch_bounds__(kThreads)
 template <QuantKind KIND>
 __global__ void __launch_bounds__(kThreads)
     quant_embed_kernel(QuantMatrix m, const int32_t* tokens, __half* out) {
-  __shared__ __align__(16) uint32_t s_meta[kWarps][kMetaWords];
+  __shared__ __align__(16) uint32_t s_meta[kWarps][kMaxMetaWords];
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int32_t id = tokens[blockIdx.x];
@@ -126,17 +130,17 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t info = m.chunk_info[c];
   const int bits = qtile::chunk_bits(info);
   load_group_record<KIND>(m, nb, qtile::chunk_group(info), lane, meta);
-  __half2 sc[4], zz[4];
-  qchunk::group_scales<KIND>(meta, lane >> 2, bits, sc, zz);
+  GroupScales<KIND> scales;
+  scales.load(meta, lane >> 2, bits, m.gguf_mode);
   const uint32_t* wl = m.qweight + (nb * m.lines + m.chunk_line[c]) * 32 + lane;
   uint32_t w[8], pr[qtile::kPairs];
   for (int i = 0; i < bits; ++i) w[i] = wl[i * 32];
-  qchunk::with_width(bits, [&](auto width) { qtile::decode_lane<decltype(width)::value>(w, pr); });
+  qchunk::with_width(bits,
+                     [&](auto width) { scales.template decode<decltype(width)::value>(w, pr); });
 #pragma unroll
   for (int p = 0; p < qtile::kPairs; ++p) {
     if (qtile::pair_output(p, lane) != o) continue;
-    const int slot = qtile::pair_output_slot(p);
-    const __half2 v = __hmul2(__hsub2(qchunk::as_half2(pr[p]), zz[slot]), sc[slot]);
+    const __half2 v = qchunk::as_half2(pr[p]);
     const int32_t k0 = m.row_src[c * 32 + qtile::pair_row(p, lane, 0)];
     const int32_t k1 = m.row_src[c * 32 + qtile::pair_row(p, lane, 1)];
     if (k0 >= 0) dst[k0] = __low2half(v);
@@ -176,6 +180,12 @@ cudaError_t quant_dequantize(const Launch& l, const QuantMatrix& m, int64_t n_be
     case QuantKind::kGptqSym:
       return launch_kernel(plain, quant_dequant_kernel<QuantKind::kGptqSym>, grid, dim3(kThreads),
                            0, m, n_begin, count, out);
+    case QuantKind::kGguf:
+      return launch_kernel(plain, quant_dequant_kernel<QuantKind::kGguf>, grid, dim3(kThreads), 0,
+                           m, n_begin, count, out);
+    case QuantKind::kGgufHalf:
+      return launch_kernel(plain, quant_dequant_kernel<QuantKind::kGgufHalf>, grid, dim3(kThreads),
+                           0, m, n_begin, count, out);
     default:
       return launch_kernel(plain, quant_dequant_kernel<QuantKind::kGptqAsym>, grid, dim3(kThreads),
                            0, m, n_begin, count, out);
@@ -196,6 +206,12 @@ cudaError_t quant_embed(const Launch& l, const QuantMatrix& m, const int32_t* to
                            tokens, dst);
     case QuantKind::kGptqSym:
       return launch_kernel(plain, quant_embed_kernel<QuantKind::kGptqSym>, grid, dim3(kThreads), 0,
+                           m, tokens, dst);
+    case QuantKind::kGguf:
+      return launch_kernel(plain, quant_embed_kernel<QuantKind::kGguf>, grid, dim3(kThreads), 0, m,
+                           tokens, dst);
+    case QuantKind::kGgufHalf:
+      return launch_kernel(plain, quant_embed_kernel<QuantKind::kGgufHalf>, grid, dim3(kThreads), 0,
                            m, tokens, dst);
     default:
       return launch_kernel(plain, quant_embed_kernel<QuantKind::kGptqAsym>, grid, dim3(kThreads), 0,

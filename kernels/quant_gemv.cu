@@ -1,4 +1,4 @@
-// EXL2 / GPTQ fused dequantize-and-multiply for 1..32 x rows (decode; one to four 8-row MMA
+// EXL2 / GPTQ / GGUF fused dequantize-and-multiply for 1..32 x rows (decode; one to four 8-row MMA
 // tiles per weight fragment: faster than the tensor-core kernel for 9..64 rows it replaced,
 // docs/PERFORMANCE.md). Layout and per-chunk arithmetic:
 // kernels/quant_tile_codec.cuh and kernels/quant_chunk_math.cuh (tiles of 32 outputs × 32 stored
@@ -38,7 +38,8 @@
 namespace hearth::kernels {
 namespace {
 
-using qchunk::kMetaWords;
+using qchunk::GroupScales;
+using qchunk::meta_words;
 constexpr int kMaxWarps = 8;
 constexpr uint32_t kFull = 0xffffffffu;
 
@@ -60,12 +61,11 @@ constexpr int batch_chunks() {
 // of rows 8mt .. 8mt + 7 are mt · xs1 halves further.
 template <int B, QuantKind KIND, int MT>
 __device__ __forceinline__ void slice_chunk(const uint32_t w[B], int j, uint32_t group_starts,
-                                            const uint32_t* meta, const __half* xs, int xs1, int g,
-                                            __half2 sc[4], __half2 zz[4], __half2 neg_z64[4],
+                                            const uint32_t* meta, uint32_t mode, const __half* xs,
+                                            int xs1, int g, GroupScales<KIND>& scales,
                                             float acc[2][MT][4]) {
   if ((group_starts >> j) & 1u) {  // a run always starts with a group
-    qchunk::group_scales<KIND>(meta + j * kMetaWords, g, B, sc, zz);
-    qchunk::high_nibble_offsets(zz, neg_z64);
+    scales.load(meta + j * meta_words<KIND>(), g, B, mode);
   }
   uint32_t bf[MT][4];
 #pragma unroll
@@ -73,7 +73,7 @@ __device__ __forceinline__ void slice_chunk(const uint32_t w[B], int j, uint32_t
     const uint4 v = *reinterpret_cast<const uint4*>(xs + j * 32 + mt * xs1);
     bf[mt][0] = v.x, bf[mt][1] = v.y, bf[mt][2] = v.z, bf[mt][3] = v.w;
   }
-  qchunk::chunk_mma<B, MT>(w, bf, sc, zz, neg_z64, acc);
+  qchunk::chunk_mma<B, MT>(w, bf, scales, acc);
 }
 
 // Chunks [j0, j1) of the warp's slice, all B bits wide. wl: word 0 of chunk j0 for this lane.
@@ -81,11 +81,10 @@ __device__ __forceinline__ void slice_chunk(const uint32_t w[B], int j, uint32_t
 template <int B, QuantKind KIND, int MT>
 __device__ __forceinline__ void run_chunks(const uint32_t* wl, int j0, int j1,
                                            uint32_t group_starts, const uint32_t* meta,
-                                           const __half* xs, int xs1, int g, float acc[2][MT][4]) {
+                                           uint32_t mode, const __half* xs, int xs1, int g,
+                                           float acc[2][MT][4]) {
   constexpr int U = batch_chunks<B>();
-  __half2 sc[4], zz[4], neg_z64[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) sc[j] = zz[j] = neg_z64[j] = __float2half2_rn(0.0f);
+  GroupScales<KIND> scales;
   int j = j0;
   for (; j + U <= j1; j += U, wl += U * B * 32) {
     uint32_t w[U][B];
@@ -96,14 +95,14 @@ __device__ __forceinline__ void run_chunks(const uint32_t* wl, int j0, int j1,
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      slice_chunk<B, KIND, MT>(w[u], j + u, group_starts, meta, xs, xs1, g, sc, zz, neg_z64, acc);
+      slice_chunk<B, KIND, MT>(w[u], j + u, group_starts, meta, mode, xs, xs1, g, scales, acc);
     }
   }
   for (; j < j1; ++j, wl += B * 32) {
     uint32_t w[B];
 #pragma unroll
     for (int i = 0; i < B; ++i) w[i] = load_weight(wl + i * 32);
-    slice_chunk<B, KIND, MT>(w, j, group_starts, meta, xs, xs1, g, sc, zz, neg_z64, acc);
+    slice_chunk<B, KIND, MT>(w, j, group_starts, meta, mode, xs, xs1, g, scales, acc);
   }
 }
 
@@ -234,10 +233,11 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
   const bool active = nb < m.blocks;
   const int c0 = slice * p_chunks;
   const int n = min(static_cast<int>(m.chunks) - c0, p_chunks);  // chunks of the slice
-  uint32_t* meta = reinterpret_cast<uint32_t*>(smem) + warp * p_chunks * kMetaWords;
+  constexpr int kMeta = meta_words<KIND>();
+  uint32_t* meta = reinterpret_cast<uint32_t*>(smem) + warp * p_chunks * kMeta;
   const int xs_stride = p_chunks * 32 + 8;  // halves; +8: conflict-free fragment loads
   __half* s_x =
-      reinterpret_cast<__half*>(reinterpret_cast<uint32_t*>(smem) + warps * p_chunks * kMetaWords);
+      reinterpret_cast<__half*>(reinterpret_cast<uint32_t*>(smem) + warps * p_chunks * kMeta);
 
   pdl_launch_dependents();
   // Weight-side data (never written by other kernels), before waiting on the previous kernel.
@@ -259,10 +259,20 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     // The record of each group the slice starts: lane j copies the one of chunk j.
     if (lane < n && ((group_starts >> lane) & 1u)) {
       const int64_t gi = nb * m.groups + group;
-      uint32_t* rec = meta + lane * kMetaWords;
+      uint32_t* rec = meta + lane * kMeta;
       if constexpr (KIND == QuantKind::kExl2) {
         cp_async16(rec, m.scale_codes + gi * 8, true);
         rec[32] = m.scale_max[group];
+      } else if constexpr (KIND == QuantKind::kGguf || KIND == QuantKind::kGgufHalf) {
+        const uint32_t* sup = m.super_records + (nb * m.supers + (group >> m.super_shift)) * 32;
+#pragma unroll
+        for (int part = 0; part < 8; ++part) cp_async16(rec + part * 4, sup + part * 4, true);
+        if (m.sub_records) {
+#pragma unroll
+          for (int part = 0; part < 4; ++part) {
+            cp_async16(rec + 32 + part * 4, m.sub_records + gi * 32 + part * 8, true);
+          }
+        }
       } else {
 #pragma unroll
         for (int part = 0; part < 4; ++part) {
@@ -353,7 +363,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     const int b = __shfl_sync(kFull, bits, j0);
     const uint32_t* wl = wcol + int64_t(__shfl_sync(kFull, line, j0)) * 32 + lane;
     qchunk::with_width(b, [&](auto width) {
-      run_chunks<decltype(width)::value, KIND, MT>(wl, j0, j1, group_starts, meta, xs, xs1, g, acc);
+      run_chunks<decltype(width)::value, KIND, MT>(wl, j0, j1, group_starts, meta, m.gguf_mode, xs,
+                                                   xs1, g, acc);
     });
   }
 
@@ -445,7 +456,10 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
     partials += quant_gemm_partial_floats(*tg.m, rows);
     counters += quant_gemm_counters(*tg.m);
     blocks += part.column_groups * part.slices;
-    smem = std::max(smem, size_t(kMaxWarps) * part.p_chunks * kMetaWords * 4 +
+    const int meta = kind == QuantKind::kGguf || kind == QuantKind::kGgufHalf
+                         ? meta_words<QuantKind::kGguf>()
+                         : meta_words<QuantKind::kExl2>();
+    smem = std::max(smem, size_t(kMaxWarps) * part.p_chunks * meta * 4 +
                               size_t(staged_x_rows(row_tiles(rows), static_cast<int>(rows))) *
                                   (size_t(part.p_chunks) * 32 + 8) * sizeof(__half) +
                               (norm ? size_t(part.p_chunks) * 32 * sizeof(float) : 0));
@@ -484,6 +498,14 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
       return by_tiles(
           quant_gemv_kernel<QuantKind::kGptqSym, 1>, quant_gemv_kernel<QuantKind::kGptqSym, 2>,
           quant_gemv_kernel<QuantKind::kGptqSym, 3>, quant_gemv_kernel<QuantKind::kGptqSym, 4>);
+    case QuantKind::kGguf:
+      return by_tiles(
+          quant_gemv_kernel<QuantKind::kGguf, 1>, quant_gemv_kernel<QuantKind::kGguf, 2>,
+          quant_gemv_kernel<QuantKind::kGguf, 3>, quant_gemv_kernel<QuantKind::kGguf, 4>);
+    case QuantKind::kGgufHalf:
+      return by_tiles(
+          quant_gemv_kernel<QuantKind::kGgufHalf, 1>, quant_gemv_kernel<QuantKind::kGgufHalf, 2>,
+          quant_gemv_kernel<QuantKind::kGgufHalf, 3>, quant_gemv_kernel<QuantKind::kGgufHalf, 4>);
     default:
       return by_tiles(
           quant_gemv_kernel<QuantKind::kGptqAsym, 1>, quant_gemv_kernel<QuantKind::kGptqAsym, 2>,

@@ -16,26 +16,32 @@
 
 namespace hearth::kernels {
 
-enum class QuantKind : int { kExl2 = 0, kGptqSym = 1, kGptqAsym = 2 };
+// kGguf: GGUF blocks decoded in fp32 (GgufCodeForm); kGgufHalf: Q4_1/Q5_1 exact in fp16.
+enum class QuantKind : int { kExl2 = 0, kGptqSym = 1, kGptqAsym = 2, kGguf = 3, kGgufHalf = 4 };
 
 // A quantized matrix on the device (see QuantTileLayout for the meaning of every array).
 struct QuantMatrix {
   QuantKind kind = QuantKind::kExl2;
-  const uint32_t* qweight = nullptr;      // [blocks][lines][32]
-  const int32_t* chunk_line = nullptr;    // [chunks + 1]
-  const uint32_t* chunk_info = nullptr;   // [chunks]
-  const int32_t* row_src = nullptr;       // [chunks · 32]
-  const uint16_t* scale_codes = nullptr;  // kExl2: [blocks][groups][8]
-  const uint16_t* scale_max = nullptr;    // kExl2: [groups] (fp16)
-  const uint16_t* scales = nullptr;       // GPTQ: [blocks][groups][8][4] (fp16)
-  const uint16_t* zeros = nullptr;        // kGptqAsym: [blocks][groups][8][4] (fp16, 1024 + z)
+  const uint32_t* qweight = nullptr;        // [blocks][lines][32]
+  const int32_t* chunk_line = nullptr;      // [chunks + 1]
+  const uint32_t* chunk_info = nullptr;     // [chunks]
+  const int32_t* row_src = nullptr;         // [chunks · 32]
+  const uint16_t* scale_codes = nullptr;    // kExl2: [blocks][groups][8]
+  const uint16_t* scale_max = nullptr;      // kExl2: [groups] (fp16)
+  const uint16_t* scales = nullptr;         // GPTQ: [blocks][groups][8][4] (fp16)
+  const uint16_t* zeros = nullptr;          // kGptqAsym: [blocks][groups][8][4] (fp16, 1024 + z)
+  const uint32_t* super_records = nullptr;  // GGUF: [blocks][supers][8][4] (fp16 d, dmin)
+  const uint16_t* sub_records = nullptr;    // GGUF: [blocks][groups][8][4], or null (kNone)
   int64_t in_features = 0;
   int64_t out_features = 0;
   int64_t blocks = 0;
   int64_t chunks = 0;
   int64_t groups = 0;
   int64_t lines = 0;
-  int max_bits = 8;  // widest chunk (sizes the shared-memory staging)
+  int max_bits = 8;    // widest chunk (sizes the shared-memory staging)
+  int64_t supers = 0;  // GGUF: super-blocks per row, each of 2^super_shift groups
+  int super_shift = 0;
+  uint32_t gguf_mode = 0;  // kGguf/kGgufHalf: QuantTileLayout::SubScales | zero << 8
 };
 
 // Most x rows the fused kernel serves in one launch; larger batches take the dequantize + cuBLAS

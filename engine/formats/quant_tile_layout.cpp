@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <functional>
 #include <thread>
 
 #include "engine/core/dtype.h"
@@ -263,44 +265,93 @@ QuantTileLayout build_gptq(const GptqWeight& w, int threads) {
   return L;
 }
 
-// GGUF Q4_0 / Q5_0 / Q8_0: symmetric GPTQ with a group per 32 inputs, rows in order.
+// Whether d·q + m is exact in fp32 for every code q in [0, q_max] (fp16 d and m): true when the
+// lowest bit either can have and the largest sum lie within fp32's 24 bits.
+bool legacy_sum_exact_in_fp32(uint16_t d_bits, uint16_t m_bits, int q_max) {
+  const float d = half_to_float(d_bits), m = half_to_float(m_bits);
+  if (d == 0.0f || m == 0.0f) return true;  // a product of an fp16 and a code, or m alone
+  auto lowest_bit = [](float v) {           // fp16: 11 significant bits, nothing below 2^-24
+    int e;
+    std::frexp(v, &e);
+    return std::max(e - 11, -24);
+  };
+  const int low = std::min(lowest_bit(d), lowest_bit(m));
+  return std::abs(double(d)) * q_max + std::abs(double(m)) < std::ldexp(1.0, low + 24);
+}
+
+// GGUF blocks, rows in order, a group per 32 inputs. Q4_0 / Q5_0 / Q8_0 are symmetric GPTQ
+// (kGptqSym: the fp16 product d·(q − z) is their value); the others keep their form (kGguf).
 QuantTileLayout build_gguf(const GgufBlockWeight& w, int threads) {
-  const int bits = w.symmetric_code_bits();
-  if (bits == 0) {
+  const GgufCodeForm form = w.code_form();
+  if (form.bits == 0) {
     fail(ErrorCode::kUnsupported,
          "no GPU layout for GGUF blocks of type " + std::string(ggml_type_name(w.type())));
   }
+  using Sub = QuantTileLayout::SubScales;
   QuantTileLayout L;
-  L.kind = QuantTileLayout::Kind::kGptqSym;
+  const bool symmetric = !form.has_min && form.super_inputs == kRows;
+  L.kind = symmetric ? QuantTileLayout::Kind::kGptqSym : QuantTileLayout::Kind::kGguf;
   L.name = "gguf";
   L.in_features = w.in_features();
   L.out_features = w.out_features();
   L.blocks = (L.out_features + kOut - 1) / kOut;
-  L.groups = L.in_features / kRows;  // GGUF block types hold whole blocks of 32 per row
+  L.groups = L.in_features / kRows;  // GGUF block types hold whole blocks per row
   ChunkPlan plan;
-  for (int64_t g = 0; g < L.groups; ++g) plan.add_segment(bits, g, kRows);
+  for (int64_t g = 0; g < L.groups; ++g) plan.add_segment(form.bits, g, kRows);
   for (int64_t k = 0; k < L.in_features; ++k) plan.row_src[static_cast<size_t>(k)] = int32_t(k);
   finish_chunks(L, plan);
   const size_t entries = static_cast<size_t>(L.blocks * L.groups * 32);
-  L.scales.assign(entries, 0);
-  // One pass per output: its codes into the block's buffer, its scales into their slots.
+  if (symmetric) {
+    L.scales.assign(entries, 0);
+  } else {
+    L.supers = L.in_features / form.super_inputs;
+    L.super_shift = form.super_inputs == kRows ? 0 : 3;  // 256 inputs: 8 groups
+    L.sub_scales = form.super_inputs == kRows ? Sub::kNone
+                   : form.has_min             ? Sub::kScaleMin
+                                              : Sub::kHalves;
+    L.gguf_zero = form.zero;
+    L.super_records.assign(static_cast<size_t>(L.blocks * L.supers * 32), 0);
+    if (L.sub_scales != Sub::kNone) L.sub_records.assign(entries, 0);
+  }
+  std::atomic<bool> half_exact{L.sub_scales == Sub::kNone && !symmetric};
+  // One pass per output: its codes into the block's buffer, its records into their slots.
   pack_blocks(L, threads, [&](int64_t nb, uint8_t* buf) {
-    std::vector<uint8_t> codes(static_cast<size_t>(L.in_features));
-    std::vector<uint16_t> scales(static_cast<size_t>(L.groups));
+    GgufRowCodes row;
     for (int64_t o = 0; o < kOut; ++o) {
       const int64_t n = nb * kOut + o;
       if (n >= L.out_features) continue;
-      w.symmetric_codes(n, codes.data(), scales.data());
+      w.row_codes(n, row);
       for (int64_t k = 0; k < L.in_features; ++k) {
-        buf[k * kOut + o] = codes[static_cast<size_t>(k)];
+        buf[k * kOut + o] = row.codes[static_cast<size_t>(k)];
       }
-      const int64_t i = o % 8, j = o / 8;
+      const int64_t slot = (o % 8) * 4 + o / 8;  // [8][4]: output i + 8j at i·4 + j
+      if (symmetric) {
+        for (int64_t g = 0; g < L.groups; ++g) {
+          L.scales[static_cast<size_t>((nb * L.groups + g) * 32 + slot)] =
+              row.d[static_cast<size_t>(g)];
+        }
+        continue;
+      }
+      bool exact = true;
+      for (int64_t s = 0; s < L.supers; ++s) {
+        const uint16_t d = row.d[static_cast<size_t>(s)], dmin = row.dmin[static_cast<size_t>(s)];
+        L.super_records[static_cast<size_t>((nb * L.supers + s) * 32 + slot)] =
+            d | (static_cast<uint32_t>(dmin) << 16);
+        exact = exact && legacy_sum_exact_in_fp32(d, dmin, (1 << form.bits) - 1);
+      }
+      if (!exact) half_exact = false;
+      if (L.sub_scales == Sub::kNone) continue;
       for (int64_t g = 0; g < L.groups; ++g) {
-        L.scales[static_cast<size_t>(((nb * L.groups + g) * 8 + i) * 4 + j)] =
-            scales[static_cast<size_t>(g)];
+        const auto lo = static_cast<uint8_t>(row.sc[static_cast<size_t>(2 * g)]);
+        const auto hi = static_cast<uint8_t>(L.sub_scales == Sub::kScaleMin
+                                                 ? row.m[static_cast<size_t>(2 * g)]
+                                                 : row.sc[static_cast<size_t>(2 * g + 1)]);
+        L.sub_records[static_cast<size_t>((nb * L.groups + g) * 32 + slot)] =
+            static_cast<uint16_t>(lo | (hi << 8));
       }
     }
   });
+  L.gguf_half_exact = half_exact;
   return L;
 }
 
@@ -308,14 +359,29 @@ QuantTileLayout build_gguf(const GgufBlockWeight& w, int threads) {
 
 bool has_quant_tile_layout(const QuantizedWeight& weight) {
   if (const auto* g = dynamic_cast<const GgufBlockWeight*>(&weight)) {
-    return g->symmetric_code_bits() > 0;
+    return g->code_form().bits > 0;
   }
   return dynamic_cast<const Exl2Weight*>(&weight) || dynamic_cast<const GptqWeight*>(&weight);
 }
 
 size_t QuantTileLayout::device_bytes() const {
   return qweight.size() * 4 + chunk_line.size() * 4 + chunk_info.size() * 4 + row_src.size() * 4 +
-         scale_codes.size() * 2 + scale_max.size() * 2 + scales.size() * 2 + zeros.size() * 2;
+         scale_codes.size() * 2 + scale_max.size() * 2 + scales.size() * 2 + zeros.size() * 2 +
+         super_records.size() * 4 + sub_records.size() * 2;
+}
+
+size_t gguf_tile_layout_bytes(const GgufBlockWeight& w) {
+  const GgufCodeForm form = w.code_form();
+  HEARTH_CHECK(form.bits > 0, "gguf_tile_layout_bytes: no tile layout for this type");
+  const auto blocks = static_cast<size_t>((w.out_features() + kOut - 1) / kOut);
+  const auto groups = static_cast<size_t>(w.in_features() / kRows);
+  const auto supers = static_cast<size_t>(w.in_features() / form.super_inputs);
+  size_t bytes = blocks * groups * static_cast<size_t>(form.bits) * 32 * 4  // qweight
+                 + (groups + 1) * 4 + groups * 4 + groups * 32 * 4;         // chunk facts, row_src
+  if (!form.has_min && form.super_inputs == kRows) return bytes + blocks * groups * 32 * 2;
+  bytes += blocks * supers * 32 * 4;                                  // (d, dmin)
+  if (form.super_inputs != kRows) bytes += blocks * groups * 32 * 2;  // sub-scales
+  return bytes;
 }
 
 QuantTileLayout build_quant_tile_layout(const QuantizedWeight& weight, int threads) {
@@ -346,27 +412,53 @@ void emulate_quant_tile_gemm(const QuantTileLayout& L, const float* x, int64_t r
           const int slot = qtile::pair_output_slot(p);
           const int64_t n = nb * kOut + qtile::pair_output(p, lane);
           if (n >= N) continue;
-          float scale, zero;
-          if (L.kind == QuantTileLayout::Kind::kExl2) {
-            const int nib =
-                (L.scale_codes[static_cast<size_t>((nb * L.groups + g) * 8 + gi)] >> (4 * slot)) &
-                15;
-            scale = quant::round_to_half(static_cast<float>((nib + 1) * (nib + 1)) *
-                                         half_to_float(L.scale_max[static_cast<size_t>(g)]));
-            zero = 1024.0f + static_cast<float>(1 << (bits - 1));
+          const size_t at = static_cast<size_t>(((nb * L.groups + g) * 8 + gi) * 4 + slot);
+          // The weight of code value v (1024 + q) in row half `half` (rows 16·half ..) of the
+          // chunk.
+          std::function<float(float, int)> weight;
+          if (L.kind == QuantTileLayout::Kind::kGguf) {
+            const uint32_t rec = L.super_records[static_cast<size_t>(
+                ((nb * L.supers + (g >> L.super_shift)) * 8 + gi) * 4 + slot)];
+            const float d = half_to_float(static_cast<uint16_t>(rec & 0xffffu));
+            const float dmin = half_to_float(static_cast<uint16_t>(rec >> 16));
+            const uint16_t sub = L.sub_records.empty() ? uint16_t{0} : L.sub_records[at];
+            const auto lo = static_cast<int8_t>(sub & 0xffu), hi = static_cast<int8_t>(sub >> 8);
+            weight = [&, d, dmin, lo, hi](float v, int half) {
+              float sc = 1.0f, m = -1.0f;
+              if (L.sub_scales == QuantTileLayout::SubScales::kScaleMin) {
+                sc = lo, m = hi;
+              } else if (L.sub_scales == QuantTileLayout::SubScales::kHalves) {
+                sc = half ? hi : lo, m = 0.0f;
+              }
+              // fp32 products (exact) and one fma, then fp16: GgufCodeForm's formula.
+              const float q_z = v - 1024.0f - static_cast<float>(L.gguf_zero);
+              return quant::round_to_half(std::fma(d * sc, q_z, -(dmin * m)));
+            };
           } else {
-            const size_t at = static_cast<size_t>(((nb * L.groups + g) * 8 + gi) * 4 + slot);
-            scale = half_to_float(L.scales[at]);
-            zero = L.zeros.empty() ? 1024.0f + static_cast<float>(1 << (bits - 1))
-                                   : half_to_float(L.zeros[at]);
+            float scale, zero;
+            if (L.kind == QuantTileLayout::Kind::kExl2) {
+              const int nib =
+                  (L.scale_codes[static_cast<size_t>((nb * L.groups + g) * 8 + gi)] >> (4 * slot)) &
+                  15;
+              scale = quant::round_to_half(static_cast<float>((nib + 1) * (nib + 1)) *
+                                           half_to_float(L.scale_max[static_cast<size_t>(g)]));
+              zero = 1024.0f + static_cast<float>(1 << (bits - 1));
+            } else {
+              scale = half_to_float(L.scales[at]);
+              zero = L.zeros.empty() ? 1024.0f + static_cast<float>(1 << (bits - 1))
+                                     : half_to_float(L.zeros[at]);
+            }
+            // hsub2 then hmul2, as the kernels: both exact / rounded once in fp16.
+            weight = [scale, zero](float v, int) {
+              return quant::round_to_half(quant::round_to_half(v - zero) * scale);
+            };
           }
           for (int h = 0; h < 2; ++h) {
             const int64_t s = c * kRows + qtile::pair_row(p, lane, h);
             const int32_t src = L.row_src[static_cast<size_t>(s)];
             if (src < 0) continue;
             const float v = half_to_float(static_cast<uint16_t>(pairs[p] >> (16 * h)));
-            // hsub2 then hmul2, as the kernels: both exact / rounded once in fp16.
-            const float w = quant::round_to_half(quant::round_to_half(v - zero) * scale);
+            const float w = weight(v, qtile::pair_row(p, lane, h) >= 16);
             for (int64_t r = 0; r < rows; ++r) y[r * N + n] += x[r * K + src] * w;
           }
         }

@@ -1,6 +1,5 @@
 // The layout Hearth's quantized GPU kernels read, built once per layer at load time from an EXL2
-// or GPTQ layer, or from GGUF blocks of the symmetric kinds (kernels/quant_tile_codec.cuh describes
-// the bit arrangement).
+// or GPTQ layer, or from GGUF blocks (kernels/quant_tile_codec.cuh describes the bit arrangement).
 //
 // Stored rows are regrouped so that every 32-row chunk has a single bit width and a single
 // quantization group: EXL2 keeps its act-order row order (groups already lie on 32-row
@@ -21,11 +20,20 @@
 
 namespace hearth {
 
+class GgufBlockWeight;
+
 struct QuantTileLayout {
   enum class Kind {
     kExl2,      // 4-bit scale codes per (group, output) and an fp16 maximum per group
     kGptqSym,   // fp16 scales; every zero is 2^(b-1)
     kGptqAsym,  // fp16 scales and zeros
+    kGguf,      // GGUF blocks with a minimum or sub-block scales (GgufCodeForm), see below
+  };
+  // kGguf sub-scale records: what the 16 bits of (group, output) hold.
+  enum class SubScales : uint32_t {
+    kNone = 0,      // no record: sc = 1, m = −1 (Q4_1/Q5_1: dmin is the block's minimum)
+    kScaleMin = 1,  // low byte sc, high byte m, for all 32 rows (Q4_K/Q5_K)
+    kHalves = 2,    // low byte sc of rows 0..15, high byte of rows 16..31, signed; m = 0 (Q6_K)
   };
   Kind kind = Kind::kExl2;
   std::string name;
@@ -49,20 +57,34 @@ struct QuantTileLayout {
   // kGptqSym / kGptqAsym: fp16 bits, [blocks][groups][8][4]
   std::vector<uint16_t> scales;
   std::vector<uint16_t> zeros;  // kGptqAsym: fp16 bits of 1024 + z
+  // kGguf: w = fp16(fp32 fma(d·sc, q − gguf_zero, −(dmin·m))), GgufCodeForm's formula, with
+  // (d, dmin) per super-block of 2^super_shift groups and (sc, m) per group.
+  std::vector<uint32_t> super_records;  // [blocks][supers][8][4]: fp16 d | fp16 dmin << 16
+  std::vector<uint16_t> sub_records;    // [blocks][groups][8][4], empty for SubScales::kNone
+  int64_t supers = 0;
+  int super_shift = 0;
+  SubScales sub_scales = SubScales::kNone;
+  int gguf_zero = 0;
+  // SubScales::kNone only: every d·q + dmin is exact in fp32 (d and dmin of like magnitude, as a
+  // real block minimum is), so an fp16 fma of (q, d, dmin), rounded once, gives the same fp16.
+  bool gguf_half_exact = false;
 
   size_t device_bytes() const;
 };
 
-// Builds the layout of an Exl2Weight, a GptqWeight or a GgufBlockWeight of Q4_0, Q5_0 or Q8_0
-// blocks (Error(kUnsupported) for anything else), spreading the work over `threads` threads
+// Builds the layout of an Exl2Weight, a GptqWeight or a GgufBlockWeight of a type with a
+// GgufCodeForm (Error(kUnsupported) for anything else), spreading the work over `threads` threads
 // (<= 0: one per hardware thread).
 QuantTileLayout build_quant_tile_layout(const QuantizedWeight& weight, int threads = 0);
 // Whether build_quant_tile_layout() takes this weight.
 bool has_quant_tile_layout(const QuantizedWeight& weight);
+// device_bytes() of the layout of a GGUF weight with a tile layout, from its shape and type alone
+// (the memory plan's figure; building the layout reads every block).
+size_t gguf_tile_layout_bytes(const GgufBlockWeight& weight);
 
 // What the kernels compute, on the CPU: y[r, n] = Σ_s x[r, row_src[s]] · w(s, n), with every
 // weight decoded from the layout exactly as the kernels decode it (fp16 magic-number values,
-// fp16 scale products) and fp32 sums. For tests; slow.
+// fp16 scale products, kGguf's fp32 fma) and fp32 sums. For tests; slow.
 void emulate_quant_tile_gemm(const QuantTileLayout& layout, const float* x, int64_t rows, float* y);
 
 }  // namespace hearth

@@ -1,5 +1,6 @@
 #include "engine/io/gguf_block_weight.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/core/dtype.h"
@@ -28,16 +29,26 @@ bool gguf_type_is_packed(GgmlType type) {
   }
 }
 
-int gguf_symmetric_code_bits(GgmlType type) {
+GgufCodeForm gguf_code_form(GgmlType type) {
   switch (type) {
     case GgmlType::kQ4_0:
-      return 4;
+      return {4, 8, 32, false};
     case GgmlType::kQ5_0:
-      return 5;
+      return {5, 16, 32, false};
     case GgmlType::kQ8_0:
-      return 8;
+      return {8, 128, 32, false};
+    case GgmlType::kQ4_1:
+      return {4, 0, 32, true};
+    case GgmlType::kQ5_1:
+      return {5, 0, 32, true};
+    case GgmlType::kQ4_K:
+      return {4, 0, 256, true};
+    case GgmlType::kQ5_K:
+      return {5, 0, 256, true};
+    case GgmlType::kQ6_K:
+      return {6, 32, 256, false};
     default:
-      return 0;
+      return {};
   }
 }
 
@@ -61,9 +72,8 @@ GgufBlockWeight::GgufBlockWeight(std::shared_ptr<const GgufFile> gguf, const Ggu
 
 namespace {
 
-// ggml's Q8_0 / Q4_0 / Q4_1 / Q5_0 blocks of 32: an fp16 scale (and min, or Q5_0's 32 fifth
-// bits), then the codes.
-constexpr size_t kQ8_0Bytes = 34, kQ4_0Bytes = 18, kQ4_1Bytes = 20, kQ5_0Bytes = 22;
+// ggml's Q8_0 / Q4_0 / Q4_1 blocks of 32: an fp16 scale (and min), then the codes.
+constexpr size_t kQ8_0Bytes = 34, kQ4_0Bytes = 18, kQ4_1Bytes = 20;
 
 float load_half(const std::byte* p) {
   uint16_t h;
@@ -138,29 +148,121 @@ void dequantize_row(GgmlType type, const std::byte* src, float* dst, int64_t n) 
   dequantize_ggml(type, src, dst, n);
 }
 
+uint16_t half_bits_at(const std::byte* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return h;
+}
+
+// The 6-bit scale and min of Q4_K/Q5_K sub-block j (0..7) from the block's 12 packed bytes (as
+// dequantize_ggml reads them).
+void k4_scale_min(const uint8_t* q, int j, int8_t* sc, int8_t* m) {
+  if (j < 4) {
+    *sc = static_cast<int8_t>(q[j] & 63);
+    *m = static_cast<int8_t>(q[j + 4] & 63);
+  } else {
+    *sc = static_cast<int8_t>((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
+    *m = static_cast<int8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+// Blocks of 32: Q4_0, Q4_1, Q5_0, Q5_1 (low nibbles are values 0..15, high nibbles 16..31, Q5's
+// fifth bits in a u32 before them) and Q8_0.
+void legacy_block(GgmlType type, const std::byte* b, uint8_t* codes, uint16_t* d, uint16_t* dmin) {
+  *d = half_bits_at(b);
+  const bool with_min = type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1;
+  *dmin = with_min ? half_bits_at(b + 2) : uint16_t{0};
+  const auto* q = reinterpret_cast<const uint8_t*>(b + (with_min ? 4 : 2));
+  if (type == GgmlType::kQ8_0) {  // signed bytes: s + 128 flips the sign bit
+    for (int j = 0; j < 32; ++j) codes[j] = static_cast<uint8_t>(q[j] ^ 0x80u);
+    return;
+  }
+  uint32_t high = 0;  // Q5: bit j is value j's fifth bit
+  if (type == GgmlType::kQ5_0 || type == GgmlType::kQ5_1) {
+    std::memcpy(&high, q, 4);
+    q += 4;
+  }
+  for (int j = 0; j < 16; ++j) {
+    codes[j] = static_cast<uint8_t>((q[j] & 0x0Fu) | (((high >> j) & 1u) << 4));
+    codes[j + 16] = static_cast<uint8_t>((q[j] >> 4) | (((high >> (j + 16)) & 1u) << 4));
+  }
+}
+
+// Q4_K / Q5_K super-blocks of 256: {d, dmin, scales[12], (Q5_K: qh[32]), qs[128]}; each 64 values
+// take 32 bytes of qs, low nibbles then high nibbles, Q5_K's fifth bit of sub-block s in bit s of
+// qh[l].
+void k4_block(bool five, const std::byte* b, uint8_t* codes, int8_t* sc, int8_t* m) {
+  const auto* scales = reinterpret_cast<const uint8_t*>(b + 4);
+  const auto* qh = reinterpret_cast<const uint8_t*>(b + 16);
+  const auto* qs = reinterpret_cast<const uint8_t*>(b + (five ? 48 : 16));
+  for (int j = 0; j < 4; ++j, qs += 32) {
+    for (int l = 0; l < 32; ++l) {
+      const int lo_bit = five ? ((qh[l] >> (2 * j)) & 1) << 4 : 0;
+      const int hi_bit = five ? ((qh[l] >> (2 * j + 1)) & 1) << 4 : 0;
+      codes[64 * j + l] = static_cast<uint8_t>((qs[l] & 0x0F) | lo_bit);
+      codes[64 * j + 32 + l] = static_cast<uint8_t>((qs[l] >> 4) | hi_bit);
+    }
+  }
+  for (int s = 0; s < 8; ++s) {
+    int8_t scale, min;
+    k4_scale_min(scales, s, &scale, &min);
+    sc[2 * s] = sc[2 * s + 1] = scale;
+    m[2 * s] = m[2 * s + 1] = min;
+  }
+}
+
+// Q6_K super-blocks of 256: {ql[128], qh[64], scales[16] (signed), d}; in each half of 128,
+// value l + 32i (l < 32) takes nibble i / 2 of ql[l + 32 (i % 2)] and bits 2i..2i+1 of qh[l].
+void q6_k_block(const std::byte* b, uint8_t* codes, int8_t* sc) {
+  const auto* ql = reinterpret_cast<const uint8_t*>(b);
+  const auto* qh = reinterpret_cast<const uint8_t*>(b + 128);
+  for (int half = 0; half < 2; ++half, ql += 64, qh += 32, codes += 128) {
+    for (int l = 0; l < 32; ++l) {
+      for (int i = 0; i < 4; ++i) {
+        const int low = (ql[l + 32 * (i % 2)] >> (4 * (i / 2))) & 0x0F;
+        codes[l + 32 * i] = static_cast<uint8_t>(low | (((qh[l] >> (2 * i)) & 3) << 4));
+      }
+    }
+  }
+  std::memcpy(sc, b + 192, 16);
+}
+
 }  // namespace
 
-void GgufBlockWeight::symmetric_codes(int64_t n, uint8_t* codes, uint16_t* scales) const {
-  const int bits = symmetric_code_bits();
-  HEARTH_CHECK(bits > 0, "symmetric_codes: not a Q4_0, Q5_0 or Q8_0 tensor");
+void GgufBlockWeight::row_codes(int64_t n, GgufRowCodes& out) const {
+  const GgufCodeForm form = code_form();
+  HEARTH_CHECK(form.bits > 0, "row_codes: no code form for this GGUF type");
+  const auto traits = ggml_type_traits(static_cast<uint32_t>(type_));
+  const size_t block_bytes = traits->block_bytes;
+  const int64_t supers = in_ / form.super_inputs;
+  out.codes.resize(static_cast<size_t>(in_));
+  out.d.resize(static_cast<size_t>(supers));
+  out.dmin.resize(static_cast<size_t>(supers));
+  out.sc.assign(static_cast<size_t>(in_ / 16), 1);
+  out.m.assign(static_cast<size_t>(in_ / 16), -1);  // the legacy min: −(dmin · −1) = dmin
   const int64_t stored = row_order_.empty() ? n : row_order_[static_cast<size_t>(n)];
-  const size_t block_bytes = bits == 4 ? kQ4_0Bytes : bits == 5 ? kQ5_0Bytes : kQ8_0Bytes;
   const std::byte* block = data_ + static_cast<size_t>(stored) * row_bytes_;
-  for (int64_t b = 0; b < in_ / 32; ++b, block += block_bytes, codes += 32) {
-    std::memcpy(&scales[b], block, 2);
-    const auto* q = reinterpret_cast<const uint8_t*>(block + 2);
-    if (bits == 8) {  // signed bytes: s + 128 flips the sign bit
-      for (int j = 0; j < 32; ++j) codes[j] = static_cast<uint8_t>(q[j] ^ 0x80u);
-      continue;
-    }
-    uint32_t high = 0;  // Q5_0: bit j is value j's fifth bit, then the nibbles follow
-    if (bits == 5) {
-      std::memcpy(&high, q, 4);
-      q += 4;
-    }
-    for (int j = 0; j < 16; ++j) {
-      codes[j] = static_cast<uint8_t>((q[j] & 0x0Fu) | (((high >> j) & 1u) << 4));
-      codes[j + 16] = static_cast<uint8_t>((q[j] >> 4) | (((high >> (j + 16)) & 1u) << 4));
+  for (int64_t s = 0; s < supers; ++s, block += block_bytes) {
+    uint8_t* codes = out.codes.data() + s * form.super_inputs;
+    int8_t* sc = out.sc.data() + s * form.super_inputs / 16;
+    int8_t* m = out.m.data() + s * form.super_inputs / 16;
+    switch (type_) {
+      case GgmlType::kQ4_K:
+      case GgmlType::kQ5_K:
+        out.d[static_cast<size_t>(s)] = half_bits_at(block);
+        out.dmin[static_cast<size_t>(s)] = half_bits_at(block + 2);
+        k4_block(type_ == GgmlType::kQ5_K, block, codes, sc, m);
+        break;
+      case GgmlType::kQ6_K:
+        out.d[static_cast<size_t>(s)] = half_bits_at(block + 208);
+        out.dmin[static_cast<size_t>(s)] = 0;
+        q6_k_block(block, codes, sc);
+        std::fill(m, m + 16, int8_t{0});
+        break;
+      default:
+        legacy_block(type_, block, codes, &out.d[static_cast<size_t>(s)],
+                     &out.dmin[static_cast<size_t>(s)]);
+        break;
     }
   }
 }

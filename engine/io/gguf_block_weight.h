@@ -3,6 +3,7 @@
 // may be reordered (q_proj/k_proj carry llama.cpp's RoPE permutation, undone here).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -11,9 +12,28 @@
 
 namespace hearth {
 
-// The width b of a type whose blocks are d·(q − 2^(b−1)) with one fp16 d per 32 values (Q4_0: 4,
-// Q5_0: 5, Q8_0: 8); 0 for the others. See GgufBlockWeight::symmetric_codes().
-int gguf_symmetric_code_bits(GgmlType type);
+// How a GGUF type is held exactly as integer codes q (in input order) with fp16 pairs (d, dmin) per
+// `super_inputs` inputs and small integers (sc, m) per 16 inputs:
+//   W[n][k] = fp32 fma(d·sc, q − zero, −(dmin·m)),
+// dequantize_ggml's value bit for bit (d·sc and dmin·m are exact in fp32, and ggml's one rounded
+// operation is this fma's). Q4_0/Q5_0/Q8_0 (d·(q − 2^(b−1)), Q8_0's signed byte s read as
+// q = s + 128): super_inputs 32, sc = 1, dmin = 0. Q4_1/Q5_1 (d·q + m): dmin holds m, sc = 1,
+// m = −1. Q4_K/Q5_K: per 256 inputs d and dmin, per 32 a 6-bit scale and min. Q6_K: d per 256,
+// a signed 8-bit scale per 16, zero 32, no min.
+struct GgufCodeForm {
+  int bits = 0;  // code width; 0: the type has no such form
+  int zero = 0;
+  int super_inputs = 32;
+  bool has_min = false;  // false: dmin is 0, every weight is d·sc·(q − zero)
+};
+GgufCodeForm gguf_code_form(GgmlType type);
+
+// One output's codes, in the form above.
+struct GgufRowCodes {
+  std::vector<uint8_t> codes;     // [K]
+  std::vector<uint16_t> d, dmin;  // [K / super_inputs], fp16 bits
+  std::vector<int8_t> sc, m;      // [K / 16]
+};
 
 class GgufBlockWeight final : public QuantizedWeight {
  public:
@@ -29,13 +49,9 @@ class GgufBlockWeight final : public QuantizedWeight {
 
   GgmlType type() const { return type_; }
 
-  // Q4_0, Q5_0 and Q8_0 hold W[n][k] = d·(q − 2^(b−1)) with one fp16 d per 32 inputs and b-bit
-  // codes q (Q8_0's signed byte s read as q = s + 128): symmetric GPTQ with groups of 32, which
-  // the GPU's quantized kernels run as they are. The code width b; 0 for the other types.
-  int symmetric_code_bits() const { return gguf_symmetric_code_bits(type_); }
-  // Output feature n's K codes (q above, in input order) and the fp16 bits of its K/32 scales.
-  // Only for types with symmetric_code_bits() > 0.
-  void symmetric_codes(int64_t n, uint8_t* codes, uint16_t* scales) const;
+  GgufCodeForm code_form() const { return gguf_code_form(type_); }
+  // Output feature n in code_form() (which must have bits > 0); `out` is resized as needed.
+  void row_codes(int64_t n, GgufRowCodes& out) const;
 
  private:
   std::shared_ptr<const GgufFile> gguf_;

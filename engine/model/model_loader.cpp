@@ -13,6 +13,7 @@
 #include "engine/formats/quant_model_info.h"
 #include "engine/formats/quant_tile_layout.h"
 #include "engine/formats/quantized_linear_loader.h"
+#include "engine/io/gguf_block_weight.h"
 #include "engine/io/gguf_config.h"
 #include "engine/io/gguf_file.h"
 #include "engine/io/gguf_source.h"
@@ -90,15 +91,14 @@ void fill_common_info(ModelBundle& m) {
 }
 
 // ModelInfo::cuda_weight_bytes of a GGUF model (HF tensor names): tensors the quantized kernels
-// run (the embedding table too, looked up packed and serving as a tied head) at their packed
-// size, the rest in fp16; a tied head beside a plain table is a second fp16 copy.
+// run (the embedding table too, looked up packed and serving as a tied head) at their tile
+// layout's size, the rest in fp16; a tied head beside a plain table is a second fp16 copy.
 uint64_t cuda_weight_bytes(const TensorSource& weights) {
   auto packed_bytes = [&](const std::string& name) -> std::optional<uint64_t> {
     const auto packed = weights.packed(name);
-    if (!packed || !has_quant_tile_layout(*packed)) return std::nullopt;
-    return static_cast<uint64_t>(static_cast<double>(packed->out_features()) *
-                                 static_cast<double>(packed->in_features()) *
-                                 packed->bits_per_weight() / 8.0);
+    const auto* blocks = dynamic_cast<const GgufBlockWeight*>(packed.get());
+    if (!blocks || !has_quant_tile_layout(*blocks)) return std::nullopt;
+    return static_cast<uint64_t>(gguf_tile_layout_bytes(*blocks));
   };
   auto fp16_bytes = [&](const std::string& name) {
     uint64_t numel = 1;

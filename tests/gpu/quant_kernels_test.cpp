@@ -118,30 +118,39 @@ TEST_F(QuantGpu, FixtureLayersMatchTheCpuReference) {
   }
 }
 
-// A [1000, 576] GGUF linear of random blocks (K is SmolLM2's hidden size, N not a multiple of
-// 32). The source reads `image`'s bytes: moving the struct keeps them where they are.
+// A [1000, K] GGUF linear of random blocks (K 576, SmolLM2's hidden size, or 768 for the K-quants'
+// super-blocks of 256; N not a multiple of 32). The source reads `image`'s bytes: moving the
+// struct keeps them where they are.
 struct RandomGgufLinear {
   test::Bytes image;
   LinearSource source;
 };
-RandomGgufLinear random_gguf_linear(GgmlType type, uint32_t seed) {
-  RandomGgufLinear l{test::random_block_tensor(type, 576, 1000, seed), {}};
+RandomGgufLinear random_gguf_linear(GgmlType type, uint32_t seed, bool tiny_minimums = false) {
+  const bool k_quant = ggml_type_traits(static_cast<uint32_t>(type))->block_elements == 256;
+  RandomGgufLinear l{
+      test::random_block_tensor(type, k_quant ? 768 : 576, 1000, seed, tiny_minimums), {}};
   auto file =
       std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(l.image)));
-  l.source.name = ggml_type_name(type);
+  l.source.name = std::string(ggml_type_name(type)) + (tiny_minimums ? " (tiny minimums)" : "");
   l.source.quantized =
       std::make_shared<GgufBlockWeight>(file, file->tensors().at(0), std::vector<int32_t>{});
   return l;
 }
 
-// GGUF Q4_0 / Q5_0 / Q8_0 linears run on the quantized kernels as symmetric GPTQ with groups of
-// 32 (engine/formats/quant_tile_layout.h); the CPU decodes the blocks themselves.
-TEST_F(QuantGpu, GgufSymmetricBlocksMatchTheCpuReference) {
-  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0}) {
+const GgmlType kGgufTypes[] = {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ4_1,
+                               GgmlType::kQ5_1, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
+
+// GGUF linears run on the quantized kernels (engine/formats/quant_tile_layout.h): Q4_0 / Q5_0 /
+// Q8_0 as symmetric GPTQ with groups of 32, the others in their own form (Q4_1 / Q5_1 on the
+// fp16 path, or with tiny minimums the fp32 one); the CPU decodes the blocks themselves.
+TEST_F(QuantGpu, GgufBlocksMatchTheCpuReference) {
+  for (GgmlType type : kGgufTypes) {
     const RandomGgufLinear l = random_gguf_linear(type, 17);
     const LinearSource& src = l.source;
     expect_matches(*gpu, *cpu, src, kRows, src.name);
   }
+  const RandomGgufLinear l = random_gguf_linear(GgmlType::kQ4_1, 19, true);
+  expect_matches(*gpu, *cpu, l.source, kRows, l.source.name);
 }
 
 // An embedding lookup in a packed table gives the rows the linear multiplies: the fp16 of each
@@ -178,10 +187,13 @@ TEST_F(QuantGpu, PackedTablesLookUpTheRowsTheLinearMultiplies) {
     }
     EXPECT_EQ(mismatches, 0) << what;
   };
-  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0}) {
-    const RandomGgufLinear l = random_gguf_linear(type, 23);
-    const LinearSource& src = l.source;
-    check(src, src.name);
+  for (GgmlType type : kGgufTypes) {
+    for (bool tiny : {false, true}) {
+      if (tiny && type != GgmlType::kQ4_1 && type != GgmlType::kQ5_1) continue;
+      const RandomGgufLinear l = random_gguf_linear(type, 23, tiny);
+      const LinearSource& src = l.source;
+      check(src, src.name);
+    }
   }
   for (const char* set : {"exl2_numpy", "gptq"}) {
     const auto dir = test::fixtures_dir() / "quant" / set;

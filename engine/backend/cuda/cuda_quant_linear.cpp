@@ -36,6 +36,8 @@ kernels::QuantKind kind_of(QuantTileLayout::Kind k) {
       return kernels::QuantKind::kExl2;
     case QuantTileLayout::Kind::kGptqSym:
       return kernels::QuantKind::kGptqSym;
+    case QuantTileLayout::Kind::kGguf:
+      return kernels::QuantKind::kGguf;
     default:
       return kernels::QuantKind::kGptqAsym;
   }
@@ -99,6 +101,8 @@ std::unique_ptr<BackendWeight> CudaBackend::upload_quantized_linear(const Linear
       {L.scale_max.data(), L.scale_max.size() * 2},
       {L.scales.data(), L.scales.size() * 2},
       {L.zeros.data(), L.zeros.size() * 2},
+      {L.super_records.data(), L.super_records.size() * 4},
+      {L.sub_records.data(), L.sub_records.size() * 2},
   };
   size_t total = 0;
   for (Part& p : parts) {
@@ -124,6 +128,12 @@ std::unique_ptr<BackendWeight> CudaBackend::upload_quantized_linear(const Linear
   m.scale_max = static_cast<const uint16_t*>(at(5));
   m.scales = static_cast<const uint16_t*>(at(6));
   m.zeros = static_cast<const uint16_t*>(at(7));
+  m.super_records = static_cast<const uint32_t*>(at(8));
+  m.sub_records = static_cast<const uint16_t*>(at(9));
+  m.supers = L.supers;
+  m.super_shift = L.super_shift;
+  m.gguf_mode = static_cast<uint32_t>(L.sub_scales) | static_cast<uint32_t>(L.gguf_zero) << 8;
+  if (L.gguf_half_exact) m.kind = kernels::QuantKind::kGgufHalf;
   m.in_features = L.in_features;
   m.out_features = L.out_features;
   m.blocks = L.blocks;

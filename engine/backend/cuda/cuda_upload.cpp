@@ -102,8 +102,8 @@ void CudaBackend::stream_quantized(const QuantizedWeight& q, void* dst, const st
 
 std::unique_ptr<BackendWeight> CudaBackend::upload_linear(const LinearSource& source) {
   DeviceGuard guard(options_.device);
-  // EXL2, GPTQ and GGUF Q4_0/Q5_0/Q8_0 layers run on the quantized kernels (fp16 activations;
-  // engine/formats). Other packed weights (GGUF's other blocks) are expanded to dense below.
+  // EXL2, GPTQ and GGUF (every type with a GgufCodeForm) layers run on the quantized kernels
+  // (fp16 activations; engine/formats). Other packed weights are expanded to dense below.
   const bool has_quant_kernels = source.quantized && has_quant_tile_layout(*source.quantized);
   if (has_quant_kernels && options_.activation_dtype == DType::kF16) {
     return upload_quantized_linear(source);
@@ -113,7 +113,7 @@ std::unique_ptr<BackendWeight> CudaBackend::upload_linear(const LinearSource& so
   w->dtype = options_.activation_dtype;
   const size_t elem = dtype_size(w->dtype);
   if (source.quantized) {
-    // Packed weights without GPU kernels (other GGUF blocks; any with bf16 activations) are
+    // Packed weights without GPU kernels (any with bf16 activations) are
     // dequantized row block by row block on the host and kept dense on the GPU.
     const QuantizedWeight& q = *source.quantized;
     w->out_features = q.out_features();

@@ -103,16 +103,16 @@ TEST_F(EngineApi, InspectAndPlanDescribeTheModelBeforeLoading) {
   EXPECT_FALSE(plan.device_name.empty());
 }
 
-// The default GGUF on the GPU: its Q4_1 linears are expanded to fp16 (as are the norms); its Q8_0
-// embedding table stays packed as in the file (34 bytes per 32 weights), looked up in that form
-// and run as the tied head by the quantized kernels.
+// The default GGUF on the GPU: its Q4_1 linears and its Q8_0 embedding table (looked up packed,
+// and run as the tied head) stay in their blocks' form, the norms become fp16: within 3 % of
+// the file's bytes.
 TEST(EnginePlan, GgufWeightsOnTheGpuCountPackedTablesAtTheirFileSize) {
   const ModelInfo info = Engine::inspect(test::test_model());
-  const ModelConfig& c = info.config;
-  ASSERT_TRUE(c.tie_word_embeddings);
-  const uint64_t table = static_cast<uint64_t>(c.vocab_size * c.hidden_size);
-  EXPECT_EQ(info.cuda_weight_bytes,
-            (static_cast<uint64_t>(info.parameters) - table) * 2 + table * 34 / 32);
+  ASSERT_TRUE(info.config.tie_word_embeddings);
+  EXPECT_GT(static_cast<double>(info.cuda_weight_bytes),
+            0.97 * static_cast<double>(info.file_bytes));
+  EXPECT_LT(static_cast<double>(info.cuda_weight_bytes),
+            1.03 * static_cast<double>(info.file_bytes));
 }
 
 // A quantized cache needs heads of 64 or 128 dims (the tiny model's are 16): the plan and the

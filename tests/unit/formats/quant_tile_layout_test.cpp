@@ -214,9 +214,13 @@ TEST(QuantTileLayout, RowOrderAndPadding) {
 // inputs: every weight the kernels decode is the fp16 value of the block's reference
 // dequantization, for every output (N not a multiple of 32), also with the rows reordered as
 // q_proj/k_proj are. Other block types have no layout.
-TEST(QuantTileLayout, GgufSymmetricBlocksDecodeToTheirDequantizedValues) {
-  const int64_t K = 96, N = 40;
-  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0}) {
+// Every GGUF type with a code form decodes, as the kernels decode it, to the fp16 of its
+// dequantized value: Q4_0/Q5_0/Q8_0 as symmetric GPTQ, the types with a minimum or sub-block
+// scales in their own form; K = 512 holds two K-quant super-blocks.
+TEST(QuantTileLayout, GgufBlocksDecodeToTheirDequantizedValues) {
+  const int64_t K = 512, N = 40;
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ4_1,
+                        GgmlType::kQ5_1, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
     SCOPED_TRACE(ggml_type_name(type));
     const Bytes image = random_block_tensor(type, K, N, 5);
     auto file =
@@ -228,9 +232,12 @@ TEST(QuantTileLayout, GgufSymmetricBlocksDecodeToTheirDequantizedValues) {
       const GgufBlockWeight w(file, file->tensors().at(0), order);
       ASSERT_TRUE(has_quant_tile_layout(w));
       const QuantTileLayout L = build_quant_tile_layout(w, 2);
-      EXPECT_EQ(L.kind, QuantTileLayout::Kind::kGptqSym);
+      const bool symmetric =
+          type == GgmlType::kQ4_0 || type == GgmlType::kQ5_0 || type == GgmlType::kQ8_0;
+      EXPECT_EQ(L.kind, symmetric ? QuantTileLayout::Kind::kGptqSym : QuantTileLayout::Kind::kGguf);
       EXPECT_TRUE(L.rows_in_order);
       EXPECT_EQ(L.groups, K / 32);
+      EXPECT_EQ(L.device_bytes(), gguf_tile_layout_bytes(w));
       // One-hot rows: y[k][n] is exactly the weight the kernels decode for (k, n).
       std::vector<float> x(static_cast<size_t>(K * K), 0.0f);
       for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(k * K + k)] = 1.0f;
@@ -248,11 +255,55 @@ TEST(QuantTileLayout, GgufSymmetricBlocksDecodeToTheirDequantizedValues) {
       EXPECT_EQ(mismatches, 0);
     }
   }
-  const Bytes q4_1 = random_block_tensor(GgmlType::kQ4_1, K, N, 7);
-  auto file = std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(q4_1)));
-  const GgufBlockWeight w(file, file->tensors().at(0), {});
-  EXPECT_FALSE(has_quant_tile_layout(w));
-  EXPECT_THROW(build_quant_tile_layout(w), Error);
+  EXPECT_EQ(gguf_code_form(GgmlType::kQ8_1).bits, 0);  // not a weight type
+}
+
+// Q4_1/Q5_1 blocks whose minimum is of d's magnitude (as real ones are) take the kernels' fp16
+// path; a tensor with minimums far smaller than d, where d·q + m is not exact in fp32, keeps the
+// fp32 one. Both decode to the dequantized values' fp16.
+TEST(QuantTileLayout, GgufMinimumsChooseTheExactDecode) {
+  const int64_t K = 96, N = 40;
+  for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ5_1}) {
+    for (bool tiny : {false, true}) {
+      SCOPED_TRACE(std::string(ggml_type_name(type)) + (tiny ? " tiny minimums" : ""));
+      const Bytes image = random_block_tensor(type, K, N, 9, tiny);
+      auto file =
+          std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(image)));
+      const GgufBlockWeight w(file, file->tensors().at(0), {});
+      const QuantTileLayout L = build_quant_tile_layout(w, 2);
+      EXPECT_EQ(L.gguf_half_exact, !tiny);
+      std::vector<float> x(static_cast<size_t>(K * K), 0.0f);
+      for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(k * K + k)] = 1.0f;
+      std::vector<float> y(static_cast<size_t>(K * N)), ref(static_cast<size_t>(N * K));
+      emulate_quant_tile_gemm(L, x.data(), K, y.data());
+      w.dequantize_rows(0, N, ref.data());
+      int64_t mismatches = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        for (int64_t k = 0; k < K; ++k) {
+          const float want = half_to_float(float_to_half(ref[static_cast<size_t>(n * K + k)]));
+          mismatches += y[static_cast<size_t>(k * N + n)] != want;
+        }
+      }
+      EXPECT_EQ(mismatches, 0);
+    }
+  }
+}
+
+// On the GPU a GGUF matrix of a model's size takes at most 3 % more than in the file (Q4_K: 4.625
+// bits per weight against 4.5; the legacy types their own 4.5 to 8.5).
+TEST(QuantTileLayout, GgufLayoutsAreTheSizeOfTheFile) {
+  const int64_t K = 4096, N = 4096;
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ4_1,
+                        GgmlType::kQ5_1, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+    SCOPED_TRACE(ggml_type_name(type));
+    const Bytes image = random_block_tensor(type, K, N, 3);
+    auto file =
+        std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(image)));
+    const GgufBlockWeight w(file, file->tensors().at(0), {});
+    const double in_file = static_cast<double>(file->tensors().at(0).nbytes);
+    EXPECT_GE(static_cast<double>(gguf_tile_layout_bytes(w)), in_file);
+    EXPECT_LT(static_cast<double>(gguf_tile_layout_bytes(w)), 1.03 * in_file);
+  }
 }
 
 }  // namespace

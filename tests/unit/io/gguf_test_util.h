@@ -1,6 +1,7 @@
 // Builds valid GGUF images in memory (and, by editing fields afterwards, malformed ones).
 #pragma once
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -95,16 +96,37 @@ struct GgufBuilder {
   }
 };
 
-// A GGUF image holding one [N, K] tensor of random blocks of `type` (fp16 scales of either sign,
-// random code bytes).
-inline Bytes random_block_tensor(GgmlType type, int64_t K, int64_t N, uint32_t seed) {
+// A GGUF image holding one [N, K] tensor of random blocks of `type`: random code and scale bytes,
+// and fp16 fields (d, and the K-quants' dmin) finite, of either sign. Q4_1/Q5_1 minimums lie
+// near −8·|d| as real ones do, or with `tiny_minimums` some 2^12 times smaller than d.
+inline Bytes random_block_tensor(GgmlType type, int64_t K, int64_t N, uint32_t seed,
+                                 bool tiny_minimums = false) {
   const auto traits = ggml_type_traits(static_cast<uint32_t>(type));
+  std::vector<uint32_t> half_fields = {0};  // byte offsets of the block's fp16 fields
+  if (type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1 || type == GgmlType::kQ4_K ||
+      type == GgmlType::kQ5_K) {
+    half_fields = {0, 2};
+  } else if (type == GgmlType::kQ6_K) {
+    half_fields = {208};
+  }
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> scale(0.001f, 0.1f);
+  std::vector<uint8_t> block(traits->block_bytes);
   ByteWriter data;
-  for (int64_t b = 0; b < N * K / 32; ++b) {
-    data.u16(float_to_half(rng() % 2 ? scale(rng) : -scale(rng)));
-    for (uint32_t i = 2; i < traits->block_bytes; ++i) data.u8(static_cast<uint8_t>(rng()));
+  for (int64_t b = 0; b < N * K / traits->block_elements; ++b) {
+    for (auto& byte : block) byte = static_cast<uint8_t>(rng());
+    const float d = rng() % 2 ? scale(rng) : -scale(rng);
+    for (uint32_t at : half_fields) {
+      float v = at == 0 ? d : rng() % 2 ? scale(rng) : -scale(rng);
+      if (at == 2 && (type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1)) {
+        v = tiny_minimums ? v / 4096.0f
+                          : -std::abs(d) * (4.0f + 8.0f * (scale(rng) - 0.001f) / 0.099f);
+      }
+      const uint16_t h = float_to_half(v);
+      block[at] = static_cast<uint8_t>(h & 0xff);
+      block[at + 1] = static_cast<uint8_t>(h >> 8);
+    }
+    for (uint8_t byte : block) data.u8(byte);
   }
   GgufBuilder g;
   g.tensor("w", {static_cast<uint64_t>(K), static_cast<uint64_t>(N)}, static_cast<uint32_t>(type),
