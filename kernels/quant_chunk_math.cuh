@@ -192,18 +192,24 @@ struct GroupScales<QuantKind::kGguf> {
       const uint32_t rec = ((j < 2 ? sub.x : sub.y) >> (16 * (j & 1))) & 0xffffu;
       const float lo = static_cast<float>(static_cast<int8_t>(rec & 0xffu));
       const float hi = static_cast<float>(static_cast<int8_t>(rec >> 8));
-      float sc0 = 1.0f, sc1 = 1.0f, m = -1.0f;  // kNone: b = dmin, the block's minimum
-      if (sub_scales == 1) {                    // kScaleMin
+      float sc0 = 1.0f, sc1 = 1.0f, m0 = -1.0f, m1 = -1.0f;  // kNone: b = dmin, the minimum
+      if (sub_scales == 1) {                                 // kScaleMin
         sc0 = sc1 = lo;
-        m = hi;
+        m0 = m1 = hi;
       } else if (sub_scales == 2) {  // kHalves
         sc0 = lo;
         sc1 = hi;
-        m = 0.0f;
+        m0 = m1 = 0.0f;
+      } else if (sub_scales == 3) {  // kScaleMinHalves: sc | m << 4 per half
+        sc0 = static_cast<float>(rec & 15u);
+        m0 = static_cast<float>((rec >> 4) & 15u);
+        sc1 = static_cast<float>((rec >> 8) & 15u);
+        m1 = static_cast<float>((rec >> 12) & 15u);
       }
       a[0][j] = d * sc0;
       a[1][j] = d * sc1;
-      b[0][j] = b[1][j] = -(dmin * m);
+      b[0][j] = -(dmin * m0);
+      b[1][j] = -(dmin * m1);
     }
   }
   template <int B>
@@ -315,7 +321,7 @@ inline int slice_chunks(const QuantMatrix& m) {
 
 inline bool valid_gguf(const QuantMatrix& m) {
   const uint32_t sub_scales = m.gguf_mode & 0xffu;
-  return m.super_records && sub_scales <= 2 && (sub_scales == 0 || m.sub_records) &&
+  return m.super_records && sub_scales <= 3 && (sub_scales == 0 || m.sub_records) &&
          (m.gguf_mode >> 16) == 0 && (m.kind == QuantKind::kGguf || sub_scales == 0) &&
          m.super_shift >= 0 && m.super_shift <= 3 &&
          (m.groups + (int64_t(1) << m.super_shift) - 1) >> m.super_shift <= m.supers;

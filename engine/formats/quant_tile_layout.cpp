@@ -307,8 +307,9 @@ QuantTileLayout build_gguf(const GgufBlockWeight& w, int threads) {
     L.supers = L.in_features / form.super_inputs;
     L.super_shift = form.super_inputs == kRows ? 0 : 3;  // 256 inputs: 8 groups
     L.sub_scales = form.super_inputs == kRows ? Sub::kNone
-                   : form.has_min             ? Sub::kScaleMin
-                                              : Sub::kHalves;
+                   : !form.has_min            ? Sub::kHalves
+                   : form.sub_blocks_of_16    ? Sub::kScaleMinHalves
+                                              : Sub::kScaleMin;
     L.gguf_zero = form.zero;
     L.super_records.assign(static_cast<size_t>(L.blocks * L.supers * 32), 0);
     if (L.sub_scales != Sub::kNone) L.sub_records.assign(entries, 0);
@@ -342,10 +343,14 @@ QuantTileLayout build_gguf(const GgufBlockWeight& w, int threads) {
       if (!exact) half_exact = false;
       if (L.sub_scales == Sub::kNone) continue;
       for (int64_t g = 0; g < L.groups; ++g) {
-        const auto lo = static_cast<uint8_t>(row.sc[static_cast<size_t>(2 * g)]);
-        const auto hi = static_cast<uint8_t>(L.sub_scales == Sub::kScaleMin
-                                                 ? row.m[static_cast<size_t>(2 * g)]
-                                                 : row.sc[static_cast<size_t>(2 * g + 1)]);
+        const auto h0 = static_cast<size_t>(2 * g), h1 = h0 + 1;  // the group's two halves
+        uint8_t lo = static_cast<uint8_t>(row.sc[h0]), hi = static_cast<uint8_t>(row.sc[h1]);
+        if (L.sub_scales == Sub::kScaleMin) {
+          hi = static_cast<uint8_t>(row.m[h0]);
+        } else if (L.sub_scales == Sub::kScaleMinHalves) {
+          lo = static_cast<uint8_t>((row.sc[h0] & 15) | (row.m[h0] << 4));
+          hi = static_cast<uint8_t>((row.sc[h1] & 15) | (row.m[h1] << 4));
+        }
         L.sub_records[static_cast<size_t>((nb * L.groups + g) * 32 + slot)] =
             static_cast<uint16_t>(lo | (hi << 8));
       }
@@ -429,6 +434,9 @@ void emulate_quant_tile_gemm(const QuantTileLayout& L, const float* x, int64_t r
                 sc = lo, m = hi;
               } else if (L.sub_scales == QuantTileLayout::SubScales::kHalves) {
                 sc = half ? hi : lo, m = 0.0f;
+              } else if (L.sub_scales == QuantTileLayout::SubScales::kScaleMinHalves) {
+                const auto byte = static_cast<uint8_t>(half ? hi : lo);
+                sc = static_cast<float>(byte & 15), m = static_cast<float>(byte >> 4);
               }
               // fp32 products (exact) and one fma, then fp16: GgufCodeForm's formula.
               const float q_z = v - 1024.0f - static_cast<float>(L.gguf_zero);

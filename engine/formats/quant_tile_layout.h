@@ -33,7 +33,9 @@ struct QuantTileLayout {
   enum class SubScales : uint32_t {
     kNone = 0,      // no record: sc = 1, m = −1 (Q4_1/Q5_1: dmin is the block's minimum)
     kScaleMin = 1,  // low byte sc, high byte m, for all 32 rows (Q4_K/Q5_K)
-    kHalves = 2,    // low byte sc of rows 0..15, high byte of rows 16..31, signed; m = 0 (Q6_K)
+    kHalves = 2,    // low byte sc of rows 0..15, high byte of rows 16..31, signed; m = 0 (Q6_K,
+                    // Q3_K)
+    kScaleMinHalves = 3,  // rows 0..15 in the low byte, 16..31 in the high: sc | m << 4 (Q2_K)
   };
   Kind kind = Kind::kExl2;
   std::string name;

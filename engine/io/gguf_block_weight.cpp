@@ -20,9 +20,13 @@ bool gguf_type_is_packed(GgmlType type) {
     case GgmlType::kQ5_0:
     case GgmlType::kQ5_1:
     case GgmlType::kQ8_0:
+    case GgmlType::kQ2_K:
+    case GgmlType::kQ3_K:
     case GgmlType::kQ4_K:
     case GgmlType::kQ5_K:
     case GgmlType::kQ6_K:
+    case GgmlType::kIQ4_NL:
+    case GgmlType::kIQ4_XS:
       return ggml_can_dequantize(type);
     default:
       return false;
@@ -41,12 +45,16 @@ GgufCodeForm gguf_code_form(GgmlType type) {
       return {4, 0, 32, true};
     case GgmlType::kQ5_1:
       return {5, 0, 32, true};
+    case GgmlType::kQ2_K:
+      return {2, 0, 256, true, true};
+    case GgmlType::kQ3_K:
+      return {3, 4, 256, false, true};
     case GgmlType::kQ4_K:
       return {4, 0, 256, true};
     case GgmlType::kQ5_K:
       return {5, 0, 256, true};
     case GgmlType::kQ6_K:
-      return {6, 32, 256, false};
+      return {6, 32, 256, false, true};
     default:
       return {};
   }
@@ -227,6 +235,40 @@ void q6_k_block(const std::byte* b, uint8_t* codes, int8_t* sc) {
   std::memcpy(sc, b + 192, 16);
 }
 
+// Q2_K super-blocks of 256: {scales[16], qs[64], d, dmin}; value 128h + 32s + l is bits 2s..2s+1
+// of qs[32h + l]; sub-block j (16 values) has scale scales[j] & 15 and min scales[j] >> 4.
+void q2_k_block(const std::byte* b, uint8_t* codes, int8_t* sc, int8_t* m) {
+  const auto* scales = reinterpret_cast<const uint8_t*>(b);
+  const auto* qs = reinterpret_cast<const uint8_t*>(b + 16);
+  for (int e = 0; e < 256; ++e) {
+    codes[e] = static_cast<uint8_t>((qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3);
+  }
+  for (int j = 0; j < 16; ++j) {
+    sc[j] = static_cast<int8_t>(scales[j] & 0x0F);
+    m[j] = static_cast<int8_t>(scales[j] >> 4);
+  }
+}
+
+// Q3_K super-blocks of 256: {hmask[32], qs[64], scales[12], d}; value e = 128h + 32s + l is
+// q = (bits 2s..2s+1 of qs[32h + l]) + 4·(bit e / 32 of hmask[l]), to be read as q − 4; the 6-bit
+// scale of sub-block j: nibble j / 8 of scales[j % 8], high bits 2(j / 4) of scales[8 + j % 4],
+// minus 32.
+void q3_k_block(const std::byte* b, uint8_t* codes, int8_t* sc) {
+  const auto* hmask = reinterpret_cast<const uint8_t*>(b);
+  const auto* qs = reinterpret_cast<const uint8_t*>(b + 32);
+  const auto* scales = reinterpret_cast<const uint8_t*>(b + 96);
+  for (int e = 0; e < 256; ++e) {
+    const int l = e % 32;
+    const int low = (qs[32 * (e / 128) + l] >> (2 * ((e % 128) / 32))) & 3;
+    codes[e] = static_cast<uint8_t>(low | (((hmask[l] >> (e / 32)) & 1) << 2));
+  }
+  for (int j = 0; j < 16; ++j) {
+    const int low = (scales[j % 8] >> (4 * (j / 8))) & 0x0F;
+    const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+    sc[j] = static_cast<int8_t>((low | (high << 4)) - 32);
+  }
+}
+
 }  // namespace
 
 void GgufBlockWeight::row_codes(int64_t n, GgufRowCodes& out) const {
@@ -252,6 +294,17 @@ void GgufBlockWeight::row_codes(int64_t n, GgufRowCodes& out) const {
         out.d[static_cast<size_t>(s)] = half_bits_at(block);
         out.dmin[static_cast<size_t>(s)] = half_bits_at(block + 2);
         k4_block(type_ == GgmlType::kQ5_K, block, codes, sc, m);
+        break;
+      case GgmlType::kQ2_K:
+        out.d[static_cast<size_t>(s)] = half_bits_at(block + 80);
+        out.dmin[static_cast<size_t>(s)] = half_bits_at(block + 82);
+        q2_k_block(block, codes, sc, m);
+        break;
+      case GgmlType::kQ3_K:
+        out.d[static_cast<size_t>(s)] = half_bits_at(block + 108);
+        out.dmin[static_cast<size_t>(s)] = 0;
+        q3_k_block(block, codes, sc);
+        std::fill(m, m + 16, int8_t{0});
         break;
       case GgmlType::kQ6_K:
         out.d[static_cast<size_t>(s)] = half_bits_at(block + 208);

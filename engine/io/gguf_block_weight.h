@@ -1,6 +1,6 @@
-// A GGUF linear weight kept in its block-quantized form (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
-// Q5_K, Q6_K), decoded a few rows at a time. Values are bit-identical to dequantize_ggml; rows
-// may be reordered (q_proj/k_proj carry llama.cpp's RoPE permutation, undone here).
+// A GGUF linear weight kept in its block-quantized form (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K to
+// Q6_K, IQ4_NL, IQ4_XS), decoded a few rows at a time. Values are bit-identical to dequantize_ggml;
+// rows may be reordered (q_proj/k_proj carry llama.cpp's RoPE permutation, undone here).
 #pragma once
 
 #include <cstdint>
@@ -18,13 +18,16 @@ namespace hearth {
 // dequantize_ggml's value bit for bit (d·sc and dmin·m are exact in fp32, and ggml's one rounded
 // operation is this fma's). Q4_0/Q5_0/Q8_0 (d·(q − 2^(b−1)), Q8_0's signed byte s read as
 // q = s + 128): super_inputs 32, sc = 1, dmin = 0. Q4_1/Q5_1 (d·q + m): dmin holds m, sc = 1,
-// m = −1. Q4_K/Q5_K: per 256 inputs d and dmin, per 32 a 6-bit scale and min. Q6_K: d per 256,
-// a signed 8-bit scale per 16, zero 32, no min.
+// m = −1. Q4_K/Q5_K: per 256 inputs d and dmin, per 32 a 6-bit scale and min. Q2_K: the same with
+// a 4-bit scale and min per 16. Q6_K: d per 256, a signed 8-bit scale per 16, zero 32, no min;
+// Q3_K likewise with 6-bit scales − 32 and zero 4. IQ4_NL/IQ4_XS (a non-linear codebook) have
+// none.
 struct GgufCodeForm {
   int bits = 0;  // code width; 0: the type has no such form
   int zero = 0;
   int super_inputs = 32;
-  bool has_min = false;  // false: dmin is 0, every weight is d·sc·(q − zero)
+  bool has_min = false;           // false: dmin is 0, every weight is d·sc·(q − zero)
+  bool sub_blocks_of_16 = false;  // (sc, m) change every 16 inputs, not every 32
 };
 GgufCodeForm gguf_code_form(GgmlType type);
 

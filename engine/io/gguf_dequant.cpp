@@ -226,6 +226,80 @@ void dequant_q6_k(const std::byte* b, float* y, int64_t nb) {
   }
 }
 
+// Q2_K: {u8 scales[16]; u8 qs[64]; fp16 d; fp16 dmin}: two halves of 128; in each, value
+// l + 32s (l < 32, s < 4) is bits 2s..2s+1 of qs[l]; sub-block e / 16 has scale (low nibble of
+// scales[e / 16]) and min (high nibble); value = (d * scale) * q - (dmin * min).
+void dequant_q2_k(const std::byte* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, b += 84) {
+    const float d = f16(b + 80);
+    const float dmin = f16(b + 82);
+    for (int e = 0; e < kQKK; ++e) {
+      const int half = e / 128, s = (e % 128) / 32, l = e % 32;
+      const uint8_t sc = u8(b + e / 16);
+      const int q = (u8(b + 16 + 32 * half + l) >> (2 * s)) & 3;
+      y[e] = d * static_cast<float>(sc & 0x0F) * static_cast<float>(q) -
+             dmin * static_cast<float>(sc >> 4);
+    }
+    y += kQKK;
+  }
+}
+
+// Q3_K: {u8 hmask[32]; u8 qs[64]; u8 scales[12]; fp16 d}: value e = 128h + 32s + l takes two
+// low bits from bits 2s..2s+1 of qs[32h + l] and a third from bit e / 32 of hmask[l]; the 6-bit
+// scale of sub-block j (16 values) has its low four bits in nibble j / 8 of scales[j % 8] and its
+// high two in bits 2(j / 4) of scales[8 + j % 4]; value = (d * (scale - 32)) * (q3 - 4).
+void dequant_q3_k(const std::byte* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, b += 110) {
+    const float d = f16(b + 108);
+    const std::byte* scales = b + 96;
+    for (int e = 0; e < kQKK; ++e) {
+      const int half = e / 128, s = (e % 128) / 32, l = e % 32, j = e / 16;
+      const int low = (u8(scales + j % 8) >> (4 * (j / 8))) & 0x0F;
+      const int high = (u8(scales + 8 + j % 4) >> (2 * (j / 4))) & 3;
+      const int scale = (low | (high << 4)) - 32;
+      const int q =
+          ((u8(b + 32 + 32 * half + l) >> (2 * s)) & 3) | (((u8(b + l) >> (e / 32)) & 1) << 2);
+      y[e] = d * static_cast<float>(scale) * static_cast<float>(q - 4);
+    }
+    y += kQKK;
+  }
+}
+
+// IQ4's non-linear codebook (ggml's kvalues_iq4nl).
+constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
+
+// IQ4_NL: {fp16 d; u8 qs[16]}, nibbles as Q4_0's; value = d * kIq4Values[nibble].
+void dequant_iq4_nl(const std::byte* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, b += 18, y += kQK) {
+    const float d = f16(b);
+    for (int j = 0; j < kQK / 2; ++j) {
+      y[j] = d * static_cast<float>(kIq4Values[u8(b + 2 + j) & 0x0F]);
+      y[j + kQK / 2] = d * static_cast<float>(kIq4Values[u8(b + 2 + j) >> 4]);
+    }
+  }
+}
+
+// IQ4_XS: {fp16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]}: eight sub-blocks of 32, each with a
+// 6-bit scale (low nibble j % 2 of scales_l[j / 2], high bits 2j..2j+1 of scales_h) and 16 bytes
+// of nibbles as IQ4_NL's; value = (d * (scale - 32)) * kIq4Values[nibble].
+void dequant_iq4_xs(const std::byte* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, b += 136) {
+    const float d = f16(b);
+    const uint16_t scales_h = u16(b + 2);
+    for (int j = 0; j < 8; ++j, y += 32) {
+      const int low = (u8(b + 4 + j / 2) >> (4 * (j % 2))) & 0x0F;
+      const int scale = (low | (((scales_h >> (2 * j)) & 3) << 4)) - 32;
+      const float dl = d * static_cast<float>(scale);
+      const std::byte* qs = b + 8 + 16 * j;
+      for (int l = 0; l < 16; ++l) {
+        y[l] = dl * static_cast<float>(kIq4Values[u8(qs + l) & 0x0F]);
+        y[l + 16] = dl * static_cast<float>(kIq4Values[u8(qs + l) >> 4]);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<GgmlTypeTraits> ggml_type_traits(uint32_t type) {
@@ -250,9 +324,13 @@ bool ggml_can_dequantize(GgmlType type) {
     case GgmlType::kQ5_0:
     case GgmlType::kQ5_1:
     case GgmlType::kQ8_0:
+    case GgmlType::kQ2_K:
+    case GgmlType::kQ3_K:
     case GgmlType::kQ4_K:
     case GgmlType::kQ5_K:
     case GgmlType::kQ6_K:
+    case GgmlType::kIQ4_NL:
+    case GgmlType::kIQ4_XS:
       return true;
     default:
       return false;
@@ -301,6 +379,18 @@ void dequantize_ggml(GgmlType type, const std::byte* src, float* dst, int64_t n)
       return;
     case GgmlType::kQ6_K:
       dequant_q6_k(src, dst, nb);
+      return;
+    case GgmlType::kQ2_K:
+      dequant_q2_k(src, dst, nb);
+      return;
+    case GgmlType::kQ3_K:
+      dequant_q3_k(src, dst, nb);
+      return;
+    case GgmlType::kIQ4_NL:
+      dequant_iq4_nl(src, dst, nb);
+      return;
+    case GgmlType::kIQ4_XS:
+      dequant_iq4_xs(src, dst, nb);
       return;
     default:
       break;

@@ -709,7 +709,8 @@ HostTensor GgufFile::dequantize(const GgufTensorInfo& tensor) const {
     fail(ErrorCode::kUnsupported, impl_->name + ": tensor \"" + printable(tensor.name) +
                                       "\" has type " + ggml_type_name(tensor.type) +
                                       ", which Hearth cannot import (supported: F32, F16, BF16, "
-                                      "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+                                      "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, "
+                                      "Q6_K, IQ4_NL, IQ4_XS)");
   }
   // F32 data aligned in a mapping is returned as a view: no copy for norms and f32 models.
   if (tensor.type == GgmlType::kF32 && impl_->mapping &&

@@ -1,6 +1,7 @@
 // GGUF v2/v3 reader: header, metadata of every value type, tensor infos, alignment, and
-// dequantization of F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K tensors.
-// Every count, size and offset is checked (overflow-safe) before anything is allocated or read.
+// dequantization of F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, IQ4_NL and IQ4_XS
+// tensors. Every count, size and offset is checked (overflow-safe) before anything is allocated or
+// read.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +49,8 @@ enum class GgmlType : uint32_t {
   kQ5_K = 13,
   kQ6_K = 14,
   kQ8_K = 15,
+  kIQ4_NL = 20,
+  kIQ4_XS = 23,
   kBF16 = 30,
 };
 

@@ -55,7 +55,8 @@ def samples(name: str, values: np.ndarray, count: int) -> dict:
 # values (finite, with zero, subnormal and negative cases) instead of random bits.
 FP16_FIELDS = {
     T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0],
-    T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
+    T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208], T.Q2_K: [80, 82], T.Q3_K: [108],
+    T.IQ4_NL: [0], T.IQ4_XS: [0],
 }
 BLOCKS = 4
 
@@ -72,7 +73,7 @@ def quant_blocks():
     rng = np.random.RandomState(1234)
     out = {}
     for qtype in [T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q4_K, T.Q5_K,
-                  T.Q6_K]:
+                  T.Q6_K, T.Q2_K, T.Q3_K, T.IQ4_NL, T.IQ4_XS]:
         block_elems, block_bytes = gguf.GGML_QUANT_SIZES[qtype]
         if qtype == T.F32:
             raw = (rng.standard_normal(64) * 10).astype(np.float32)

@@ -108,6 +108,10 @@ inline Bytes random_block_tensor(GgmlType type, int64_t K, int64_t N, uint32_t s
     half_fields = {0, 2};
   } else if (type == GgmlType::kQ6_K) {
     half_fields = {208};
+  } else if (type == GgmlType::kQ2_K) {
+    half_fields = {80, 82};
+  } else if (type == GgmlType::kQ3_K) {
+    half_fields = {108};
   }
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> scale(0.001f, 0.1f);
@@ -117,7 +121,7 @@ inline Bytes random_block_tensor(GgmlType type, int64_t K, int64_t N, uint32_t s
     for (auto& byte : block) byte = static_cast<uint8_t>(rng());
     const float d = rng() % 2 ? scale(rng) : -scale(rng);
     for (uint32_t at : half_fields) {
-      float v = at == 0 ? d : rng() % 2 ? scale(rng) : -scale(rng);
+      float v = at == half_fields[0] ? d : rng() % 2 ? scale(rng) : -scale(rng);
       if (at == 2 && (type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1)) {
         v = tiny_minimums ? v / 4096.0f
                           : -std::abs(d) * (4.0f + 8.0f * (scale(rng) - 0.001f) / 0.099f);
