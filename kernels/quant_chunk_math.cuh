@@ -97,6 +97,24 @@ __device__ __forceinline__ void with_width(int bits, F&& f) {
   }
 }
 
+// Calls f(std::integral_constant<QuantKind, K>{}) for kind k (host side), so that a launcher
+// names each kind's kernel once and one switch picks it.
+template <class F>
+auto with_kind(QuantKind k, F&& f) {
+  switch (k) {
+    case QuantKind::kExl2:
+      return f(std::integral_constant<QuantKind, QuantKind::kExl2>{});
+    case QuantKind::kGptqSym:
+      return f(std::integral_constant<QuantKind, QuantKind::kGptqSym>{});
+    case QuantKind::kGguf:
+      return f(std::integral_constant<QuantKind, QuantKind::kGguf>{});
+    case QuantKind::kGgufHalf:
+      return f(std::integral_constant<QuantKind, QuantKind::kGgufHalf>{});
+    default:
+      return f(std::integral_constant<QuantKind, QuantKind::kGptqAsym>{});
+  }
+}
+
 // (a & mask) | magic in one LOP3: written as PTX so that both constants stay operands (C++
 // constant folding would leave two LOP3s, as SASS takes only one immediate per LOP3).
 __device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t mask, uint32_t magic) {

@@ -173,23 +173,10 @@ cudaError_t quant_dequantize(const Launch& l, const QuantMatrix& m, int64_t n_be
   Launch plain = l;  // no early start: cuBLAS may still read the previous slice
   plain.pdl = false;
   auto* out = static_cast<__half*>(w);
-  switch (m.kind) {
-    case QuantKind::kExl2:
-      return launch_kernel(plain, quant_dequant_kernel<QuantKind::kExl2>, grid, dim3(kThreads), 0,
-                           m, n_begin, count, out);
-    case QuantKind::kGptqSym:
-      return launch_kernel(plain, quant_dequant_kernel<QuantKind::kGptqSym>, grid, dim3(kThreads),
-                           0, m, n_begin, count, out);
-    case QuantKind::kGguf:
-      return launch_kernel(plain, quant_dequant_kernel<QuantKind::kGguf>, grid, dim3(kThreads), 0,
-                           m, n_begin, count, out);
-    case QuantKind::kGgufHalf:
-      return launch_kernel(plain, quant_dequant_kernel<QuantKind::kGgufHalf>, grid, dim3(kThreads),
-                           0, m, n_begin, count, out);
-    default:
-      return launch_kernel(plain, quant_dequant_kernel<QuantKind::kGptqAsym>, grid, dim3(kThreads),
-                           0, m, n_begin, count, out);
-  }
+  return qchunk::with_kind(m.kind, [&](auto k) {
+    return launch_kernel(plain, quant_dequant_kernel<decltype(k)::value>, grid, dim3(kThreads), 0,
+                         m, n_begin, count, out);
+  });
 }
 
 cudaError_t quant_embed(const Launch& l, const QuantMatrix& m, const int32_t* tokens, int64_t rows,
@@ -200,23 +187,10 @@ cudaError_t quant_embed(const Launch& l, const QuantMatrix& m, const int32_t* to
   plain.pdl = false;
   const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(ceil_div(m.chunks, kWarps)));
   auto* dst = static_cast<__half*>(out);
-  switch (m.kind) {
-    case QuantKind::kExl2:
-      return launch_kernel(plain, quant_embed_kernel<QuantKind::kExl2>, grid, dim3(kThreads), 0, m,
-                           tokens, dst);
-    case QuantKind::kGptqSym:
-      return launch_kernel(plain, quant_embed_kernel<QuantKind::kGptqSym>, grid, dim3(kThreads), 0,
-                           m, tokens, dst);
-    case QuantKind::kGguf:
-      return launch_kernel(plain, quant_embed_kernel<QuantKind::kGguf>, grid, dim3(kThreads), 0, m,
-                           tokens, dst);
-    case QuantKind::kGgufHalf:
-      return launch_kernel(plain, quant_embed_kernel<QuantKind::kGgufHalf>, grid, dim3(kThreads), 0,
-                           m, tokens, dst);
-    default:
-      return launch_kernel(plain, quant_embed_kernel<QuantKind::kGptqAsym>, grid, dim3(kThreads), 0,
-                           m, tokens, dst);
-  }
+  return qchunk::with_kind(m.kind, [&](auto k) {
+    return launch_kernel(plain, quant_embed_kernel<decltype(k)::value>, grid, dim3(kThreads), 0, m,
+                         tokens, dst);
+  });
 }
 
 cudaError_t quant_gather_x(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,

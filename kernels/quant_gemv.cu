@@ -489,28 +489,11 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
         return go(four);
     }
   };
-  switch (kind) {
-    case QuantKind::kExl2:
-      return by_tiles(
-          quant_gemv_kernel<QuantKind::kExl2, 1>, quant_gemv_kernel<QuantKind::kExl2, 2>,
-          quant_gemv_kernel<QuantKind::kExl2, 3>, quant_gemv_kernel<QuantKind::kExl2, 4>);
-    case QuantKind::kGptqSym:
-      return by_tiles(
-          quant_gemv_kernel<QuantKind::kGptqSym, 1>, quant_gemv_kernel<QuantKind::kGptqSym, 2>,
-          quant_gemv_kernel<QuantKind::kGptqSym, 3>, quant_gemv_kernel<QuantKind::kGptqSym, 4>);
-    case QuantKind::kGguf:
-      return by_tiles(
-          quant_gemv_kernel<QuantKind::kGguf, 1>, quant_gemv_kernel<QuantKind::kGguf, 2>,
-          quant_gemv_kernel<QuantKind::kGguf, 3>, quant_gemv_kernel<QuantKind::kGguf, 4>);
-    case QuantKind::kGgufHalf:
-      return by_tiles(
-          quant_gemv_kernel<QuantKind::kGgufHalf, 1>, quant_gemv_kernel<QuantKind::kGgufHalf, 2>,
-          quant_gemv_kernel<QuantKind::kGgufHalf, 3>, quant_gemv_kernel<QuantKind::kGgufHalf, 4>);
-    default:
-      return by_tiles(
-          quant_gemv_kernel<QuantKind::kGptqAsym, 1>, quant_gemv_kernel<QuantKind::kGptqAsym, 2>,
-          quant_gemv_kernel<QuantKind::kGptqAsym, 3>, quant_gemv_kernel<QuantKind::kGptqAsym, 4>);
-  }
+  return qchunk::with_kind(kind, [&](auto k) {
+    constexpr QuantKind K = decltype(k)::value;
+    return by_tiles(quant_gemv_kernel<K, 1>, quant_gemv_kernel<K, 2>, quant_gemv_kernel<K, 3>,
+                    quant_gemv_kernel<K, 4>);
+  });
 }
 
 }  // namespace hearth::kernels

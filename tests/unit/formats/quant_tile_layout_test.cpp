@@ -210,27 +210,54 @@ TEST(QuantTileLayout, RowOrderAndPadding) {
   }
 }
 
-// GGUF's symmetric blocks (Q4_0, Q5_0, Q8_0) become symmetric GPTQ tiles with a group per 32
-// inputs: every weight the kernels decode is the fp16 value of the block's reference
-// dequantization, for every output (N not a multiple of 32), also with the rows reordered as
-// q_proj/k_proj are. Other block types have no layout.
+constexpr GgmlType kPackedGgufTypes[] = {
+    GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ4_1, GgmlType::kQ5_1,
+    GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
+
+// A parsed GGUF image of one random [N, K] block tensor (its weights read the image's bytes).
+struct RandomGguf {
+  RandomGguf(GgmlType type, int64_t K, int64_t N, uint32_t seed, bool tiny_minimums = false)
+      : image(random_block_tensor(type, K, N, seed, tiny_minimums)),
+        file(std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(image)))) {
+  }
+  const GgufTensorInfo& tensor() const { return file->tensors().at(0); }
+  Bytes image;
+  std::shared_ptr<const GgufFile> file;
+};
+
+// Weights the kernels decode (emulated, through one-hot x rows) that differ from the fp16 of
+// the reference dequantization.
+int64_t emulated_mismatches(const GgufBlockWeight& w, const QuantTileLayout& L) {
+  const int64_t K = w.in_features(), N = w.out_features();
+  std::vector<float> x(static_cast<size_t>(K * K), 0.0f);
+  for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(k * K + k)] = 1.0f;
+  std::vector<float> y(static_cast<size_t>(K * N)), ref(static_cast<size_t>(N * K));
+  emulate_quant_tile_gemm(L, x.data(), K, y.data());
+  w.dequantize_rows(0, N, ref.data());
+  int64_t mismatches = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t k = 0; k < K; ++k) {
+      const float want = half_to_float(float_to_half(ref[static_cast<size_t>(n * K + k)]));
+      mismatches += y[static_cast<size_t>(k * N + n)] != want;
+    }
+  }
+  return mismatches;
+}
+
 // Every GGUF type with a code form decodes, as the kernels decode it, to the fp16 of its
-// dequantized value: Q4_0/Q5_0/Q8_0 as symmetric GPTQ, the types with a minimum or sub-block
-// scales in their own form; K = 512 holds two K-quant super-blocks.
+// dequantized value, for every output (N not a multiple of 32), also with the rows reordered as
+// q_proj/k_proj are: Q4_0/Q5_0/Q8_0 as symmetric GPTQ, the types with a minimum or sub-block
+// scales in their own form; K = 512 holds two K-quant super-blocks. IQ4 has no layout.
 TEST(QuantTileLayout, GgufBlocksDecodeToTheirDequantizedValues) {
   const int64_t K = 512, N = 40;
-  for (GgmlType type :
-       {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ4_1, GgmlType::kQ5_1,
-        GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+  std::vector<int32_t> reversed(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n)
+    reversed[static_cast<size_t>(n)] = static_cast<int32_t>(N - 1 - n);
+  for (GgmlType type : kPackedGgufTypes) {
     SCOPED_TRACE(ggml_type_name(type));
-    const Bytes image = random_block_tensor(type, K, N, 5);
-    auto file =
-        std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(image)));
-    std::vector<int32_t> reversed(static_cast<size_t>(N));
-    for (int64_t n = 0; n < N; ++n)
-      reversed[static_cast<size_t>(n)] = static_cast<int32_t>(N - 1 - n);
+    const RandomGguf g(type, K, N, 5);
     for (const auto& order : {std::vector<int32_t>{}, reversed}) {
-      const GgufBlockWeight w(file, file->tensors().at(0), order);
+      const GgufBlockWeight w(g.file, g.tensor(), order);
       ASSERT_TRUE(has_quant_tile_layout(w));
       const QuantTileLayout L = build_quant_tile_layout(w, 2);
       const bool symmetric =
@@ -239,30 +266,14 @@ TEST(QuantTileLayout, GgufBlocksDecodeToTheirDequantizedValues) {
       EXPECT_TRUE(L.rows_in_order);
       EXPECT_EQ(L.groups, K / 32);
       EXPECT_EQ(L.device_bytes(), gguf_tile_layout_bytes(w));
-      // One-hot rows: y[k][n] is exactly the weight the kernels decode for (k, n).
-      std::vector<float> x(static_cast<size_t>(K * K), 0.0f);
-      for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(k * K + k)] = 1.0f;
-      std::vector<float> y(static_cast<size_t>(K * N));
-      emulate_quant_tile_gemm(L, x.data(), K, y.data());
-      std::vector<float> ref(static_cast<size_t>(N * K));
-      w.dequantize_rows(0, N, ref.data());
-      int64_t mismatches = 0;
-      for (int64_t n = 0; n < N; ++n) {
-        for (int64_t k = 0; k < K; ++k) {
-          const float want = half_to_float(float_to_half(ref[static_cast<size_t>(n * K + k)]));
-          mismatches += y[static_cast<size_t>(k * N + n)] != want;
-        }
-      }
-      EXPECT_EQ(mismatches, 0);
+      EXPECT_EQ(emulated_mismatches(w, L), 0);
     }
   }
   EXPECT_EQ(gguf_code_form(GgmlType::kQ8_1).bits, 0);  // not a weight type
   // IQ4's codebook is not affine: those tensors load, and the GPU expands them to fp16.
   for (GgmlType type : {GgmlType::kIQ4_NL, GgmlType::kIQ4_XS}) {
-    const Bytes image = random_block_tensor(type, K, N, 7);
-    auto file =
-        std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(image)));
-    const GgufBlockWeight w(file, file->tensors().at(0), {});
+    const RandomGguf g(type, K, N, 7);
+    const GgufBlockWeight w(g.file, g.tensor(), {});
     EXPECT_FALSE(has_quant_tile_layout(w));
     EXPECT_THROW(build_quant_tile_layout(w), Error);
   }
@@ -272,29 +283,14 @@ TEST(QuantTileLayout, GgufBlocksDecodeToTheirDequantizedValues) {
 // path; a tensor with minimums far smaller than d, where d·q + m is not exact in fp32, keeps the
 // fp32 one. Both decode to the dequantized values' fp16.
 TEST(QuantTileLayout, GgufMinimumsChooseTheExactDecode) {
-  const int64_t K = 96, N = 40;
   for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ5_1}) {
     for (bool tiny : {false, true}) {
       SCOPED_TRACE(std::string(ggml_type_name(type)) + (tiny ? " tiny minimums" : ""));
-      const Bytes image = random_block_tensor(type, K, N, 9, tiny);
-      auto file =
-          std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(image)));
-      const GgufBlockWeight w(file, file->tensors().at(0), {});
+      const RandomGguf g(type, 96, 40, 9, tiny);
+      const GgufBlockWeight w(g.file, g.tensor(), {});
       const QuantTileLayout L = build_quant_tile_layout(w, 2);
       EXPECT_EQ(L.gguf_half_exact, !tiny);
-      std::vector<float> x(static_cast<size_t>(K * K), 0.0f);
-      for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(k * K + k)] = 1.0f;
-      std::vector<float> y(static_cast<size_t>(K * N)), ref(static_cast<size_t>(N * K));
-      emulate_quant_tile_gemm(L, x.data(), K, y.data());
-      w.dequantize_rows(0, N, ref.data());
-      int64_t mismatches = 0;
-      for (int64_t n = 0; n < N; ++n) {
-        for (int64_t k = 0; k < K; ++k) {
-          const float want = half_to_float(float_to_half(ref[static_cast<size_t>(n * K + k)]));
-          mismatches += y[static_cast<size_t>(k * N + n)] != want;
-        }
-      }
-      EXPECT_EQ(mismatches, 0);
+      EXPECT_EQ(emulated_mismatches(w, L), 0);
     }
   }
 }
@@ -303,16 +299,11 @@ TEST(QuantTileLayout, GgufMinimumsChooseTheExactDecode) {
 // bits per weight against 4.5; the legacy types their own 4.5 to 8.5), Q3_K 6 % (3.625 against
 // 3.4375: its 12-bit scale pairs take 16 bits).
 TEST(QuantTileLayout, GgufLayoutsAreTheSizeOfTheFile) {
-  const int64_t K = 4096, N = 4096;
-  for (GgmlType type :
-       {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ4_1, GgmlType::kQ5_1,
-        GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+  for (GgmlType type : kPackedGgufTypes) {
     SCOPED_TRACE(ggml_type_name(type));
-    const Bytes image = random_block_tensor(type, K, N, 3);
-    auto file =
-        std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(image)));
-    const GgufBlockWeight w(file, file->tensors().at(0), {});
-    const double in_file = static_cast<double>(file->tensors().at(0).nbytes);
+    const RandomGguf g(type, 4096, 4096, 3);
+    const GgufBlockWeight w(g.file, g.tensor(), {});
+    const auto in_file = static_cast<double>(g.tensor().nbytes);
     EXPECT_GE(static_cast<double>(gguf_tile_layout_bytes(w)), in_file);
     const double bound = type == GgmlType::kQ3_K ? 1.06 : 1.03;
     EXPECT_LT(static_cast<double>(gguf_tile_layout_bytes(w)), bound * in_file);
