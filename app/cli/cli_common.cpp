@@ -30,23 +30,16 @@ std::vector<std::string> split_list(const std::string& s) {
 }
 
 std::set<std::string> load_flags() {
-  return {"model",
-          "backend",
-          "threads",
-          "max-seq-len",
-          "cache-tokens",
-          "device",
-          "max-batch",
-          "rope-scaling",
-          "rope-factor",
-          "ntk-alpha",
-          "rope-original-context",
-          "prefix-reuse",
-          "cache",
-          "speculate",
-          "draft-tokens",
-          "draft-model",
-          "lora"};
+  return {"model",        "backend",
+          "threads",      "max-seq-len",
+          "cache-tokens", "device",
+          "gpus",         "split",
+          "gpu-split",    "max-batch",
+          "rope-scaling", "rope-factor",
+          "ntk-alpha",    "rope-original-context",
+          "prefix-reuse", "cache",
+          "speculate",    "draft-tokens",
+          "draft-model",  "lora"};
 }
 
 KvCacheType kv_cache_type_from(const ArgParser& args) {
@@ -84,6 +77,47 @@ std::vector<AdapterSpec> adapters_from(const ArgParser& args) {
   return out;
 }
 
+void gpu_options_from(const ArgParser& args, LoadOptions& o) {
+  if (auto gpus = args.get("gpus")) {
+    if (args.has("device")) throw UsageError("--device and --gpus do not go together");
+    for (const std::string& item : split_list(*gpus)) {
+      char* end = nullptr;
+      const long g = std::strtol(item.c_str(), &end, 10);
+      if (*end != '\0' || g < 0 || g > 64) {
+        throw UsageError("--gpus takes device numbers, e.g. 0,1; got '" + *gpus + "'");
+      }
+      o.gpus.push_back(static_cast<int>(g));
+    }
+    if (o.gpus.empty()) throw UsageError("--gpus needs at least one device number");
+  }
+  const std::string split = args.get("split").value_or("layer");
+  if (split != "layer" && split != "tensor") {
+    throw UsageError("--split must be layer or tensor, got '" + split + "'");
+  }
+  o.gpu_split = split == "tensor" ? GpuSplit::kTensor : GpuSplit::kLayers;
+  if (auto sizes = args.get("gpu-split")) {
+    for (const std::string& item : split_list(*sizes)) {
+      char* end = nullptr;
+      errno = 0;
+      const double gib = std::strtod(item.c_str(), &end);
+      if (*end != '\0' || errno == ERANGE || !std::isfinite(gib) || gib <= 0) {
+        throw UsageError("--gpu-split takes GiB per GPU, e.g. 20,24; got '" + *sizes + "'");
+      }
+      o.gpu_split_gib.push_back(gib);
+    }
+  }
+  const size_t gpus = o.gpus.empty() ? 1 : o.gpus.size();
+  if ((args.has("split") || args.has("gpu-split")) && gpus < 2) {
+    throw UsageError("--split and --gpu-split need two or more --gpus");
+  }
+  if (!o.gpu_split_gib.empty() && o.gpu_split_gib.size() != gpus) {
+    throw UsageError("--gpu-split needs one size per GPU of --gpus");
+  }
+  if ((!o.gpus.empty() || args.has("split")) && o.device != DeviceKind::kCuda) {
+    throw UsageError("--gpus needs --backend cuda");
+  }
+}
+
 LoadOptions load_options_from(const ArgParser& args) {
   LoadOptions o;
   o.model_path = args.get("model").value_or(default_model_path().string());
@@ -96,6 +130,7 @@ LoadOptions load_options_from(const ArgParser& args) {
     throw UsageError("--backend must be cpu or cuda, got '" + backend + "'");
   }
   o.cuda_device = static_cast<int>(args.get_int("device", 0, 0, 64));
+  gpu_options_from(args, o);
   o.cpu_threads = static_cast<int>(args.get_int("threads", 0, 0, 1024));
   o.max_seq_len = args.get_int("max-seq-len", 0, 0, 1 << 22);
   o.cache_tokens = args.get_int("cache-tokens", 0, 0, 1 << 26);

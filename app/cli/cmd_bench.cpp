@@ -13,6 +13,7 @@
 #if HEARTH_WITH_CUDA
 #include "engine/bench/cuda_bench.h"
 #include "engine/bench/quant_bench.h"
+#include "engine/bench/split_bench.h"
 #endif
 
 namespace hearth::cli {
@@ -49,7 +50,27 @@ int run_synthetic_bench(const ArgParser& args) {
   const int device = static_cast<int>(args.get_int("device", 0, 0, 64));
   std::string text;
   nlohmann::json json;
-  if (auto quants = args.get("quant")) {
+  if (args.has("gpus")) {
+    // Layer split over the GPUs against the first alone, per model and quantization.
+    SplitBenchOptions o;
+    LoadOptions gpus;
+    gpus.device = DeviceKind::kCuda;
+    gpu_options_from(args, gpus);
+    o.gpus = gpus.gpus;
+    if (!batches.empty()) o.decode_batches = batches;
+    const std::vector<std::string> quants =
+        args.has("quant") ? split_list(*args.get("quant")) : std::vector<std::string>{""};
+    json = nlohmann::json::array();
+    for (const std::string& model : models) {
+      for (const std::string& quant : quants) {
+        o.model = model;
+        o.quant = quant;
+        const SplitBenchReport r = run_layer_split_benchmark(o);
+        text += r.text;
+        json.push_back(r.json);
+      }
+    }
+  } else if (auto quants = args.get("quant")) {
     QuantBenchOptions o;
     o.models = models;
     o.quants = split_list(*quants);

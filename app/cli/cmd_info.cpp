@@ -54,6 +54,21 @@ int run_info(const std::vector<std::string>& raw) {
       {"workspace", plan.workspace}, {"adapters", plan.adapters},
       {"needed", plan.needed()},     {"device_free", plan.device_free},
       {"fits", plan.fits},           {"kv_cache_type", kv_cache_type_name(plan.kv_cache_type)}};
+  if (!plan.advice.empty()) j["memory"]["advice"] = plan.advice;
+  j["memory"]["gpus"] = nlohmann::json::array();
+  for (const GpuShare& g : plan.gpus) {
+    j["memory"]["gpus"].push_back({{"device", g.device},
+                                   {"name", g.name},
+                                   {"first_layer", g.first_layer},
+                                   {"layers", g.layers},
+                                   {"weights", g.weights},
+                                   {"kv_cache", g.kv_cache},
+                                   {"activations", g.activations},
+                                   {"workspace", g.workspace},
+                                   {"needed", g.needed()},
+                                   {"device_free", g.device_free},
+                                   {"fits", g.fits}});
+  }
   j["memory"]["cache_choices"] = nlohmann::json::array();
   for (const CacheChoice& c : plan.cache_choices) {
     j["memory"]["cache_choices"].push_back({{"type", kv_cache_type_name(c.type)},
@@ -105,6 +120,17 @@ int run_info(const std::vector<std::string>& raw) {
               format_bytes(plan.activations).c_str(),
               plan.adapters ? (", adapters " + format_bytes(plan.adapters)).c_str() : "",
               format_bytes(plan.device_free).c_str(), plan.fits ? "" : " — does not fit");
+  if (plan.gpus.size() > 1) {
+    for (const GpuShare& g : plan.gpus) {
+      std::printf(
+          "    %-12s layers %lld–%lld: %s (weights %s, cache %s), %s free%s\n",
+          ("GPU " + std::to_string(g.device)).c_str(), static_cast<long long>(g.first_layer),
+          static_cast<long long>(g.first_layer + g.layers - 1), format_bytes(g.needed()).c_str(),
+          format_bytes(g.weights).c_str(), format_bytes(g.kv_cache).c_str(),
+          format_bytes(g.device_free).c_str(), g.fits ? "" : " — does not fit");
+    }
+  }
+  if (!plan.advice.empty()) std::printf("  advice         %s\n", plan.advice.c_str());
   // Tokens each --cache choice would hold (* the one planned); fp16 is fp32 on the CPU.
   std::string choices;
   for (const CacheChoice& c : plan.cache_choices) {

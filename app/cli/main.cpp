@@ -23,8 +23,9 @@ commands:
   bench     [--model PATH] [--prompt-len N] [--gen-len N] [--batch N] [--backend cpu|cuda]
             [--json]
   bench     --synthetic llama3-8b[,llama2-7b,llama2-13b,llama2-70b] [--quant exl2:4.0,gptq:4:128]
-            [--batches 1,8,32] [--sweep] [--json]
-                                    (GPU: random weights of real shapes, with hardware limits)
+            [--batches 1,8,32] [--sweep] [--gpus 0,1] [--json]
+                                    (GPU: random weights of real shapes, with hardware limits;
+                                    --gpus: split by layers over them against the first alone)
   ppl       [--model PATH] --data FILE|builtin [--ctx N] [--stride N] [--max-tokens N]
             [--backend cpu|cuda] [--lora PATH[:W]]... [--cache fp16|q8|q6|q4] [--json]
             (sliding-window perplexity)
@@ -46,6 +47,9 @@ commands:
 
 load flags (every command that runs the model):
   --backend cpu|cuda  --device N  --threads N  --max-seq-len N  --cache-tokens N
+  --gpus 0,1  --split layer|tensor  --gpu-split 20,24  (several GPUs: each runs a run of layers,
+            in proportion to its free memory or as many GiB as --gpu-split gives it; tensor
+            parallelism is not built yet)
   --max-batch N  --rope-scaling none|linear|dynamic|yarn|llama3  --rope-factor F
   --rope-original-context N  --ntk-alpha A
   --prefix-reuse on|off  (share the cache pages of prompts that start alike; default on)

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "engine/api/gpu_split_plan.h"
 #include "engine/api/memory_planner.h"
 #include "engine/backend/backend_factory.h"
 #include "engine/core/error.h"
@@ -97,7 +98,9 @@ struct Engine::Impl {
   ModelBundle bundle;
   ModelBundle draft_bundle;  // Speculation::kDraft
   std::optional<ChatTemplate> chat_template;
-  std::unique_ptr<Backend> backend;
+  // One per GPU of a layer split, else one; the last holds the head, samples and runs the draft.
+  std::vector<std::unique_ptr<Backend>> backends;
+  Backend& backend() { return *backends.back(); }
   std::unique_ptr<LlamaModel> model;
   std::unique_ptr<KvCacheStorage> cache;
   std::unique_ptr<LlamaModel> draft_model;
@@ -151,7 +154,7 @@ int Engine::Impl::add_adapter(std::shared_ptr<const LoraAdapter> lora, float wei
     ++slot;
   }
   LoadedAdapter loaded;
-  loaded.info = describe_adapter(*lora, backend->activation_dtype());
+  loaded.info = describe_adapter(*lora, backend().activation_dtype());
   loaded.info.id = next_adapter_id;
   loaded.info.weight = weight;
   loaded.lora = std::move(lora);
@@ -190,9 +193,11 @@ MemoryPlan make_plan(const LoadOptions& options, const ModelInfo& info, const Re
                      const ModelInfo* draft_info, size_t adapter_bytes) {
   MemoryPlan plan = estimate_memory(options, info, r);
   plan.adapters = adapter_bytes;
+  std::optional<MemoryPlan> draft_plan;
   if (draft_info) {
     // The draft model and its cache (as many positions as the model's) on the same device.
-    const MemoryPlan draft = estimate_memory(options, *draft_info, r);
+    draft_plan = estimate_memory(options, *draft_info, r);
+    const MemoryPlan& draft = *draft_plan;
     plan.weights += draft.weights;
     plan.kv_cache += draft.kv_cache;
     plan.activations += draft.activations;
@@ -202,11 +207,40 @@ MemoryPlan make_plan(const LoadOptions& options, const ModelInfo& info, const Re
       }
     }
   }
-  const DeviceMemoryInfo device = query_device_memory(options.device, options.cuda_device);
+  if (options.device == DeviceKind::kCuda) {
+    check_gpu_options(options, device_count(DeviceKind::kCuda));
+    const std::vector<int> gpus = load_gpus(options);
+    if (gpus.size() > 1) {
+      // The draft model goes beside the head, on the last GPU, and is placed with it.
+      std::vector<DeviceMemoryInfo> devices;
+      for (int g : gpus) devices.push_back(query_device_memory(DeviceKind::kCuda, g));
+      plan.weights -= draft_plan ? draft_plan->weights : 0;
+      plan.kv_cache -= draft_plan ? draft_plan->kv_cache : 0;
+      plan.activations -= draft_plan ? draft_plan->activations : 0;
+      place_on_gpus(plan, options, info, r, draft_plan ? &*draft_plan : nullptr, devices, gpus);
+      return plan;
+    }
+  }
+  const DeviceMemoryInfo device = query_device_memory(options.device, load_gpus(options).front());
   plan.device_free = device.free_bytes;
   plan.device_total = device.total_bytes;
   plan.device_name = device.name;
   judge_plan(plan, options, r);
+  if (options.device == DeviceKind::kCuda) {
+    GpuShare share;
+    share.device = load_gpus(options).front();
+    share.name = device.name;
+    share.layers = info.config.num_layers;
+    share.weights = plan.weights;
+    share.kv_cache = plan.kv_cache;
+    share.activations = plan.activations;
+    share.workspace = plan.workspace;
+    share.adapters = plan.adapters;
+    share.limit = share.device_free = device.free_bytes;
+    share.device_total = device.total_bytes;
+    share.fits = plan.fits;
+    plan.gpus.push_back(share);
+  }
   return plan;
 }
 
@@ -365,23 +399,34 @@ void Engine::load(const LoadOptions& options, const ProgressCallback& progress,
   if (impl->bundle.chat_template_source) {
     impl->chat_template.emplace(*impl->bundle.chat_template_source);
   }
-  impl->backend = create_backend(options.device, options.cuda_device, options.cpu_threads);
+  LayerPlacement placement;
+  if (plan.gpus.size() > 1) {
+    for (const GpuShare& share : plan.gpus) {
+      impl->backends.push_back(create_backend(options.device, share.device, options.cpu_threads));
+      placement.backends.push_back(impl->backends.back().get());
+      placement.layers.push_back(share.layers);
+    }
+  } else {
+    impl->backends.push_back(
+        create_backend(options.device, load_gpus(options).front(), options.cpu_threads));
+    placement = LayerPlacement::single(*impl->backends.back(), info.config.num_layers);
+  }
   LlamaModelOptions model_options;
   model_options.max_seq_len = impl->resolved.max_seq_len;
   model_options.max_batch_tokens = impl->resolved.max_batch_tokens;
   model_options.max_logit_rows = impl->resolved.max_logit_rows;
   impl->model = std::make_unique<LlamaModel>(
-      info.config, *impl->backend, *impl->bundle.weights, model_options,
+      info.config, placement, *impl->bundle.weights, model_options,
       [&](int64_t done, int64_t total) { report("uploading", done, total); }, cancel);
   report("allocating cache", 0, 1);
-  impl->cache = impl->backend->create_kv_cache(impl->model->kv_cache_spec(
-      impl->resolved.num_pages, impl->resolved.page_size, options.kv_cache_type));
+  impl->cache = impl->model->create_kv_cache(impl->resolved.num_pages, impl->resolved.page_size,
+                                             options.kv_cache_type);
   if (options.speculation == Speculation::kDraft) {
     impl->draft_model = std::make_unique<LlamaModel>(
-        impl->draft_bundle.info.config, *impl->backend, *impl->draft_bundle.weights, model_options,
+        impl->draft_bundle.info.config, impl->backend(), *impl->draft_bundle.weights, model_options,
         [&](int64_t done, int64_t total) { report("uploading draft", done, total); }, cancel);
-    impl->draft_cache = impl->backend->create_kv_cache(impl->draft_model->kv_cache_spec(
-        impl->resolved.num_pages, impl->resolved.page_size, options.kv_cache_type));
+    impl->draft_cache = impl->draft_model->create_kv_cache(
+        impl->resolved.num_pages, impl->resolved.page_size, options.kv_cache_type);
     impl->drafter = std::make_unique<DraftModel>(*impl->draft_model, *impl->draft_cache);
   }
   GeneratorOptions gen;
@@ -419,7 +464,7 @@ void Engine::unload() {
   impl_->draft_model.reset();
   impl_->cache.reset();
   impl_->model.reset();
-  impl_->backend.reset();
+  impl_->backends.clear();
   impl_.reset();
 }
 
@@ -449,7 +494,18 @@ int64_t Engine::max_seq_len() const {
 
 MemoryUsage Engine::memory_usage() const {
   require_loaded(impl_.get());
-  return impl_->backend->memory_usage();
+  // A layer split's GPUs together.
+  MemoryUsage total;
+  for (const auto& backend : impl_->backends) {
+    const MemoryUsage m = backend->memory_usage();
+    total.weights += m.weights;
+    total.kv_cache += m.kv_cache;
+    total.activations += m.activations;
+    total.workspace += m.workspace;
+    total.device_free += m.device_free;
+    total.device_total += m.device_total;
+  }
+  return total;
 }
 
 std::string Engine::render_chat(const std::vector<ChatMessage>& messages,

@@ -62,10 +62,22 @@ struct AdapterWeight {
   float weight = 1.0f;
 };
 
+// How several GPUs share a model: kLayers gives each a run of consecutive layers (and their KV
+// cache), kTensor would split every layer's heads and MLP columns (not built yet: refused).
+enum class GpuSplit { kLayers, kTensor };
+const char* gpu_split_name(GpuSplit split);  // "layer", "tensor"
+
 struct LoadOptions {
   std::filesystem::path model_path;  // a model folder or a .gguf file
   DeviceKind device = DeviceKind::kCpu;
-  int cuda_device = 0;
+  int cuda_device = 0;  // the GPU, when `gpus` is empty
+  // Several CUDA devices, in the order the layers pass through them (the first embeds the
+  // tokens, the last holds the head and samples); empty: cuda_device alone.
+  std::vector<int> gpus;
+  GpuSplit gpu_split = GpuSplit::kLayers;
+  // Layer split: GiB each of `gpus` may take for weights and cache, filled in order (as
+  // ExLlamaV2's gpu_split); empty: layers shared in proportion to each GPU's free memory.
+  std::vector<double> gpu_split_gib;
   int64_t max_seq_len = 0;  // 0: the model's trained context, capped at kDefaultMaxSeqLen
   std::optional<RopeScaling> rope_scaling;  // overrides the model's rope_scaling
   std::optional<double> ntk_alpha;          // NTK-aware base scaling, 1 = off
@@ -102,6 +114,24 @@ struct CacheChoice {
   int64_t tokens_that_fit = 0;
 };
 
+// One GPU's part of a CUDA load: the layers it runs and what they take there.
+struct GpuShare {
+  int device = 0;
+  std::string name;
+  int64_t first_layer = 0;
+  int64_t layers = 0;
+  size_t weights = 0;
+  size_t kv_cache = 0;
+  size_t activations = 0;
+  size_t workspace = 0;
+  size_t adapters = 0;
+  size_t needed() const { return weights + kv_cache + activations + workspace + adapters; }
+  size_t limit = 0;  // what it may take: its free memory, or less under LoadOptions::gpu_split_gib
+  size_t device_free = 0;
+  size_t device_total = 0;
+  bool fits = true;
+};
+
 // What a load will need, computed before anything is allocated.
 struct MemoryPlan {
   size_t weights = 0;
@@ -117,6 +147,9 @@ struct MemoryPlan {
   std::string device_name;
   KvCacheType kv_cache_type = KvCacheType::kF16;  // the one planned (kv_cache)
   std::vector<CacheChoice> cache_choices;         // fp16, q8, q6, q4 (where the model allows)
+  // CUDA: each GPU's share, in layer order (one entry without a split). The totals above add
+  // them up; device_free and device_total are the GPUs' together.
+  std::vector<GpuShare> gpus;
 };
 
 struct LoadProgress {

@@ -219,6 +219,13 @@ class Backend {
   // out[L, H] = x[logit rows]
   virtual void gather_logit_rows(DeviceTensor x, DeviceTensor out) = 0;
 
+  // --- several backends (a model split by layers, one backend per GPU) ---
+  // dst's first `rows` rows = src's, src being an activation of `from`, another backend of the
+  // same kind (usually on another device). Ordered after everything `from` has issued and before
+  // what this backend issues next; `from` leaves src alone until the copy is done. Called between
+  // run()s, never inside one.
+  virtual void receive(Backend& from, DeviceTensor src, DeviceTensor dst, int64_t rows) = 0;
+
   // --- results (these wait for the device) ---
   // The first `rows` rows of t, as float, into `out` (rows · t.cols floats): callers that read
   // the same shapes over and over keep one buffer instead of faulting in a new one each time.

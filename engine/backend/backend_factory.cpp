@@ -77,6 +77,15 @@ size_t backend_workspace_bytes(DeviceKind kind, const WorkspaceShape& shape) {
   return size_t{16} << 20;
 }
 
+int device_count(DeviceKind kind) {
+  if (kind == DeviceKind::kCpu) return 1;
+#if HEARTH_WITH_CUDA
+  return cuda_available() ? cuda_device_count() : 0;
+#else
+  return 0;
+#endif
+}
+
 std::unique_ptr<Backend> create_backend(DeviceKind kind, int device, int cpu_threads) {
   if (kind == DeviceKind::kCuda) {
 #if HEARTH_WITH_CUDA

@@ -39,6 +39,8 @@ bool cuda_available();  // cuda_status().available
 DeviceMemoryInfo query_device_memory(DeviceKind kind, int device);
 // What the backend of `kind` allocates besides weights, KV cache and activations, for load plans.
 size_t backend_workspace_bytes(DeviceKind kind, const WorkspaceShape& shape);
+// Devices of `kind` a backend can run on (the CPU is one; 0 GPUs without a usable driver).
+int device_count(DeviceKind kind);
 std::unique_ptr<Backend> create_backend(DeviceKind kind, int device, int cpu_threads);
 
 }  // namespace hearth

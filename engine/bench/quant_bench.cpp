@@ -36,10 +36,7 @@ using cuda::bench::time_greedy_decode;
 using cuda::bench::time_ms;
 using cuda::bench::tokens_for;
 
-struct QuantSpec {
-  std::string label;
-  SyntheticQuantSource::Options options;
-};
+}  // namespace
 
 QuantSpec parse_quant(const std::string& s) {
   std::vector<std::string> f;
@@ -75,6 +72,8 @@ QuantSpec parse_quant(const std::string& s) {
   fail(ErrorCode::kInvalidArgument,
        "quantization \"" + s + "\": expected exl2:<bpw> or gptq:<bits>:<group>[:noact][:asym]");
 }
+
+namespace {
 
 // The fused kernel alone on the model's weight shapes: enough copies of each layer to defeat
 // the L2 cache, timed over rotating copies.

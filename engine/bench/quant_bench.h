@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/bench/synthetic_quant_source.h"
 
 namespace hearth {
 
@@ -44,6 +45,14 @@ struct QuantBenchOptions {
   uint64_t seed = 1;
   double memory_fraction = 0.9;  // models beyond this share of free memory run fewer layers
 };
+
+// A synthetic quantization by name: "exl2:<bpw>" or "gptq:<bits>:<group size>[:noact][:asym]".
+struct QuantSpec {
+  std::string label;
+  SyntheticQuantSource::Options options;
+};
+// Throws Error(kInvalidArgument) for another form.
+QuantSpec parse_quant(const std::string& s);
 
 struct QuantBenchReport {
   nlohmann::json json;

@@ -29,6 +29,15 @@ struct LlamaModel::Activations {
   DeviceTensor residual, normed, q, k, v, attn, attn_out, gate, up, mlp_out, head_in, logits;
 };
 
+// One backend's share of a split model (the whole model when not split).
+struct LlamaModel::Stage {
+  Backend* backend = nullptr;
+  int64_t first_layer = 0;
+  int64_t layers = 0;
+  std::unique_ptr<BackendWeight> inv_freq;
+  Activations act;  // head_in and logits on the last stage only
+};
+
 namespace {
 
 std::string layer_prefix(int64_t i) {
@@ -198,9 +207,25 @@ LinearSource read_linear(const TensorSource& weights, const std::string& prefix,
 LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, const TensorSource& weights,
                        const LlamaModelOptions& options, const WeightProgress& progress,
                        const CancelToken& cancel)
-    : config_(config), options_(options), backend_(backend), graph_id_(next_graph_id()) {
+    : LlamaModel(config, LayerPlacement::single(backend, config.num_layers), weights, options,
+                 progress, cancel) {}
+
+LlamaModel::LlamaModel(const ModelConfig& config, const LayerPlacement& placement,
+                       const TensorSource& weights, const LlamaModelOptions& options,
+                       const WeightProgress& progress, const CancelToken& cancel)
+    : config_(config), options_(options), placement_(placement), graph_id_(next_graph_id()) {
   // A missing or misshapen tensor fails here, before gigabytes are uploaded.
   check_weights(config_, weights);
+  placement_.validate(config_.num_layers);
+  stages_.resize(placement_.backends.size());
+  for (size_t s = 0, first = 0; s < stages_.size(); ++s) {
+    stages_[s].backend = placement_.backends[s];
+    stages_[s].first_layer = static_cast<int64_t>(first);
+    stages_[s].layers = placement_.layers[s];
+    first += static_cast<size_t>(placement_.layers[s]);
+  }
+  Backend& first = *stages_.front().backend;
+  Backend& last = *stages_.back().backend;
   const int64_t H = config_.hidden_size;
   const int64_t I = config_.intermediate_size;
   const int64_t V = config_.vocab_size;
@@ -215,7 +240,7 @@ LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, const Tensor
   // The table stays packed where the backend looks rows up in that form (a tied head then is the
   // same upload); otherwise it is a plain tensor.
   const auto packed_table = weights.packed("model.embed_tokens.weight");
-  const bool packed_embedding = packed_table && backend_.embeds_packed(*packed_table);
+  const bool packed_embedding = packed_table && first.embeds_packed(*packed_table);
   if (packed_embedding) {
     if (packed_table->out_features() != V || packed_table->in_features() != H) {
       fail(ErrorCode::kInvalidFile, "model.embed_tokens.weight: expected " + std::to_string(V) +
@@ -224,61 +249,91 @@ LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, const Tensor
     LinearSource table;
     table.name = "model.embed_tokens";
     table.quantized = packed_table;
-    embedding_ = backend_.upload_linear(table);
+    embedding_ = first.upload_linear(table);
   } else {
-    embedding_ = backend_.upload(read_tensor(weights, "model.embed_tokens.weight", {V, H}));
+    embedding_ = first.upload(read_tensor(weights, "model.embed_tokens.weight", {V, H}));
   }
   step();
   const std::vector<LayerWeight> layer_weights = LlamaModel::layer_weights(config_);
   layers_.resize(static_cast<size_t>(config_.num_layers));
   for (int64_t i = 0; i < config_.num_layers; ++i) {
     Layer& L = layers_[static_cast<size_t>(i)];
+    Backend& backend = *stage_of_layer(i).backend;
     for (const LayerWeight& w : layer_weights) {
       const std::string name = layer_prefix(i) + w.name;
       L.*w.slot =
           w.linear
-              ? backend_.upload_linear(read_linear(weights, name, w.shape[0], w.shape[1], config_))
-              : backend_.upload(read_tensor(weights, name, w.shape));
+              ? backend.upload_linear(read_linear(weights, name, w.shape[0], w.shape[1], config_))
+              : backend.upload(read_tensor(weights, name, w.shape));
       step();
     }
   }
-  final_norm_ = backend_.upload(read_tensor(weights, "model.norm.weight", {H}));
+  final_norm_ = last.upload(read_tensor(weights, "model.norm.weight", {H}));
   step();
   if (has_own_head(config_, weights)) {
-    lm_head_ = backend_.upload_linear(read_linear(weights, "lm_head", V, H, config_));
-  } else if (!packed_embedding) {  // a packed table is the tied head itself (record_forward)
+    lm_head_ = last.upload_linear(read_linear(weights, "lm_head", V, H, config_));
+  } else if (!packed_embedding || stages_.size() > 1) {
+    // A packed table on the head's backend is the tied head itself (record_stage).
     LinearSource tied;
     tied.name = "lm_head (tied to model.embed_tokens)";
     tied.quantized = weights.packed("model.embed_tokens.weight");
     if (!tied.quantized) tied.weight = weights.get("model.embed_tokens.weight");
-    lm_head_ = backend_.upload_linear(tied);
+    lm_head_ = last.upload_linear(tied);
   }
   step();
 
   const RopeFrequencies rope = compute_rope_frequencies(config_, options_.max_seq_len);
-  inv_freq_ = backend_.upload(
-      HostTensor::from_floats(rope.inv_freq, {static_cast<int64_t>(rope.inv_freq.size())}));
+  const HostTensor inv_freq =
+      HostTensor::from_floats(rope.inv_freq, {static_cast<int64_t>(rope.inv_freq.size())});
   rope_attention_factor_ = rope.attention_factor;
 
   const int64_t T = options_.max_batch_tokens;
   const int64_t Lr = options_.max_logit_rows;
-  act_ = std::make_unique<Activations>();
-  Activations& a = *act_;
-  a.residual = backend_.alloc_activation(T, H);
-  a.normed = backend_.alloc_activation(T, H);
-  a.q = backend_.alloc_activation(T, config_.q_dim());
-  a.k = backend_.alloc_activation(T, config_.kv_dim());
-  a.v = backend_.alloc_activation(T, config_.kv_dim());
-  a.attn = backend_.alloc_activation(T, config_.q_dim());
-  a.attn_out = backend_.alloc_activation(T, H);
-  a.gate = backend_.alloc_activation(T, I);
-  a.up = backend_.alloc_activation(T, I);
-  a.mlp_out = backend_.alloc_activation(T, H);
-  a.head_in = backend_.alloc_activation(Lr, H);
-  a.logits = backend_.alloc_activation(Lr, V);
+  for (Stage& stage : stages_) {
+    Backend& b = *stage.backend;
+    stage.inv_freq = b.upload(inv_freq);
+    Activations& a = stage.act;
+    a.residual = b.alloc_activation(T, H);
+    a.normed = b.alloc_activation(T, H);
+    a.q = b.alloc_activation(T, config_.q_dim());
+    a.k = b.alloc_activation(T, config_.kv_dim());
+    a.v = b.alloc_activation(T, config_.kv_dim());
+    a.attn = b.alloc_activation(T, config_.q_dim());
+    a.attn_out = b.alloc_activation(T, H);
+    a.gate = b.alloc_activation(T, I);
+    a.up = b.alloc_activation(T, I);
+    a.mlp_out = b.alloc_activation(T, H);
+  }
+  Activations& a = stages_.back().act;
+  a.head_in = last.alloc_activation(Lr, H);
+  a.logits = last.alloc_activation(Lr, V);
 }
 
 LlamaModel::~LlamaModel() = default;
+
+Backend& LlamaModel::backend() {
+  return *stages_.back().backend;
+}
+
+LlamaModel::Stage& LlamaModel::stage_of_layer(int64_t layer) {
+  for (Stage& stage : stages_) {
+    if (layer < stage.first_layer + stage.layers) return stage;
+  }
+  return stages_.back();
+}
+
+std::unique_ptr<KvCacheStorage> LlamaModel::create_kv_cache(int64_t num_pages, int64_t page_size,
+                                                            KvCacheType type) const {
+  const KvCacheSpec spec = kv_cache_spec(num_pages, page_size, type);
+  if (stages_.size() == 1) return stages_.front().backend->create_kv_cache(spec);
+  std::vector<std::unique_ptr<KvCacheStorage>> parts;
+  for (const Stage& stage : stages_) {
+    KvCacheSpec part = spec;
+    part.num_layers = stage.layers;
+    parts.push_back(stage.backend->create_kv_cache(part));
+  }
+  return std::make_unique<SplitKvCache>(spec, std::move(parts));
+}
 
 KvCacheSpec LlamaModel::kv_cache_spec(int64_t num_pages, int64_t page_size,
                                       KvCacheType type) const {
@@ -288,9 +343,9 @@ KvCacheSpec LlamaModel::kv_cache_spec(int64_t num_pages, int64_t page_size,
   spec.head_dim = config_.head_dim;
   spec.page_size = page_size;
   spec.num_pages = num_pages;
-  spec.type = is_quantized(type)                           ? type
-              : backend_.activation_dtype() == DType::kF32 ? KvCacheType::kF32
-                                                           : KvCacheType::kF16;
+  spec.type = is_quantized(type)                                           ? type
+              : stages_.front().backend->activation_dtype() == DType::kF32 ? KvCacheType::kF32
+                                                                           : KvCacheType::kF16;
   return spec;
 }
 
@@ -328,21 +383,39 @@ DeviceTensor LlamaModel::forward(const BatchDesc& batch, KvCacheStorage& cache) 
       }
     }
   }
-  const PreparedBatch prepared = backend_.prepare_batch(batch);
-  HEARTH_CHECK(prepared.tokens <= options_.max_batch_tokens &&
-                   prepared.logit_rows <= options_.max_logit_rows,
+  auto* split = dynamic_cast<SplitKvCache*>(&cache);
+  if (stages_.size() > 1 && (!split || split->parts() != stages_.size())) {
+    fail(ErrorCode::kInternal, "forward: a model split by layers needs its own create_kv_cache()");
+  }
+  std::vector<PreparedBatch> prepared;
+  for (const Stage& stage : stages_) prepared.push_back(stage.backend->prepare_batch(batch));
+  const PreparedBatch& p = prepared.front();
+  for (const PreparedBatch& other : prepared) {
+    HEARTH_CHECK(other.tokens == p.tokens && other.logit_rows == p.logit_rows,
+                 "the backends of a layer split padded the batch differently");
+  }
+  HEARTH_CHECK(p.tokens <= options_.max_batch_tokens && p.logit_rows <= options_.max_logit_rows,
                "backend padded the batch beyond the activation buffers");
-  // A backend may serve several models (a draft model beside the main one): a captured step
-  // replays one model's kernels and buffers, so the key names the model too.
-  std::optional<int64_t> graph_key;
-  if (prepared.graph_key) graph_key = *prepared.graph_key + (graph_id_ << 40);
   // Steps with adapters run more ops: their graphs are kept apart (and dropped by the backend
   // when set_adapters() replaces the weights they read).
   const bool adapters = has_adapters_ && batch.uses_adapters();
-  if (graph_key && adapters) *graph_key += int64_t(1) << 39;
-  backend_.run([&] { record_forward(prepared.tokens, prepared.logit_rows, cache, adapters); },
-               graph_key);
-  return act_->logits.first_rows(prepared.logit_rows);
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    Stage& stage = stages_[s];
+    if (s > 0) {
+      // The residual stream and the last layer's MLP output, which joins it at the next norm.
+      const Activations& from = stages_[s - 1].act;
+      stage.backend->receive(*stages_[s - 1].backend, from.residual, stage.act.residual, p.tokens);
+      stage.backend->receive(*stages_[s - 1].backend, from.mlp_out, stage.act.mlp_out, p.tokens);
+    }
+    // A backend may serve several models (a draft model beside the main one): a captured step
+    // replays one model's kernels and buffers, so the key names the model too.
+    std::optional<int64_t> graph_key;
+    if (prepared[s].graph_key) graph_key = *prepared[s].graph_key + (graph_id_ << 40);
+    if (graph_key && adapters) *graph_key += int64_t(1) << 39;
+    KvCacheStorage& part = split ? split->part(s) : cache;
+    stage.backend->run([&] { record_stage(s, p.tokens, p.logit_rows, part, adapters); }, graph_key);
+  }
+  return stages_.back().act.logits.first_rows(p.logit_rows);
 }
 
 void LlamaModel::set_adapters(const std::vector<std::shared_ptr<const LoraAdapter>>& slots) {
@@ -385,7 +458,7 @@ void LlamaModel::set_adapters(const std::vector<std::shared_ptr<const LoraAdapte
         }
       }
       if (source.parts.empty()) continue;
-      built[i][g] = backend_.upload_lora(source);
+      built[i][g] = stage_of_layer(static_cast<int64_t>(i)).backend->upload_lora(source);
       any = true;
     }
   }
@@ -405,9 +478,11 @@ size_t LlamaModel::adapter_bytes() const {
   return n;
 }
 
-void LlamaModel::record_forward(int64_t T, int64_t logit_rows, KvCacheStorage& cache,
-                                bool adapters) {
-  Activations& a = *act_;
+void LlamaModel::record_stage(size_t s, int64_t T, int64_t logit_rows, KvCacheStorage& cache,
+                              bool adapters) {
+  Stage& stage = stages_[s];
+  Backend& backend = *stage.backend;
+  Activations& a = stage.act;
   const auto eps = static_cast<float>(config_.rms_norm_eps);
   const DeviceTensor x = a.residual.first_rows(T), h = a.normed.first_rows(T);
   const DeviceTensor q = a.q.first_rows(T), k = a.k.first_rows(T), v = a.v.first_rows(T);
@@ -416,7 +491,7 @@ void LlamaModel::record_forward(int64_t T, int64_t logit_rows, KvCacheStorage& c
   const DeviceTensor mlp_out = a.mlp_out.first_rows(T);
 
   RopeParams rope;
-  rope.inv_freq = inv_freq_.get();
+  rope.inv_freq = stage.inv_freq.get();
   rope.attention_factor = rope_attention_factor_;
   rope.head_dim = config_.head_dim;
   rope.rotary_dim = config_.rotary_dim();
@@ -426,44 +501,45 @@ void LlamaModel::record_forward(int64_t T, int64_t logit_rows, KvCacheStorage& c
   ap.head_dim = config_.head_dim;
   ap.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
 
-  backend_.embed(*embedding_, x);
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    const Layer& L = layers_[i];
+  if (s == 0) backend.embed(*embedding_, x);
+  for (int64_t i = stage.first_layer; i < stage.first_layer + stage.layers; ++i) {
+    const Layer& L = layers_[static_cast<size_t>(i)];
     // The previous layer's MLP output joins the residual stream here, fused with the norm.
     if (i == 0) {
-      backend_.rms_norm(x, *L.input_norm, eps, h);
+      backend.rms_norm(x, *L.input_norm, eps, h);
     } else {
-      backend_.add_rms_norm(x, mlp_out, *L.input_norm, eps, h);
+      backend.add_rms_norm(x, mlp_out, *L.input_norm, eps, h);
     }
-    backend_.linear(*L.q, h, q);
-    backend_.linear(*L.k, h, k);
-    backend_.linear(*L.v, h, v);
+    backend.linear(*L.q, h, q);
+    backend.linear(*L.k, h, k);
+    backend.linear(*L.v, h, v);
     if (adapters && L.lora_qkv) {
       const DeviceTensor outs[] = {q, k, v};
-      backend_.lora(*L.lora_qkv, h, outs);
+      backend.lora(*L.lora_qkv, h, outs);
     }
-    backend_.rope(q, k, rope);
-    ap.layer = static_cast<int64_t>(i);
-    backend_.attention(q, k, v, cache, ap, attn);
+    backend.rope(q, k, rope);
+    ap.layer = i - stage.first_layer;  // the stage's cache holds its own layers only
+    backend.attention(q, k, v, cache, ap, attn);
     // The o and down adapters add straight into the residual, before their base linear: the
     // sum is the same, and a backend can still fuse the linear with the add and norm after it.
-    if (adapters && L.lora_o) backend_.lora(*L.lora_o, attn, {&x, 1});
-    backend_.linear(*L.o, attn, attn_out);
-    backend_.add_rms_norm(x, attn_out, *L.post_attention_norm, eps, h);
-    backend_.linear(*L.gate, h, gate);
-    backend_.linear(*L.up, h, up);
+    if (adapters && L.lora_o) backend.lora(*L.lora_o, attn, {&x, 1});
+    backend.linear(*L.o, attn, attn_out);
+    backend.add_rms_norm(x, attn_out, *L.post_attention_norm, eps, h);
+    backend.linear(*L.gate, h, gate);
+    backend.linear(*L.up, h, up);
     if (adapters && L.lora_gate_up) {
       const DeviceTensor outs[] = {gate, up};
-      backend_.lora(*L.lora_gate_up, h, outs);
+      backend.lora(*L.lora_gate_up, h, outs);
     }
-    backend_.silu_mul(gate, up, gate);
-    if (adapters && L.lora_down) backend_.lora(*L.lora_down, gate, {&x, 1});
-    backend_.linear(*L.down, gate, mlp_out);
+    backend.silu_mul(gate, up, gate);
+    if (adapters && L.lora_down) backend.lora(*L.lora_down, gate, {&x, 1});
+    backend.linear(*L.down, gate, mlp_out);
   }
-  backend_.add_rms_norm(x, mlp_out, *final_norm_, eps, h);
+  if (s + 1 < stages_.size()) return;
+  backend.add_rms_norm(x, mlp_out, *final_norm_, eps, h);
   const DeviceTensor head_in = a.head_in.first_rows(logit_rows);
-  backend_.gather_logit_rows(h, head_in);
-  backend_.linear(lm_head_ ? *lm_head_ : *embedding_, head_in, a.logits.first_rows(logit_rows));
+  backend.gather_logit_rows(h, head_in);
+  backend.linear(lm_head_ ? *lm_head_ : *embedding_, head_in, a.logits.first_rows(logit_rows));
 }
 
 }  // namespace hearth

@@ -10,6 +10,7 @@
 #include "engine/core/cancel.h"
 #include "engine/io/model_config.h"
 #include "engine/io/tensor_source.h"
+#include "engine/model/layer_split.h"
 #include "engine/model/lora_adapter.h"
 
 namespace hearth {
@@ -30,6 +31,12 @@ class LlamaModel {
   LlamaModel(const ModelConfig& config, Backend& backend, const TensorSource& weights,
              const LlamaModelOptions& options, const WeightProgress& progress = {},
              const CancelToken& cancel = {});
+  // Split by layers over several backends (one per GPU), each holding its layers' weights, KV
+  // cache and activations; a step runs them in turn, handing the residual stream on. The logits
+  // are the last backend's. Gives the same bits as one backend of the same kind.
+  LlamaModel(const ModelConfig& config, const LayerPlacement& placement,
+             const TensorSource& weights, const LlamaModelOptions& options,
+             const WeightProgress& progress = {}, const CancelToken& cancel = {});
   ~LlamaModel();
 
   // Checks, without reading weight data, that `weights` holds every tensor `config` needs with
@@ -37,8 +44,9 @@ class LlamaModel {
   // Error(kInvalidFile) naming the first tensor that is missing or misshapen.
   static void check_weights(const ModelConfig& config, const TensorSource& weights);
 
-  // Runs the batch through the model, storing its keys and values in `cache`. Returns the logits
-  // [rows, vocab] on the backend; row i belongs to the i-th logit row of the batch
+  // Runs the batch through the model, storing its keys and values in `cache` (from
+  // create_kv_cache(), or from backend().create_kv_cache(kv_cache_spec()) when not split). Returns
+  // the logits [rows, vocab] on the backend; row i belongs to the i-th logit row of the batch
   // (BatchDesc::logit_rows() rows are real).
   DeviceTensor forward(const BatchDesc& batch, KvCacheStorage& cache);
 
@@ -51,28 +59,37 @@ class LlamaModel {
 
   const ModelConfig& config() const { return config_; }
   const LlamaModelOptions& options() const { return options_; }
-  Backend& backend() { return backend_; }
+  // The backend that holds the logits (the last of a split): read and sample there.
+  Backend& backend();
+  const LayerPlacement& placement() const { return placement_; }
   // type: kF16 for the backend's own element type, or a quantized one.
   KvCacheSpec kv_cache_spec(int64_t num_pages, int64_t page_size,
                             KvCacheType type = KvCacheType::kF16) const;
+  // The cache of kv_cache_spec(), divided over the backends as the layers are.
+  std::unique_ptr<KvCacheStorage> create_kv_cache(int64_t num_pages, int64_t page_size,
+                                                  KvCacheType type = KvCacheType::kF16) const;
 
  private:
   struct Layer;
   struct LayerWeight;
   struct Activations;
+  struct Stage;
   static std::vector<LayerWeight> layer_weights(const ModelConfig& config);
-  void record_forward(int64_t tokens, int64_t logit_rows, KvCacheStorage& cache, bool adapters);
+  Stage& stage_of_layer(int64_t layer);
+  // Issues stage s's ops (its layers; the embedding first on stage 0, the head last on the last).
+  void record_stage(size_t s, int64_t tokens, int64_t logit_rows, KvCacheStorage& cache,
+                    bool adapters);
 
   ModelConfig config_;
   LlamaModelOptions options_;
-  Backend& backend_;
-  std::unique_ptr<BackendWeight> embedding_;
+  LayerPlacement placement_;
+  std::vector<Stage> stages_;
+  std::unique_ptr<BackendWeight> embedding_;  // on the first stage
   std::vector<Layer> layers_;
-  std::unique_ptr<BackendWeight> final_norm_;
-  std::unique_ptr<BackendWeight> lm_head_;  // null when a packed embedding table is the tied head
-  std::unique_ptr<BackendWeight> inv_freq_;
+  std::unique_ptr<BackendWeight> final_norm_;  // on the last stage
+  // On the last stage; null when a packed embedding table on the same backend is the tied head.
+  std::unique_ptr<BackendWeight> lm_head_;
   float rope_attention_factor_ = 1.0f;
-  std::unique_ptr<Activations> act_;
   int64_t graph_id_;           // distinct per model in the process (CUDA graph keys)
   bool has_adapters_ = false;  // some layer has LoRA weights
 };

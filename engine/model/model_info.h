@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "engine/io/model_config.h"
 
@@ -24,6 +25,10 @@ struct ModelInfo {
   // GGUF: what the CUDA backend will hold for the weights (the tensors its quantized kernels run
   // packed, the rest in fp16); 0 for other formats.
   uint64_t cuda_weight_bytes = 0;
+  // What the CUDA backend holds of each decoder layer's weights, and of the embedding table (for
+  // splitting the model over GPUs by layers).
+  std::vector<uint64_t> cuda_layer_bytes;
+  uint64_t cuda_embedding_bytes = 0;
   std::string quantization;  // quantization_config, human-readable, if any
   bool has_chat_template = false;
 };

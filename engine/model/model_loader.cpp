@@ -2,6 +2,7 @@
 
 #include "engine/model/lora_adapter.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -75,6 +76,44 @@ std::string describe_types(const std::map<std::string, int>& counts) {
   return s;
 }
 
+// Bytes the CUDA backend holds of one tensor: GGUF blocks its quantized kernels run at their tile
+// layout's size, other floating-point tensors in fp16, packed integers (EXL2, GPTQ) as stored.
+uint64_t cuda_tensor_bytes(const TensorSource& weights, const std::string& name) {
+  const auto packed = weights.packed(name);
+  if (const auto* blocks = dynamic_cast<const GgufBlockWeight*>(packed.get());
+      blocks && has_quant_tile_layout(*blocks)) {
+    return static_cast<uint64_t>(gguf_tile_layout_bytes(*blocks));
+  }
+  const TensorInfo t = weights.info(name);
+  uint64_t numel = 1;
+  for (int64_t d : t.shape) numel *= static_cast<uint64_t>(d);
+  const bool floating = t.dtype == DType::kF32 || t.dtype == DType::kF16 || t.dtype == DType::kBF16;
+  return numel * (floating ? 2 : dtype_size(t.dtype));
+}
+
+// ModelInfo::cuda_layer_bytes and cuda_embedding_bytes, for splitting a model over GPUs.
+void fill_cuda_layer_bytes(const TensorSource& weights, ModelInfo& info) {
+  info.cuda_layer_bytes.assign(static_cast<size_t>(std::max<int64_t>(info.config.num_layers, 0)),
+                               0);
+  const std::string layers = "model.layers.";
+  for (const std::string& name : weights.tensor_names()) {
+    if (name == "model.embed_tokens.weight") {
+      info.cuda_embedding_bytes = cuda_tensor_bytes(weights, name);
+      continue;
+    }
+    if (!name.starts_with(layers)) continue;
+    const size_t dot = name.find('.', layers.size());
+    const std::string index = name.substr(layers.size(), dot - layers.size());
+    if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos ||
+        index.size() > 6) {
+      continue;
+    }
+    const size_t i = std::stoul(index);
+    if (i < info.cuda_layer_bytes.size())
+      info.cuda_layer_bytes[i] += cuda_tensor_bytes(weights, name);
+  }
+}
+
 void fill_common_info(ModelBundle& m) {
   ModelInfo& info = m.info;
   info.parameters = info.config.parameter_count();
@@ -88,6 +127,7 @@ void fill_common_info(ModelBundle& m) {
   info.stored_types = describe_types(counts);
   info.has_chat_template = m.chat_template_source.has_value();
   if (info.name.empty()) info.name = info.path.filename().string();
+  fill_cuda_layer_bytes(*m.weights, info);
 }
 
 // ModelInfo::cuda_weight_bytes of a GGUF model (HF tensor names): tensors the quantized kernels

@@ -343,6 +343,18 @@ void CpuBackend::gather_logit_rows(DeviceTensor x, DeviceTensor out) {
   }
 }
 
+void CpuBackend::receive(Backend& from, DeviceTensor src, DeviceTensor dst, int64_t rows) {
+  // Every CPU backend computes in host memory and is done when its ops return.
+  if (!dynamic_cast<CpuBackend*>(&from)) {
+    fail(ErrorCode::kInvalidArgument, "receive: a CPU backend receives from CPU backends only");
+  }
+  check_f32(src, "receive source");
+  check_f32(dst, "receive destination");
+  HEARTH_CHECK(src.cols == dst.cols && rows >= 0 && rows <= src.rows && rows <= dst.rows,
+               "receive: shapes");
+  if (rows > 0) std::memmove(dst.data, src.data, static_cast<size_t>(rows * src.cols) * 4);
+}
+
 void CpuBackend::read_into(DeviceTensor t, int64_t rows, std::span<float> out) {
   check_f32(t, "read");
   HEARTH_CHECK(rows >= 0 && rows <= t.rows && static_cast<int64_t>(out.size()) == rows * t.cols,

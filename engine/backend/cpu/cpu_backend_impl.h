@@ -126,6 +126,7 @@ class CpuBackend final : public Backend {
   void lora(const BackendWeight& lora, DeviceTensor x, std::span<const DeviceTensor> outs) override;
   void silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) override;
   void gather_logit_rows(DeviceTensor x, DeviceTensor out) override;
+  void receive(Backend& from, DeviceTensor src, DeviceTensor dst, int64_t rows) override;
 
   void read_into(DeviceTensor t, int64_t rows, std::span<float> out) override;
   double squared_distance(DeviceTensor a, DeviceTensor b, int64_t rows) override;

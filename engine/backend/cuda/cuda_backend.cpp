@@ -133,6 +133,8 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : options_(options) 
     for (auto& e : upload_done_) {
       check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "creating an event");
     }
+    check_cuda(cudaEventCreateWithFlags(&handoff_event_, cudaEventDisableTiming),
+               "creating an event");
     launch_ = {stream_, options.pdl && info_.compute_major >= 9, info_.multiprocessors};
     ensure_meta_capacity(1024, 64, 64, 4096);
     // Counters for split-K reductions start at zero and every kernel leaves them at zero.
@@ -161,6 +163,8 @@ void CudaBackend::release() noexcept {
     if (e) cudaEventDestroy(e);
     e = nullptr;
   }
+  if (handoff_event_) cudaEventDestroy(handoff_event_);
+  handoff_event_ = nullptr;
   if (stream_) cudaStreamDestroy(stream_);
   stream_ = nullptr;
   cudaGetLastError();

@@ -141,6 +141,7 @@ class CudaBackend final : public Backend {
   void lora(const BackendWeight& lora, DeviceTensor x, std::span<const DeviceTensor> outs) override;
   void silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) override;
   void gather_logit_rows(DeviceTensor x, DeviceTensor out) override;
+  void receive(Backend& from, DeviceTensor src, DeviceTensor dst, int64_t rows) override;
 
   bool reads_host_weights() const override { return false; }
   void read_into(DeviceTensor t, int64_t rows, std::span<float> out) override;
@@ -278,6 +279,12 @@ class CudaBackend final : public Backend {
   std::array<PinnedBuffer, 2> upload_host_;
   std::array<DeviceBuffer, 2> upload_device_;
   std::array<cudaEvent_t, 2> upload_done_{};
+
+  // Layer split (cuda_handoff.cpp): recorded on this stream when another backend receives from
+  // this one, and after a copy this one receives (the sender waits on it before reusing its rows).
+  cudaEvent_t handoff_event_ = nullptr;
+  std::set<int> peers_enabled_;  // devices whose memory this one's copies read directly
+  void enable_peer_access(int peer);
 
   // Reads and sampling.
   PinnedBuffer read_host_;

@@ -1,0 +1,231 @@
+#include "engine/api/gpu_split_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "engine/core/error.h"
+
+namespace hearth {
+
+const char* gpu_split_name(GpuSplit split) {
+  return split == GpuSplit::kTensor ? "tensor" : "layer";
+}
+
+std::vector<int> load_gpus(const LoadOptions& options) {
+  return options.gpus.empty() ? std::vector<int>{options.cuda_device} : options.gpus;
+}
+
+void check_gpu_options(const LoadOptions& options, int device_count) {
+  const std::vector<int> gpus = load_gpus(options);
+  std::set<int> seen;
+  for (int g : gpus) {
+    if (g < 0 || g >= device_count) {
+      fail(ErrorCode::kInvalidArgument, "GPU " + std::to_string(g) + " does not exist (" +
+                                            std::to_string(device_count) + " CUDA device" +
+                                            (device_count == 1 ? "" : "s") + " found)");
+    }
+    if (!seen.insert(g).second) {
+      fail(ErrorCode::kInvalidArgument, "GPU " + std::to_string(g) + " is named twice");
+    }
+  }
+  if (gpus.size() > 1 && options.gpu_split == GpuSplit::kTensor) {
+    fail(ErrorCode::kUnsupported,
+         "tensor parallelism is not built yet: split the model by layers instead");
+  }
+  if (!options.gpu_split_gib.empty()) {
+    if (options.gpu_split_gib.size() != gpus.size()) {
+      fail(ErrorCode::kInvalidArgument, "the GPU split gives " +
+                                            std::to_string(options.gpu_split_gib.size()) +
+                                            " sizes for " + std::to_string(gpus.size()) + " GPUs");
+    }
+    for (double gib : options.gpu_split_gib) {
+      if (!std::isfinite(gib) || gib <= 0 || gib > 1 << 20) {
+        fail(ErrorCode::kInvalidArgument, "every GPU split size must be a positive number of GiB");
+      }
+    }
+  }
+}
+
+namespace {
+
+// Consecutive layer counts per GPU: sequential fill up to each GPU's allotment (manual), or in
+// proportion to each GPU's room (automatic), every GPU of the automatic split getting a layer.
+std::vector<int64_t> assign_layers(const std::vector<size_t>& layer_cost,
+                                   const std::vector<size_t>& fixed,
+                                   const std::vector<size_t>& room, bool manual) {
+  const size_t n = fixed.size();
+  std::vector<int64_t> counts(n, 0);
+  if (manual) {
+    size_t g = 0, used = fixed[0];
+    for (size_t cost : layer_cost) {
+      while (g + 1 < n && counts[g] > 0 && used + cost > room[g]) used = fixed[++g];
+      ++counts[g];
+      used += cost;
+    }
+    return counts;
+  }
+  double total_room = 0, total_cost = 0;
+  for (size_t r : room) total_room += static_cast<double>(r);
+  for (size_t c : layer_cost) total_cost += static_cast<double>(c);
+  if (total_room <= 0) total_room = 1;
+  double before = 0;
+  for (size_t c : layer_cost) {
+    const double middle = (before + static_cast<double>(c) / 2) / std::max(total_cost, 1.0);
+    double cum = 0;
+    size_t g = 0;
+    for (; g + 1 < n; ++g) {
+      cum += static_cast<double>(room[g]) / total_room;
+      if (middle <= cum) break;
+    }
+    ++counts[g];
+    before += static_cast<double>(c);
+  }
+  // A GPU left without a layer takes one from its busiest neighbour side (runs stay consecutive).
+  for (size_t g = 0; g < n; ++g) {
+    while (counts[g] == 0) {
+      const auto busiest = std::max_element(counts.begin(), counts.end()) - counts.begin();
+      if (counts[busiest] < 2) break;
+      --counts[busiest];
+      ++counts[g];
+    }
+  }
+  return counts;
+}
+
+}  // namespace
+
+void place_on_gpus(MemoryPlan& plan, const LoadOptions& options, const ModelInfo& info,
+                   const ResolvedLoad& r, const MemoryPlan* draft,
+                   const std::vector<DeviceMemoryInfo>& devices, const std::vector<int>& gpus) {
+  HEARTH_CHECK(!devices.empty() && devices.size() == gpus.size(), "place_on_gpus: devices");
+  const ModelConfig& c = info.config;
+  const auto L = static_cast<size_t>(c.num_layers);
+  const size_t n = devices.size();
+  if (n > L) {
+    fail(ErrorCode::kInvalidArgument, std::to_string(n) + " GPUs for " + std::to_string(L) +
+                                          " layers: name at most one GPU per layer");
+  }
+  const bool manual = !options.gpu_split_gib.empty() && n > 1;
+
+  // What the model's parts take: its layers as the files say, the rest spread evenly when the
+  // sizes are unknown (synthetic sources).
+  std::vector<size_t> layer_weights(L, 0);
+  size_t layers_total = 0;
+  for (size_t i = 0; i < L && i < info.cuda_layer_bytes.size(); ++i) {
+    layer_weights[i] = static_cast<size_t>(info.cuda_layer_bytes[i]);
+    layers_total += layer_weights[i];
+  }
+  size_t embedding = static_cast<size_t>(info.cuda_embedding_bytes);
+  if (layers_total == 0 || layers_total + embedding > plan.weights) {
+    embedding = static_cast<size_t>(c.vocab_size * c.hidden_size) * 2;
+    const size_t rest = plan.weights > 2 * embedding ? plan.weights - 2 * embedding : 0;
+    std::fill(layer_weights.begin(), layer_weights.end(), rest / std::max<size_t>(L, 1));
+    layers_total = rest / std::max<size_t>(L, 1) * L;
+  }
+  size_t head = plan.weights - std::min(plan.weights, layers_total + embedding);
+  // A head tied to the embedding is its own copy once the two sit on different GPUs.
+  if (n > 1 && c.tie_word_embeddings && head < embedding / 2) head += embedding;
+  const size_t kv_per_layer = plan.kv_cache / std::max<size_t>(L, 1);
+  const size_t adapters_per_layer = plan.adapters / std::max<size_t>(L, 1);
+  const size_t logits = static_cast<size_t>(r.max_logit_rows * (c.hidden_size + c.vocab_size)) * 2;
+  const size_t activations_inner = plan.activations > logits ? plan.activations - logits : 0;
+
+  std::vector<size_t> fixed(n), room(n), cost(L);
+  for (size_t i = 0; i < L; ++i) cost[i] = layer_weights[i] + kv_per_layer + adapters_per_layer;
+  for (size_t g = 0; g < n; ++g) {
+    const bool first = g == 0, last = g + 1 == n;
+    fixed[g] = (last ? plan.activations : activations_inner) + plan.workspace +
+               (first ? embedding : 0) + (last ? head : 0);
+    if (last && draft) fixed[g] += draft->needed();
+    const size_t limit =
+        manual ? static_cast<size_t>(options.gpu_split_gib[g] * double(size_t{1} << 30))
+               : devices[g].free_bytes;
+    const size_t usable = manual ? limit : (limit > kGpuMargin ? limit - kGpuMargin : 0);
+    room[g] = manual ? usable : (usable > fixed[g] ? usable - fixed[g] : 0);
+  }
+  const std::vector<int64_t> counts = assign_layers(cost, fixed, room, manual);
+
+  plan.gpus.clear();
+  int64_t first_layer = 0;
+  size_t last_used = 0;
+  for (size_t g = 0; g < n; ++g) {
+    if (counts[g] > 0) last_used = g;
+  }
+  for (size_t g = 0; g <= last_used; ++g) {
+    GpuShare s;
+    s.device = gpus[g];
+    s.name = devices[g].name;
+    s.first_layer = first_layer;
+    s.layers = counts[g];
+    for (int64_t i = first_layer; i < first_layer + counts[g]; ++i) {
+      s.weights += layer_weights[static_cast<size_t>(i)];
+    }
+    first_layer += counts[g];
+    const auto layers = static_cast<size_t>(counts[g]);
+    s.kv_cache = kv_per_layer * layers;
+    s.adapters = adapters_per_layer * layers;
+    const bool last = g == last_used;
+    s.activations = last ? plan.activations : activations_inner;
+    s.workspace = plan.workspace;
+    if (g == 0) s.weights += embedding;
+    if (last) s.weights += head;
+    if (last && draft) {
+      s.weights += draft->weights;
+      s.kv_cache += draft->kv_cache;
+      s.activations += draft->activations;
+    }
+    s.device_free = devices[g].free_bytes;
+    s.device_total = devices[g].total_bytes;
+    s.limit = manual ? static_cast<size_t>(options.gpu_split_gib[g] * double(size_t{1} << 30))
+                     : s.device_free;
+    s.fits = s.needed() + kGpuMargin <= s.device_free && (!manual || s.needed() <= s.limit);
+    plan.gpus.push_back(std::move(s));
+  }
+  plan.weights = plan.kv_cache = plan.activations = plan.workspace = plan.adapters = 0;
+  plan.device_free = plan.device_total = 0;
+  plan.device_name.clear();
+  plan.fits = true;
+  plan.advice.clear();
+  for (const GpuShare& s : plan.gpus) {
+    plan.weights += s.weights;
+    plan.kv_cache += s.kv_cache;
+    plan.activations += s.activations;
+    plan.workspace += s.workspace;
+    plan.adapters += s.adapters;
+    plan.device_free += s.device_free;
+    plan.device_total += s.device_total;
+    plan.device_name += (plan.device_name.empty() ? "" : " + ") + s.name;
+    plan.fits = plan.fits && s.fits;
+  }
+  // Cache tokens per choice: what the tightest GPU allows for its share of the layers.
+  for (CacheChoice& choice : plan.cache_choices) {
+    int64_t tokens = INT64_MAX;
+    for (const GpuShare& s : plan.gpus) {
+      const size_t besides = kGpuMargin + s.needed() - s.kv_cache;
+      const size_t per_token =
+          choice.bytes_per_token * static_cast<size_t>(s.layers) / std::max<size_t>(L, 1);
+      const size_t free = s.device_free > besides ? s.device_free - besides : 0;
+      tokens = std::min<int64_t>(tokens, per_token ? static_cast<int64_t>(free / per_token) : 0);
+    }
+    choice.tokens_that_fit = tokens == INT64_MAX ? 0 : tokens;
+  }
+  if (plan.fits) return;
+  for (const GpuShare& s : plan.gpus) {
+    if (s.fits) continue;
+    plan.advice =
+        s.name + " needs " + format_bytes(s.needed()) + " for layers " +
+        std::to_string(s.first_layer) + "–" + std::to_string(s.first_layer + s.layers - 1) +
+        " (weights " + format_bytes(s.weights) + ", cache " + format_bytes(s.kv_cache) + ") but " +
+        (manual && s.needed() > s.limit ? "its GPU split allows " + format_bytes(s.limit) + "."
+                                        : format_bytes(s.device_free) + " is free.") +
+        (manual ? " Give it fewer layers (a smaller GPU split size there, larger on "
+                  "the others), add a GPU, lower max_seq_len or the cache size, or "
+                  "choose a smaller quantization."
+                : " Add a GPU, lower max_seq_len or the cache size, choose a "
+                  "quantized KV cache, or a smaller quantization.");
+    break;
+  }
+}
+
+}  // namespace hearth

@@ -1,0 +1,197 @@
+#include "engine/bench/split_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "engine/backend/cuda/cuda_backend_impl.h"
+#include "engine/backend/cuda/cuda_check.h"
+#include "engine/bench/bench_util.h"
+#include "engine/bench/quant_bench.h"
+#include "engine/bench/synthetic_quant_source.h"
+#include "engine/bench/synthetic_source.h"
+#include "engine/core/error.h"
+#include "engine/model/llama_model.h"
+
+namespace hearth {
+namespace {
+
+using json = nlohmann::json;
+using cuda::CudaBackend;
+using cuda::bench::fmt;
+using cuda::bench::median;
+using cuda::bench::seconds_since;
+using cuda::bench::time_greedy_decode;
+using cuda::bench::tokens_for;
+
+// Layers shared as evenly as the count allows, the first GPUs taking the remainder.
+std::vector<int64_t> even_layers(int64_t layers, size_t gpus) {
+  std::vector<int64_t> counts(gpus, layers / static_cast<int64_t>(gpus));
+  for (size_t g = 0; g < static_cast<size_t>(layers % static_cast<int64_t>(gpus)); ++g) {
+    ++counts[g];
+  }
+  return counts;
+}
+
+json run_placement(const std::vector<CudaBackend*>& backends, const ModelConfig& config,
+                   const TensorSource& weights, const SplitBenchOptions& o) {
+  const int64_t page = 256;
+  const int64_t max_prefill =
+      o.prefill_lengths.empty()
+          ? 0
+          : *std::max_element(o.prefill_lengths.begin(), o.prefill_lengths.end());
+  const int64_t max_batch = o.decode_batches.empty() ? 1
+                                                     : *std::max_element(o.decode_batches.begin(),
+                                                                         o.decode_batches.end());
+  const int64_t seq_pages = (o.decode_context + o.decode_steps + 16 + page - 1) / page;
+  const int64_t num_pages = std::max((max_prefill + page - 1) / page, max_batch * seq_pages) + 1;
+
+  LayerPlacement placement;
+  placement.layers = even_layers(config.num_layers, backends.size());
+  for (CudaBackend* b : backends) placement.backends.push_back(b);
+  LlamaModelOptions mo;
+  mo.max_seq_len = std::max<int64_t>(max_prefill, o.decode_context + o.decode_steps + 16);
+  mo.max_batch_tokens = std::max<int64_t>(max_prefill, max_batch);
+  mo.max_logit_rows = max_batch;
+  const auto t0 = std::chrono::steady_clock::now();
+  LlamaModel model(config, placement, weights, mo);
+  auto cache = model.create_kv_cache(num_pages, page);
+  json r = {{"gpus", backends.size()}, {"layers", placement.layers}};
+  r["load_seconds"] = seconds_since(t0);
+  json memory = json::array();
+  for (CudaBackend* b : backends) {
+    const MemoryUsage m = b->memory_usage();
+    memory.push_back({{"device", b->device()}, {"weights", m.weights}, {"kv_cache", m.kv_cache}});
+  }
+  r["memory"] = memory;
+  CudaBackend& last = *backends.back();
+  SamplingParams greedy;
+
+  json prefill = json::array();
+  for (int64_t T : o.prefill_lengths) {
+    const std::vector<int32_t> ids = tokens_for(T, config.vocab_size, 11);
+    std::vector<int32_t> pages((T + page - 1) / page);
+    for (size_t i = 0; i < pages.size(); ++i) pages[i] = static_cast<int32_t>(i);
+    BatchDesc batch;
+    SequenceSlice s;
+    s.tokens = ids;
+    s.page_table = pages;
+    batch.seqs.push_back(s);
+    std::vector<double> times;
+    for (int rep = 0; rep < 4; ++rep) {
+      const auto start = std::chrono::steady_clock::now();
+      const DeviceTensor logits = model.forward(batch, *cache);
+      SampleRequest req;
+      req.params = &greedy;
+      last.sample(logits, std::span<const SampleRequest>(&req, 1));
+      if (rep > 0) times.push_back(seconds_since(start));
+    }
+    prefill.push_back({{"tokens", T}, {"tokens_per_s", static_cast<double>(T) / median(times)}});
+  }
+  r["prefill"] = prefill;
+  json decode = json::array();
+  for (int64_t B : o.decode_batches) {
+    const double t = time_greedy_decode(model, last, *cache, B, seq_pages, o.decode_context,
+                                        o.decode_steps, false);
+    decode.push_back({{"batch", B},
+                      {"tokens_per_s", static_cast<double>(B * o.decode_steps) / t},
+                      {"step_ms", 1e3 * t / o.decode_steps}});
+  }
+  r["decode"] = decode;
+  return r;
+}
+
+// One hand-over as a step makes it (the residual rows of a decode step and of a 2,048-token
+// prefill), between the first two GPUs: microseconds per copy.
+json handoff_times(CudaBackend& from, CudaBackend& to, int64_t hidden) {
+  json out = json::array();
+  for (int64_t rows : {int64_t{1}, int64_t{32}, int64_t{2048}}) {
+    const DeviceTensor src = from.alloc_activation(rows, hidden);
+    const DeviceTensor dst = to.alloc_activation(rows, hidden);
+    for (int i = 0; i < 5; ++i) to.receive(from, src, dst, rows);
+    to.synchronize();
+    const int reps = 200;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i) to.receive(from, src, dst, rows);
+    to.synchronize();
+    from.synchronize();
+    const double us = seconds_since(start) * 1e6 / reps;
+    out.push_back({{"rows", rows}, {"bytes", src.nbytes()}, {"microseconds", us}});
+  }
+  return out;
+}
+
+}  // namespace
+
+SplitBenchReport run_layer_split_benchmark(const SplitBenchOptions& o) {
+  if (o.gpus.size() < 2) fail(ErrorCode::kInvalidArgument, "a layer split needs two GPUs or more");
+  const int available = cuda_device_count();
+  std::vector<std::unique_ptr<CudaBackend>> owned;
+  std::vector<CudaBackend*> backends;
+  for (int g : o.gpus) {
+    if (g < 0 || g >= available) {
+      fail(ErrorCode::kInvalidArgument, "GPU " + std::to_string(g) + " does not exist (" +
+                                            std::to_string(available) + " found)");
+    }
+    CudaBackendOptions bo;
+    bo.device = g;
+    owned.push_back(std::make_unique<CudaBackend>(bo));
+    backends.push_back(owned.back().get());
+  }
+  ModelConfig config = synthetic_model_config(o.model);
+  std::unique_ptr<TensorSource> weights;
+  if (o.quant.empty()) {
+    weights = std::make_unique<SyntheticSource>(config, o.seed, DType::kF16);
+  } else {
+    const QuantSpec q = parse_quant(o.quant);
+    auto source = std::make_unique<SyntheticQuantSource>(config, q.options);
+    config.quantization_config_json = source->quantization_config_json();
+    weights = std::move(source);
+  }
+  const std::string label = o.model + " " + (o.quant.empty() ? "fp16" : o.quant);
+  SplitBenchReport report;
+  report.json = {{"model", o.model}, {"quant", o.quant.empty() ? "fp16" : o.quant}};
+  report.json["handoff"] = handoff_times(*backends[0], *backends[1], config.hidden_size);
+  report.text = "== " + label + ", layer split over " + std::to_string(o.gpus.size()) + " GPUs (" +
+                backends[0]->device_info().name + ")\n";
+  for (const json& h : report.json["handoff"]) {
+    report.text += "hand-over of " + fmt("%.0f", h["rows"].get<double>()) +
+                   " rows: " + fmt("%.1f us", h["microseconds"].get<double>()) + "\n";
+  }
+  auto run = [&](const std::vector<CudaBackend*>& use, const char* key) {
+    try {
+      // Loading only to run out of memory would take minutes on the largest shapes.
+      size_t free = 0;
+      for (CudaBackend* b : use) free += cuda_free_memory(b->device());
+      if (weights->file_bytes() > free) {
+        fail(ErrorCode::kOutOfMemory, "the weights (" +
+                                          fmt("%.1f GB", weights->file_bytes() / 1e9) +
+                                          ") exceed the free memory");
+      }
+      report.json[key] = run_placement(use, config, *weights, o);
+    } catch (const Error& e) {
+      report.json[key] = {{"error", e.what()}};
+    }
+    const json& r = report.json[key];
+    report.text += std::string(key) + ": ";
+    if (r.contains("error")) {
+      report.text += r["error"].get<std::string>() + "\n";
+      return;
+    }
+    for (const json& p : r["prefill"]) {
+      report.text += "prefill " + fmt("%.0f", p["tokens"].get<double>()) + " " +
+                     fmt("%.0f tok/s", p["tokens_per_s"].get<double>()) + "; ";
+    }
+    for (const json& d : r["decode"]) {
+      report.text += "batch " + fmt("%.0f", d["batch"].get<double>()) + " " +
+                     fmt("%.1f tok/s", d["tokens_per_s"].get<double>()) + "; ";
+    }
+    report.text += "load " + fmt("%.1f s", r["load_seconds"].get<double>()) + "\n";
+  };
+  if (o.single_gpu) run({backends[0]}, "one_gpu");
+  run(backends, "layer_split");
+  return report;
+}
+
+}  // namespace hearth

@@ -1,0 +1,166 @@
+// Placing a load on several GPUs before anything is allocated: layers shared by free memory or
+// by the GiB each GPU is given, the embedding on the first and the head on the last, every GPU
+// judged on its own and named when it does not fit; GPU lists the load cannot use are refused.
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include "engine/api/gpu_split_plan.h"
+#include "engine/core/error.h"
+
+namespace hearth {
+namespace {
+
+constexpr size_t kGiB = size_t{1} << 30;
+
+// Llama-3-8B's shape in fp16, with each layer's bytes as the loader reports them.
+ModelInfo llama3_8b() {
+  ModelInfo info;
+  info.format = ModelFormat::kSafetensors;
+  ModelConfig& c = info.config;
+  c.vocab_size = 128256;
+  c.hidden_size = 4096;
+  c.intermediate_size = 14336;
+  c.num_layers = 32;
+  c.num_heads = 32;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;
+  c.max_position_embeddings = 8192;
+  info.parameters = c.parameter_count();
+  const auto H = static_cast<uint64_t>(c.hidden_size), I = static_cast<uint64_t>(14336);
+  const uint64_t layer = (2 * H * H + 2 * H * 1024 + 3 * H * I) * 2 + 2 * H * 2;
+  info.cuda_layer_bytes.assign(32, layer);
+  info.cuda_embedding_bytes = 128256 * H * 2;
+  return info;
+}
+
+LoadOptions cuda_load(std::vector<int> gpus) {
+  LoadOptions o;
+  o.device = DeviceKind::kCuda;
+  o.gpus = std::move(gpus);
+  o.max_seq_len = 8192;
+  return o;
+}
+
+DeviceMemoryInfo gpu(int index, size_t free_gib) {
+  return {"cuda:" + std::to_string(index) + " Test GPU", free_gib * kGiB, free_gib * kGiB};
+}
+
+MemoryPlan place(const LoadOptions& o, const ModelInfo& info,
+                 const std::vector<DeviceMemoryInfo>& devices) {
+  const ResolvedLoad r = resolve_load(o, info);
+  MemoryPlan plan = estimate_memory(o, info, r);
+  place_on_gpus(plan, o, info, r, nullptr, devices, o.gpus);
+  return plan;
+}
+
+// Shares run consecutive layers from 0 to the last, and the plan's totals are their sums.
+void expect_consistent(const MemoryPlan& plan, int64_t layers) {
+  int64_t next = 0;
+  size_t weights = 0, cache = 0;
+  for (const GpuShare& s : plan.gpus) {
+    EXPECT_EQ(s.first_layer, next);
+    EXPECT_GE(s.layers, 1);
+    next += s.layers;
+    weights += s.weights;
+    cache += s.kv_cache;
+  }
+  EXPECT_EQ(next, layers);
+  EXPECT_EQ(plan.weights, weights);
+  EXPECT_EQ(plan.kv_cache, cache);
+}
+
+TEST(GpuSplitPlan, EqualGpusShareTheLayersEvenly) {
+  const ModelInfo info = llama3_8b();
+  const MemoryPlan plan = place(cuda_load({0, 1}), info, {gpu(0, 80), gpu(1, 80)});
+  ASSERT_EQ(plan.gpus.size(), 2u);
+  expect_consistent(plan, 32);
+  EXPECT_EQ(plan.gpus[0].layers, 16);
+  EXPECT_EQ(plan.gpus[0].device, 0);
+  EXPECT_EQ(plan.gpus[1].device, 1);
+  EXPECT_TRUE(plan.fits);
+  // The whole model's weights once, the embedding on the first GPU and the head on the last.
+  EXPECT_EQ(plan.weights, static_cast<size_t>(info.parameters) * 2);
+  EXPECT_GT(plan.gpus[0].weights, 16 * info.cuda_layer_bytes[0]);
+  // Each GPU keeps its own activations and scratch; only the last holds the logits.
+  EXPECT_GT(plan.gpus[1].activations, plan.gpus[0].activations);
+  EXPECT_EQ(plan.device_free, 160 * kGiB);
+  EXPECT_NE(plan.device_name.find("cuda:1"), std::string::npos);
+}
+
+TEST(GpuSplitPlan, LayersFollowEachGpusFreeMemoryInLayerOrder) {
+  const ModelInfo info = llama3_8b();
+  // The small card second: it still gets its share, and the order of --gpus is kept.
+  const MemoryPlan plan = place(cuda_load({1, 0}), info, {gpu(1, 48), gpu(0, 12)});
+  ASSERT_EQ(plan.gpus.size(), 2u);
+  expect_consistent(plan, 32);
+  EXPECT_EQ(plan.gpus[0].device, 1);
+  EXPECT_GT(plan.gpus[0].layers, 2 * plan.gpus[1].layers);
+  EXPECT_TRUE(plan.fits);
+  for (const GpuShare& s : plan.gpus) EXPECT_LE(s.needed() + kGpuMargin, s.device_free);
+}
+
+TEST(GpuSplitPlan, GivenSizesFillEachGpuInTurn) {
+  const ModelInfo info = llama3_8b();
+  LoadOptions o = cuda_load({0, 1});
+  o.gpu_split_gib = {6, 40};
+  const MemoryPlan plan = place(o, info, {gpu(0, 80), gpu(1, 80)});
+  ASSERT_EQ(plan.gpus.size(), 2u);
+  expect_consistent(plan, 32);
+  const GpuShare& first = plan.gpus[0];
+  EXPECT_LE(first.needed(), 6 * kGiB);
+  // It took as many layers as fit: one more would not have.
+  const size_t layer = info.cuda_layer_bytes[0] + plan.kv_cache / 32;
+  EXPECT_GT(first.needed() + layer, 6 * kGiB);
+  EXPECT_EQ(first.limit, 6 * kGiB);
+  EXPECT_TRUE(plan.fits);
+}
+
+TEST(GpuSplitPlan, AGpuThatCannotHoldItsShareIsNamedWithWhatToChange) {
+  const ModelInfo info = llama3_8b();
+  const MemoryPlan tight = place(cuda_load({0, 1}), info, {gpu(0, 8), gpu(1, 8)});
+  EXPECT_FALSE(tight.fits);
+  EXPECT_NE(tight.advice.find("Test GPU needs"), std::string::npos) << tight.advice;
+  EXPECT_NE(tight.advice.find("Add a GPU"), std::string::npos) << tight.advice;
+
+  LoadOptions o = cuda_load({0, 1});
+  o.gpu_split_gib = {4, 4};  // 8 GiB for a 16 GB model: the last GPU takes what is left
+  const MemoryPlan given = place(o, info, {gpu(0, 80), gpu(1, 80)});
+  EXPECT_FALSE(given.fits);
+  EXPECT_TRUE(given.gpus[0].fits);
+  EXPECT_FALSE(given.gpus[1].fits);
+  EXPECT_NE(given.advice.find("cuda:1 Test GPU"), std::string::npos) << given.advice;
+  EXPECT_NE(given.advice.find("its GPU split allows 4.00 GiB"), std::string::npos) << given.advice;
+}
+
+TEST(GpuSplitPlan, GpuListsTheLoadCannotUseAreRefused) {
+  auto code = [](const LoadOptions& o, int devices) -> std::optional<ErrorCode> {
+    try {
+      check_gpu_options(o, devices);
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return std::nullopt;
+  };
+  EXPECT_EQ(code(cuda_load({0, 1}), 2), std::nullopt);
+  EXPECT_EQ(code(cuda_load({0, 2}), 2), ErrorCode::kInvalidArgument);  // no GPU 2
+  EXPECT_EQ(code(cuda_load({1, 1}), 2), ErrorCode::kInvalidArgument);  // named twice
+  EXPECT_EQ(code(cuda_load({}), 0), ErrorCode::kInvalidArgument);      // no GPU at all
+  LoadOptions tensor = cuda_load({0, 1});
+  tensor.gpu_split = GpuSplit::kTensor;
+  EXPECT_EQ(code(tensor, 2), ErrorCode::kUnsupported);
+  LoadOptions sizes = cuda_load({0, 1});
+  sizes.gpu_split_gib = {10};
+  EXPECT_EQ(code(sizes, 2), ErrorCode::kInvalidArgument);
+  sizes.gpu_split_gib = {10, -1};
+  EXPECT_EQ(code(sizes, 2), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(load_gpus(cuda_load({})), std::vector<int>{0});
+  // More GPUs than layers cannot each run one.
+  ModelInfo two = llama3_8b();
+  two.config.num_layers = 2;
+  two.cuda_layer_bytes.resize(2);
+  EXPECT_THROW(place(cuda_load({0, 1, 2}), two, {gpu(0, 80), gpu(1, 80), gpu(2, 80)}), Error);
+}
+
+}  // namespace
+}  // namespace hearth
