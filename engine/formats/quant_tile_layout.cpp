@@ -369,6 +369,13 @@ bool has_quant_tile_layout(const QuantizedWeight& weight) {
   return dynamic_cast<const Exl2Weight*>(&weight) || dynamic_cast<const GptqWeight*>(&weight);
 }
 
+bool runs_packed_on_gpu(const QuantizedWeight& weight) {
+  if (!has_quant_tile_layout(weight)) return false;
+  if (!dynamic_cast<const GgufBlockWeight*>(&weight)) return true;
+  const auto fp16_bytes = static_cast<size_t>(weight.out_features() * weight.in_features()) * 2;
+  return fp16_bytes > kGgufFp16MaxBytes;
+}
+
 size_t QuantTileLayout::device_bytes() const {
   return qweight.size() * 4 + chunk_line.size() * 4 + chunk_info.size() * 4 + row_src.size() * 4 +
          scale_codes.size() * 2 + scale_max.size() * 2 + scales.size() * 2 + zeros.size() * 2 +

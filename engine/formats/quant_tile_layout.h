@@ -80,6 +80,14 @@ struct QuantTileLayout {
 QuantTileLayout build_quant_tile_layout(const QuantizedWeight& weight, int threads = 0);
 // Whether build_quant_tile_layout() takes this weight.
 bool has_quant_tile_layout(const QuantizedWeight& weight);
+// GGUF matrices whose fp16 form is at most this size run in fp16 on the GPU: a small model's
+// layers (SmolLM2-135M's are 576 wide) decode faster there, the quantized kernels' fixed cost
+// per launch outweighing the bytes they save (docs/PERFORMANCE.md, the default model).
+inline constexpr size_t kGgufFp16MaxBytes = size_t{4} << 20;
+// Whether the CUDA backend runs `weight` packed on the quantized kernels: it has a tile layout
+// and is not a GGUF matrix of at most kGgufFp16MaxBytes in fp16. The memory plan and the backend
+// both ask this.
+bool runs_packed_on_gpu(const QuantizedWeight& weight);
 // device_bytes() of the layout of a GGUF weight with a tile layout, from its shape and type alone
 // (the memory plan's figure; building the layout reads every block).
 size_t gguf_tile_layout_bytes(const GgufBlockWeight& weight);

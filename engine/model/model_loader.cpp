@@ -81,7 +81,7 @@ std::string describe_types(const std::map<std::string, int>& counts) {
 uint64_t cuda_tensor_bytes(const TensorSource& weights, const std::string& name) {
   const auto packed = weights.packed(name);
   if (const auto* blocks = dynamic_cast<const GgufBlockWeight*>(packed.get());
-      blocks && has_quant_tile_layout(*blocks)) {
+      blocks && runs_packed_on_gpu(*blocks)) {
     return static_cast<uint64_t>(gguf_tile_layout_bytes(*blocks));
   }
   const TensorInfo t = weights.info(name);
@@ -137,7 +137,7 @@ uint64_t cuda_weight_bytes(const TensorSource& weights) {
   auto packed_bytes = [&](const std::string& name) -> std::optional<uint64_t> {
     const auto packed = weights.packed(name);
     const auto* blocks = dynamic_cast<const GgufBlockWeight*>(packed.get());
-    if (!blocks || !has_quant_tile_layout(*blocks)) return std::nullopt;
+    if (!blocks || !runs_packed_on_gpu(*blocks)) return std::nullopt;
     return static_cast<uint64_t>(gguf_tile_layout_bytes(*blocks));
   };
   auto fp16_bytes = [&](const std::string& name) {

@@ -21,6 +21,7 @@
 #include "engine/bench/synthetic_quant_source.h"
 #include "engine/bench/synthetic_source.h"
 #include "engine/core/error.h"
+#include "engine/formats/quant_tile_layout.h"
 #include "engine/formats/quantized_linear_loader.h"
 #include "engine/io/gguf_block_weight.h"
 #include "engine/model/llama_model.h"
@@ -127,13 +128,15 @@ struct RandomGgufLinear {
 };
 RandomGgufLinear random_gguf_linear(GgmlType type, uint32_t seed, bool tiny_minimums = false) {
   const bool k_quant = ggml_type_traits(static_cast<uint32_t>(type))->block_elements == 256;
+  // 4,000 outputs: large enough to run packed (smaller GGUF matrices run in fp16).
   RandomGgufLinear l{
-      test::random_block_tensor(type, k_quant ? 768 : 576, 1000, seed, tiny_minimums), {}};
+      test::random_block_tensor(type, k_quant ? 768 : 576, 4000, seed, tiny_minimums), {}};
   auto file =
       std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(l.image)));
   l.source.name = std::string(ggml_type_name(type)) + (tiny_minimums ? " (tiny minimums)" : "");
   l.source.quantized =
       std::make_shared<GgufBlockWeight>(file, file->tensors().at(0), std::vector<int32_t>{});
+  EXPECT_TRUE(runs_packed_on_gpu(*l.source.quantized)) << l.source.name;
   return l;
 }
 

@@ -65,7 +65,7 @@ bool is_quantized_linear(const BackendWeight& w) {
 }
 
 bool CudaBackend::embeds_packed(const QuantizedWeight& table) const {
-  return options_.activation_dtype == DType::kF16 && has_quant_tile_layout(table);
+  return options_.activation_dtype == DType::kF16 && runs_packed_on_gpu(table);
 }
 
 bool CudaBackend::embed_quantized(const BackendWeight& table, DeviceTensor out) {

@@ -102,9 +102,10 @@ void CudaBackend::stream_quantized(const QuantizedWeight& q, void* dst, const st
 
 std::unique_ptr<BackendWeight> CudaBackend::upload_linear(const LinearSource& source) {
   DeviceGuard guard(options_.device);
-  // EXL2, GPTQ and GGUF (every type with a GgufCodeForm) layers run on the quantized kernels
-  // (fp16 activations; engine/formats). Other packed weights are expanded to dense below.
-  const bool has_quant_kernels = source.quantized && has_quant_tile_layout(*source.quantized);
+  // EXL2, GPTQ and GGUF (every type with a GgufCodeForm, but for small matrices) layers run on
+  // the quantized kernels (fp16 activations; engine/formats). Other packed weights are expanded
+  // to dense below.
+  const bool has_quant_kernels = source.quantized && runs_packed_on_gpu(*source.quantized);
   if (has_quant_kernels && options_.activation_dtype == DType::kF16) {
     return upload_quantized_linear(source);
   }
