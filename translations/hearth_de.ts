@@ -874,6 +874,58 @@
             <source>Cache: %1 — about %2 tokens fit</source>
             <translation>Cache: %1 – etwa %2 Token passen hinein</translation>
         </message>
+        <message>
+            <source>GPUs</source>
+            <translation>GPUs</translation>
+        </message>
+        <message>
+            <source>One GPU</source>
+            <translation>Eine GPU</translation>
+        </message>
+        <message>
+            <source>Split by layers</source>
+            <translation>Nach Schichten aufteilen</translation>
+        </message>
+        <message>
+            <source>Each GPU runs a run of consecutive layers and keeps their cache: models larger than one card fit, at about one card&apos;s speed.</source>
+            <translation>Jede GPU führt eine Folge aufeinanderfolgender Schichten aus und hält deren Cache: Modelle, die größer als eine Karte sind, passen, bei etwa der Geschwindigkeit einer Karte.</translation>
+        </message>
+        <message>
+            <source>Tensor parallel</source>
+            <translation>Tensorparallel</translation>
+        </message>
+        <message>
+            <source>Not available yet: split by layers instead.</source>
+            <translation>Noch nicht verfügbar: Teilen Sie stattdessen nach Schichten auf.</translation>
+        </message>
+        <message>
+            <source>Use %1</source>
+            <translation>%1 verwenden</translation>
+        </message>
+        <message>
+            <source>GiB on %1</source>
+            <translation>GiB auf %1</translation>
+        </message>
+        <message>
+            <source>GiB</source>
+            <translation>GiB</translation>
+        </message>
+        <message>
+            <source>Set how much each GPU takes</source>
+            <translation>Festlegen, wie viel jede GPU übernimmt</translation>
+        </message>
+        <message>
+            <source>Layers fill each GPU in the order ticked, up to its size; the last GPU also holds the output layer.</source>
+            <translation>Die Schichten füllen jede GPU in der angehakten Reihenfolge bis zu ihrer Größe; die letzte GPU hält auch die Ausgabeschicht.</translation>
+        </message>
+        <message>
+            <source>Layers are shared in proportion to each GPU&apos;s free memory, in the order ticked.</source>
+            <translation>Die Schichten werden im Verhältnis zum freien Speicher jeder GPU verteilt, in der angehakten Reihenfolge.</translation>
+        </message>
+        <message>
+            <source>%1 — layers %2–%3: %4 of %5 free</source>
+            <translation>%1 — Schichten %2–%3: %4 von %5 frei</translation>
+        </message>
     </context>
     <context>
         <name>Main</name>

@@ -873,6 +873,58 @@
             <source>Cache: %1 — about %2 tokens fit</source>
             <translation>缓存：%1 —— 约可容纳 %2 个词元</translation>
         </message>
+        <message>
+            <source>GPUs</source>
+            <translation>GPU</translation>
+        </message>
+        <message>
+            <source>One GPU</source>
+            <translation>单个 GPU</translation>
+        </message>
+        <message>
+            <source>Split by layers</source>
+            <translation>按层拆分</translation>
+        </message>
+        <message>
+            <source>Each GPU runs a run of consecutive layers and keeps their cache: models larger than one card fit, at about one card&apos;s speed.</source>
+            <translation>每个 GPU 运行一段连续的层并保存其缓存：单张显卡放不下的模型也能运行，速度约与单张显卡相当。</translation>
+        </message>
+        <message>
+            <source>Tensor parallel</source>
+            <translation>张量并行</translation>
+        </message>
+        <message>
+            <source>Not available yet: split by layers instead.</source>
+            <translation>尚不可用：请改为按层拆分。</translation>
+        </message>
+        <message>
+            <source>Use %1</source>
+            <translation>使用 %1</translation>
+        </message>
+        <message>
+            <source>GiB on %1</source>
+            <translation>%1 上的 GiB</translation>
+        </message>
+        <message>
+            <source>GiB</source>
+            <translation>GiB</translation>
+        </message>
+        <message>
+            <source>Set how much each GPU takes</source>
+            <translation>设置每个 GPU 承担多少</translation>
+        </message>
+        <message>
+            <source>Layers fill each GPU in the order ticked, up to its size; the last GPU also holds the output layer.</source>
+            <translation>各层按勾选顺序填充每个 GPU，直至其设定大小；最后一个 GPU 还承载输出层。</translation>
+        </message>
+        <message>
+            <source>Layers are shared in proportion to each GPU&apos;s free memory, in the order ticked.</source>
+            <translation>各层按每个 GPU 的空闲显存比例、按勾选顺序分配。</translation>
+        </message>
+        <message>
+            <source>%1 — layers %2–%3: %4 of %5 free</source>
+            <translation>%1 — 第 %2–%3 层：需要 %4，空闲 %5</translation>
+        </message>
     </context>
     <context>
         <name>Main</name>

@@ -30,16 +30,11 @@ std::vector<std::string> split_list(const std::string& s) {
 }
 
 std::set<std::string> load_flags() {
-  return {"model",        "backend",
-          "threads",      "max-seq-len",
-          "cache-tokens", "device",
-          "gpus",         "split",
-          "gpu-split",    "max-batch",
-          "rope-scaling", "rope-factor",
-          "ntk-alpha",    "rope-original-context",
-          "prefix-reuse", "cache",
-          "speculate",    "draft-tokens",
-          "draft-model",  "lora"};
+  return {"model",        "backend",      "threads",     "max-seq-len",  "cache-tokens",
+          "device",       "gpus",         "split",       "gpu-split",    "gpu-reserve",
+          "max-batch",    "rope-scaling", "rope-factor", "ntk-alpha",    "rope-original-context",
+          "prefix-reuse", "cache",        "speculate",   "draft-tokens", "draft-model",
+          "lora"};
 }
 
 KvCacheType kv_cache_type_from(const ArgParser& args) {
@@ -105,6 +100,10 @@ void gpu_options_from(const ArgParser& args, LoadOptions& o) {
       }
       o.gpu_split_gib.push_back(gib);
     }
+  }
+  if (args.has("gpu-reserve")) {
+    const double gib = args.get_double("gpu-reserve", 0.25, 0.0, 1024.0);
+    o.gpu_reserve_bytes = static_cast<size_t>(gib * double(size_t{1} << 30));
   }
   const size_t gpus = o.gpus.empty() ? 1 : o.gpus.size();
   if ((args.has("split") || args.has("gpu-split")) && gpus < 2) {

@@ -11,12 +11,13 @@
 namespace hearth::cli {
 
 // --model --backend --threads --max-seq-len --cache-tokens --device --gpus --split --gpu-split
-// --max-batch
+// --gpu-reserve --max-batch
 // --rope-scaling --rope-factor --ntk-alpha --prefix-reuse --speculate --draft-tokens
 // --draft-model --lora
 std::set<std::string> load_flags();
 LoadOptions load_options_from(const ArgParser& args);
-// --gpus 0,1 (layer order), --split layer|tensor, --gpu-split 20,24 (GiB per GPU) into `o`.
+// --gpus 0,1 (layer order), --split layer|tensor, --gpu-split 20,24 (GiB per GPU),
+// --gpu-reserve GIB (kept free on every GPU) into `o`.
 void gpu_options_from(const ArgParser& args, LoadOptions& o);
 // Every --lora PATH[:WEIGHT] (repeatable; weight 1 when none is given).
 // --cache fp16|q8|q6|q4 (default fp16).

@@ -207,7 +207,8 @@ MemoryPlan make_plan(const LoadOptions& options, const ModelInfo& info, const Re
       }
     }
   }
-  if (options.device == DeviceKind::kCuda) {
+  // Without a usable GPU, query_device_memory() below says why, in the user's terms.
+  if (options.device == DeviceKind::kCuda && cuda_available()) {
     check_gpu_options(options, device_count(DeviceKind::kCuda));
     const std::vector<int> gpus = load_gpus(options);
     if (gpus.size() > 1) {
@@ -295,6 +296,18 @@ const CudaStatus& Engine::cuda_status() {
 
 DeviceMemoryInfo Engine::device_memory(DeviceKind kind, int device) {
   return query_device_memory(kind, device);
+}
+
+std::vector<DeviceMemoryInfo> Engine::gpus() {
+  std::vector<DeviceMemoryInfo> out;
+  try {
+    for (int g = 0; g < device_count(DeviceKind::kCuda); ++g) {
+      out.push_back(query_device_memory(DeviceKind::kCuda, g));
+    }
+  } catch (const std::exception&) {
+    // A driver that fails while listing: the GPUs found so far.
+  }
+  return out;
 }
 
 MemoryPlan Engine::plan(const LoadOptions& options) {

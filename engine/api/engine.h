@@ -78,6 +78,8 @@ struct LoadOptions {
   // Layer split: GiB each of `gpus` may take for weights and cache, filled in order (as
   // ExLlamaV2's gpu_split); empty: layers shared in proportion to each GPU's free memory.
   std::vector<double> gpu_split_gib;
+  // Memory every GPU keeps free for the rest of the system (a display, other programs).
+  size_t gpu_reserve_bytes = size_t{256} << 20;
   int64_t max_seq_len = 0;  // 0: the model's trained context, capped at kDefaultMaxSeqLen
   std::optional<RopeScaling> rope_scaling;  // overrides the model's rope_scaling
   std::optional<double> ntk_alpha;          // NTK-aware base scaling, 1 = off
@@ -236,6 +238,9 @@ class Engine {
   static const CudaStatus& cuda_status();
   // A device's name and memory now. Throws Error(kUnsupported) for CUDA without a usable GPU.
   static DeviceMemoryInfo device_memory(DeviceKind kind, int device = 0);
+  // Every GPU a load can use (LoadOptions::gpus indexes this list), with its memory now; empty
+  // without CUDA. Never throws.
+  static std::vector<DeviceMemoryInfo> gpus();
 
   // Loads a model (replacing any loaded one). Throws Error; on any failure nothing stays loaded
   // and all memory is released. Throws Error(kOutOfMemory) with the plan's numbers and advice

@@ -141,7 +141,9 @@ void place_on_gpus(MemoryPlan& plan, const LoadOptions& options, const ModelInfo
     const size_t limit =
         manual ? static_cast<size_t>(options.gpu_split_gib[g] * double(size_t{1} << 30))
                : devices[g].free_bytes;
-    const size_t usable = manual ? limit : (limit > kGpuMargin ? limit - kGpuMargin : 0);
+    const size_t usable =
+        manual ? limit
+               : (limit > options.gpu_reserve_bytes ? limit - options.gpu_reserve_bytes : 0);
     room[g] = manual ? usable : (usable > fixed[g] ? usable - fixed[g] : 0);
   }
   const std::vector<int64_t> counts = assign_layers(cost, fixed, room, manual);
@@ -179,7 +181,8 @@ void place_on_gpus(MemoryPlan& plan, const LoadOptions& options, const ModelInfo
     s.device_total = devices[g].total_bytes;
     s.limit = manual ? static_cast<size_t>(options.gpu_split_gib[g] * double(size_t{1} << 30))
                      : s.device_free;
-    s.fits = s.needed() + kGpuMargin <= s.device_free && (!manual || s.needed() <= s.limit);
+    s.fits = s.needed() + options.gpu_reserve_bytes <= s.device_free &&
+             (!manual || s.needed() <= s.limit);
     plan.gpus.push_back(std::move(s));
   }
   plan.weights = plan.kv_cache = plan.activations = plan.workspace = plan.adapters = 0;
@@ -202,7 +205,7 @@ void place_on_gpus(MemoryPlan& plan, const LoadOptions& options, const ModelInfo
   for (CacheChoice& choice : plan.cache_choices) {
     int64_t tokens = INT64_MAX;
     for (const GpuShare& s : plan.gpus) {
-      const size_t besides = kGpuMargin + s.needed() - s.kv_cache;
+      const size_t besides = options.gpu_reserve_bytes + s.needed() - s.kv_cache;
       const size_t per_token =
           choice.bytes_per_token * static_cast<size_t>(s.layers) / std::max<size_t>(L, 1);
       const size_t free = s.device_free > besides ? s.device_free - besides : 0;
@@ -213,17 +216,19 @@ void place_on_gpus(MemoryPlan& plan, const LoadOptions& options, const ModelInfo
   if (plan.fits) return;
   for (const GpuShare& s : plan.gpus) {
     if (s.fits) continue;
-    plan.advice =
-        s.name + " needs " + format_bytes(s.needed()) + " for layers " +
-        std::to_string(s.first_layer) + "–" + std::to_string(s.first_layer + s.layers - 1) +
-        " (weights " + format_bytes(s.weights) + ", cache " + format_bytes(s.kv_cache) + ") but " +
-        (manual && s.needed() > s.limit ? "its GPU split allows " + format_bytes(s.limit) + "."
-                                        : format_bytes(s.device_free) + " is free.") +
-        (manual ? " Give it fewer layers (a smaller GPU split size there, larger on "
-                  "the others), add a GPU, lower max_seq_len or the cache size, or "
-                  "choose a smaller quantization."
-                : " Add a GPU, lower max_seq_len or the cache size, choose a "
-                  "quantized KV cache, or a smaller quantization.");
+    plan.advice = s.name + " needs " + format_bytes(s.needed()) + " for layers " +
+                  std::to_string(s.first_layer) + "–" +
+                  std::to_string(s.first_layer + s.layers - 1) + " (weights " +
+                  format_bytes(s.weights) + ", cache " + format_bytes(s.kv_cache) + ") but " +
+                  (manual && s.needed() > s.limit
+                       ? "its GPU split allows " + format_bytes(s.limit) + "."
+                       : format_bytes(s.device_free) + " is free, " +
+                             format_bytes(options.gpu_reserve_bytes) + " of it kept in reserve.") +
+                  (manual ? " Give it fewer layers (a smaller GPU split size there, larger on "
+                            "the others), add a GPU, lower max_seq_len or the cache size, or "
+                            "choose a smaller quantization."
+                          : " Add a GPU, lower max_seq_len or the cache size, choose a "
+                            "quantized KV cache, or a smaller quantization.");
     break;
   }
 }

@@ -27,7 +27,4 @@ void place_on_gpus(MemoryPlan& plan, const LoadOptions& options, const ModelInfo
                    const ResolvedLoad& resolved, const MemoryPlan* draft,
                    const std::vector<DeviceMemoryInfo>& devices, const std::vector<int>& gpus);
 
-// The memory every GPU keeps free for the rest of the system (and a display).
-inline constexpr size_t kGpuMargin = size_t{256} << 20;
-
 }  // namespace hearth

@@ -115,7 +115,7 @@ MemoryPlan estimate_memory(const LoadOptions& options, const ModelInfo& info,
 void judge_plan(MemoryPlan& plan, const LoadOptions& options, const ResolvedLoad& r) {
   // Keep a margin: the rest of the system (and the display, on a GPU) needs memory too.
   const size_t margin =
-      options.device == DeviceKind::kCuda ? (size_t{256} << 20) : (size_t{512} << 20);
+      options.device == DeviceKind::kCuda ? options.gpu_reserve_bytes : (size_t{512} << 20);
   const size_t besides_cache = margin + plan.needed() - plan.kv_cache;
   for (CacheChoice& choice : plan.cache_choices) {
     choice.tokens_that_fit =

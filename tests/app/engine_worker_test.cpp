@@ -436,6 +436,59 @@ class EngineWorkerTest : public QObject {
     QCOMPARE(bad.value(QStringLiteral("adapters")).toDouble(), 0.0);
   }
 
+  // The load panel's GPU choice becomes LoadOptions::gpus / gpu_split / gpu_split_gib (a bad
+  // value is refused naming its setting), and a plan's per-GPU shares reach the panel.
+  void gpuChoiceGoesIntoLoadOptionsAndThePlan() {
+    QVariantMap settings{{QStringLiteral("path"), modelPath()},
+                         {QStringLiteral("device"), QStringLiteral("gpu")}};
+    hearth::LoadOptions o = toLoadOptions(settings);
+    QVERIFY(o.gpus.empty());
+    QCOMPARE(int(o.gpu_split), int(hearth::GpuSplit::kLayers));
+    settings.insert(QStringLiteral("gpus"), QVariantList{1, 0});
+    settings.insert(QStringLiteral("gpuSplitGib"), QVariantList{20, 24.5});
+    o = toLoadOptions(settings);
+    QCOMPARE(o.gpus, (std::vector<int>{1, 0}));
+    QCOMPARE(o.gpu_split_gib, (std::vector<double>{20, 24.5}));
+    settings.insert(QStringLiteral("gpuSplit"), QStringLiteral("tensor"));
+    QCOMPARE(int(toLoadOptions(settings).gpu_split), int(hearth::GpuSplit::kTensor));
+    for (const auto& [key, value] :
+         {std::pair{"gpus", QVariant(QVariantList{QStringLiteral("first")})},
+          std::pair{"gpuSplit", QVariant(QStringLiteral("rows"))},
+          std::pair{"gpuSplitGib", QVariant(QVariantList{-2})}}) {
+      QVariantMap bad = settings;
+      bad.insert(QLatin1String(key), value);
+      try {
+        toLoadOptions(bad);
+        QFAIL(qPrintable(QStringLiteral("accepted a bad %1").arg(QLatin1String(key))));
+      } catch (const hearth::Error& e) {
+        QCOMPARE(int(e.code()), int(hearth::ErrorCode::kInvalidArgument));
+        QVERIFY2(QString::fromUtf8(e.what()).contains(QLatin1String(key)), e.what());
+      }
+    }
+
+    hearth::MemoryPlan plan;
+    hearth::GpuShare share;
+    share.device = 1;
+    share.name = "cuda:1 Test";
+    share.first_layer = 0;
+    share.layers = 14;
+    share.weights = 1000;
+    share.kv_cache = 200;
+    share.device_free = 5000;
+    share.fits = true;
+    plan.gpus = {share, share};
+    plan.gpus[1].device = 0;
+    plan.gpus[1].first_layer = 14;
+    const QVariantList gpus = planToMap(plan).value(QStringLiteral("gpus")).toList();
+    QCOMPARE(gpus.size(), 2);
+    const QVariantMap first = gpus[0].toMap(), second = gpus[1].toMap();
+    QCOMPARE(first.value(QStringLiteral("device")).toInt(), 1);
+    QCOMPARE(first.value(QStringLiteral("needed")).toDouble(), 1200.0);
+    QCOMPARE(first.value(QStringLiteral("name")).toString(), QStringLiteral("cuda:1 Test"));
+    QCOMPARE(second.value(QStringLiteral("firstLayer")).toInt(), 14);
+    QVERIFY(second.value(QStringLiteral("fits")).toBool());
+  }
+
   // The load panel's KV cache choice becomes LoadOptions::kv_cache_type (fp16 when not given;
   // anything else is refused, naming the setting), and the plan for it lists what every cache
   // type would hold.

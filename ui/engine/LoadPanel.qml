@@ -1,5 +1,6 @@
-// Loading a model: which model, the device, the context length, RoPE scaling, the cache size
-// and precision, with the engine's memory plan for exactly these settings. A load that cannot
+// Loading a model: which model, the device (and, with several GPUs, which of them and how they
+// share the model), the context length, RoPE scaling, the cache size and precision, with the
+// engine's memory plan for exactly these settings. A load that cannot
 // fit is refused with the reason before anything is allocated. The LoRA adapters chosen in the
 // Adapters tab go with every load.
 import QtQuick
@@ -16,11 +17,33 @@ Pane {
     readonly property var entry: modelBox.currentIndex >= 0 ? ModelLibrary.entry(modelBox.currentValue) : ({})
     readonly property var rope: entry && entry.rope ? entry.rope : ({})
     readonly property int trainedContext: entry && entry.contextLength ? entry.contextLength : 0
-    readonly property var plan: EngineController.plan
+    property var plan: EngineController.plan
     readonly property bool loading: EngineController.state === EngineController.Loading
     readonly property bool gpuReserved: device === "gpu" && EngineController.gpuReservation.length > 0
 
     property string device: EngineController.cudaAvailable ? AppSettings.device : "cpu"
+    // Several GPUs: the machine's (tests set others), which of them run the model in layer
+    // order, "one" (the first chosen alone) or "layer" (consecutive layers on each), and the GiB
+    // each may take in a layer split (empty: in proportion to its free memory).
+    property var gpuList: EngineController.gpus
+    readonly property bool multiGpu: device === "gpu" && gpuList.length > 1
+    property string gpuSplit: AppSettings.gpuSplit === "layer" ? "layer" : "one"
+    property var chosenGpus: AppSettings.gpus.length > 0 ? AppSettings.gpus : [0]
+    property var gpuSplitGib: AppSettings.gpuSplitGib
+    readonly property bool layerSplit: multiGpu && gpuSplit === "layer" && chosenGpus.length > 1
+    function setChosenGpus(list) {
+        chosenGpus = list
+        AppSettings.gpus = list
+        if (gpuSplitGib.length > 0) setGpuSplitGib(list.map(() => 20))
+    }
+    function setGpuSplitGib(list) {
+        gpuSplitGib = list
+        AppSettings.gpuSplitGib = list
+    }
+    function gpusForLoad() {
+        if (device !== "gpu" || gpuList.length < 2) return []
+        return layerSplit ? chosenGpus : [chosenGpus.length > 0 ? chosenGpus[0] : 0]
+    }
     property int maxSeqLen: 0
     property int cacheTokens: 0
     property string ropeType: "model"
@@ -90,7 +113,10 @@ Pane {
             speculation: speculation,
             draftPath: speculation === "draft" ? draftPath : "",
             kvCacheType: kvCacheType,
-            adapters: AppSettings.activeAdapters
+            adapters: AppSettings.activeAdapters,
+            gpus: gpusForLoad(),
+            gpuSplit: "layer",
+            gpuSplitGib: layerSplit && gpuSplitGib.length === chosenGpus.length ? gpuSplitGib : []
         }
     }
     function requestPlan() { planTimer.restart() }
@@ -104,6 +130,9 @@ Pane {
     onSpeculationChanged: requestPlan()
     onDraftPathChanged: requestPlan()
     onKvCacheTypeChanged: requestPlan()
+    onGpuSplitChanged: requestPlan()
+    onChosenGpusChanged: requestPlan()
+    onGpuSplitGibChanged: requestPlan()
     Connections {
         target: AppSettings
         function onActiveAdaptersChanged() { panel.requestPlan() }
@@ -211,6 +240,108 @@ Pane {
             color: Theme.textMuted
             font.pointSize: Theme.smallFont
             wrapMode: Text.Wrap
+        }
+
+        // Several GPUs: one of them, or the model split by layers over those chosen (in order).
+        ColumnLayout {
+            objectName: "gpuSection"
+            Layout.fillWidth: true
+            visible: panel.multiGpu
+            spacing: 4
+            Label {
+                text: qsTr("GPUs")
+                font.bold: true
+                color: Theme.text
+            }
+            Flow {
+                Layout.fillWidth: true
+                spacing: 4
+                RadioButton {
+                    objectName: "gpuSplitOne"
+                    text: qsTr("One GPU")
+                    checked: panel.gpuSplit === "one"
+                    onClicked: { panel.gpuSplit = "one"; AppSettings.gpuSplit = "one" }
+                }
+                RadioButton {
+                    objectName: "gpuSplitLayer"
+                    text: qsTr("Split by layers")
+                    checked: panel.gpuSplit === "layer"
+                    onClicked: { panel.gpuSplit = "layer"; AppSettings.gpuSplit = "layer" }
+                    ToolTip.visible: hovered
+                    ToolTip.text: qsTr("Each GPU runs a run of consecutive layers and keeps their cache: models larger than one card fit, at about one card's speed.")
+                }
+                RadioButton {
+                    text: qsTr("Tensor parallel")
+                    enabled: false
+                    ToolTip.visible: hovered
+                    ToolTip.text: qsTr("Not available yet: split by layers instead.")
+                }
+            }
+            Repeater {
+                objectName: "gpuChoices"
+                model: panel.gpuList
+                RowLayout {
+                    id: gpuRow
+                    required property var modelData
+                    readonly property int position: panel.chosenGpus.indexOf(modelData.index)
+                    Layout.fillWidth: true
+                    CheckBox {
+                        Layout.fillWidth: true
+                        text: gpuRow.modelData.name
+                        checked: panel.gpuSplit === "one" ? gpuRow.position === 0 : gpuRow.position >= 0
+                        Accessible.name: qsTr("Use %1").arg(gpuRow.modelData.name)
+                        onToggled: {
+                            const index = gpuRow.modelData.index
+                            if (panel.gpuSplit === "one") {
+                                panel.setChosenGpus([index])
+                            } else if (checked) {
+                                panel.setChosenGpus(panel.chosenGpus.concat([index]))
+                            } else if (panel.chosenGpus.length > 1) {
+                                panel.setChosenGpus(panel.chosenGpus.filter(g => g !== index))
+                            } else {
+                                checked = true  // a split keeps at least one GPU
+                            }
+                        }
+                    }
+                    TextField {
+                        objectName: "gpuSplitGib" + gpuRow.modelData.index
+                        visible: panel.layerSplit && panel.gpuSplitGib.length > 0 && gpuRow.position >= 0
+                        Layout.preferredWidth: 64
+                        horizontalAlignment: TextInput.AlignRight
+                        text: gpuRow.position >= 0 && gpuRow.position < panel.gpuSplitGib.length
+                              ? panel.gpuSplitGib[gpuRow.position] : ""
+                        validator: DoubleValidator { bottom: 0.1; top: 100000; decimals: 1 }
+                        Accessible.name: qsTr("GiB on %1").arg(gpuRow.modelData.name)
+                        onEditingFinished: {
+                            const list = panel.gpuSplitGib.slice()
+                            list[gpuRow.position] = Number.fromLocaleString(Qt.locale(), text)
+                            panel.setGpuSplitGib(list)
+                        }
+                    }
+                    Label {
+                        visible: panel.layerSplit && panel.gpuSplitGib.length > 0 && gpuRow.position >= 0
+                        text: qsTr("GiB")
+                        color: Theme.textMuted
+                    }
+                }
+            }
+            CheckBox {
+                objectName: "gpuSizesGiven"
+                visible: panel.layerSplit
+                text: qsTr("Set how much each GPU takes")
+                checked: panel.gpuSplitGib.length > 0
+                onToggled: panel.setGpuSplitGib(checked ? panel.chosenGpus.map(() => 20) : [])
+            }
+            Label {
+                Layout.fillWidth: true
+                visible: panel.layerSplit
+                wrapMode: Text.Wrap
+                color: Theme.textMuted
+                font.pointSize: Theme.smallFont
+                text: panel.gpuSplitGib.length > 0
+                      ? qsTr("Layers fill each GPU in the order ticked, up to its size; the last GPU also holds the output layer.")
+                      : qsTr("Layers are shared in proportion to each GPU's free memory, in the order ticked.")
+            }
         }
 
         Label {
@@ -499,6 +630,40 @@ Pane {
             ].concat(panel.plan.adapters > 0
                      ? [{ label: qsTr("Adapters"), value: panel.plan.adapters, color: Theme.adapters }]
                      : [])
+        }
+        // A layer split: each GPU's share, on a bar of its own.
+        Repeater {
+            objectName: "gpuPlanBars"
+            model: panel.plan.valid === true && panel.plan.gpus && panel.plan.gpus.length > 1
+                   ? panel.plan.gpus : []
+            ColumnLayout {
+                id: share
+                required property var modelData
+                Layout.fillWidth: true
+                spacing: 2
+                Label {
+                    Layout.fillWidth: true
+                    elide: Text.ElideRight
+                    font.pointSize: Theme.smallFont
+                    color: share.modelData.fits ? Theme.textMuted : Theme.danger
+                    text: qsTr("%1 — layers %2–%3: %4 of %5 free")
+                              .arg(share.modelData.name).arg(share.modelData.firstLayer)
+                              .arg(share.modelData.firstLayer + share.modelData.layers - 1)
+                              .arg(Ui.formatBytes(share.modelData.needed))
+                              .arg(Ui.formatBytes(share.modelData.deviceFree))
+                }
+                MemoryBar {
+                    Layout.fillWidth: true
+                    total: share.modelData.deviceTotal
+                    available: share.modelData.deviceFree
+                    segments: [
+                        { label: qsTr("Weights"), value: share.modelData.weights, color: Theme.weights },
+                        { label: qsTr("Cache"), value: share.modelData.kvCache, color: Theme.cache },
+                        { label: qsTr("Activations"), value: share.modelData.activations, color: Theme.activations },
+                        { label: qsTr("Workspace"), value: share.modelData.workspace, color: Theme.workspace }
+                    ]
+                }
+            }
         }
         // An active adapter that does not fit the chosen model: the model loads without it.
         Label {

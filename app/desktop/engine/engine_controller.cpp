@@ -92,6 +92,20 @@ bool EngineController::cudaAvailable() const {
   return hearth::Engine::cuda_status().available;
 }
 
+QVariantList EngineController::gpus() const {
+  // Listed once: the devices do not change while the app runs.
+  static const QVariantList list = [] {
+    QVariantList out;
+    const std::vector<hearth::DeviceMemoryInfo> gpus = hearth::Engine::gpus();
+    for (size_t i = 0; i < gpus.size(); ++i)
+      out.append(QVariantMap{{QStringLiteral("index"), int(i)},
+                             {QStringLiteral("name"), QString::fromStdString(gpus[i].name)},
+                             {QStringLiteral("totalBytes"), double(gpus[i].total_bytes)}});
+    return out;
+  }();
+  return list;
+}
+
 QString EngineController::gpuStatus() const {
   return QString::fromStdString(hearth::Engine::cuda_status().summary);
 }

@@ -38,6 +38,8 @@ class EngineController : public QObject {
   Q_PROPERTY(bool loaded READ loaded NOTIFY stateChanged)
   Q_PROPERTY(bool busy READ busy NOTIFY stateChanged)
   Q_PROPERTY(bool cudaAvailable READ cudaAvailable CONSTANT)
+  // The GPUs a load can use: [{index, name, totalBytes}] (the plan has their free memory).
+  Q_PROPERTY(QVariantList gpus READ gpus CONSTANT)
   // The driver and GPU found or, without a usable GPU, why and what to install (the engine's
   // words, probed once).
   Q_PROPERTY(QString gpuStatus READ gpuStatus CONSTANT)
@@ -83,6 +85,7 @@ class EngineController : public QObject {
   bool loaded() const { return state_ == Ready || state_ == Generating; }
   bool busy() const { return state_ == Loading || state_ == Generating; }
   bool cudaAvailable() const;
+  QVariantList gpus() const;
   QString gpuStatus() const;
   QVariantMap model() const { return model_; }
   QString loadStage() const { return loadStage_; }

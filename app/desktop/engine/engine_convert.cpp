@@ -84,6 +84,21 @@ QVariantMap planToMap(const hearth::MemoryPlan& p) {
         {QStringLiteral("type"), QString::fromLatin1(hearth::kv_cache_type_name(c.type))},
         {QStringLiteral("bytesPerToken"), double(c.bytes_per_token)},
         {QStringLiteral("tokensThatFit"), double(c.tokens_that_fit)}});
+  QVariantList gpus;
+  for (const hearth::GpuShare& g : p.gpus)
+    gpus.append(QVariantMap{{QStringLiteral("device"), g.device},
+                            {QStringLiteral("name"), fromStd(g.name)},
+                            {QStringLiteral("firstLayer"), double(g.first_layer)},
+                            {QStringLiteral("layers"), double(g.layers)},
+                            {QStringLiteral("weights"), double(g.weights)},
+                            {QStringLiteral("kvCache"), double(g.kv_cache)},
+                            {QStringLiteral("activations"), double(g.activations)},
+                            {QStringLiteral("workspace"), double(g.workspace)},
+                            {QStringLiteral("needed"), double(g.needed())},
+                            {QStringLiteral("deviceFree"), double(g.device_free)},
+                            {QStringLiteral("deviceTotal"), double(g.device_total)},
+                            {QStringLiteral("limit"), double(g.limit)},
+                            {QStringLiteral("fits"), g.fits}});
   return {{QStringLiteral("weights"), double(p.weights)},
           {QStringLiteral("kvCache"), double(p.kv_cache)},
           {QStringLiteral("activations"), double(p.activations)},
@@ -98,6 +113,7 @@ QVariantMap planToMap(const hearth::MemoryPlan& p) {
           {QStringLiteral("kvCacheType"),
            QString::fromLatin1(hearth::kv_cache_type_name(p.kv_cache_type))},
           {QStringLiteral("cacheChoices"), choices},
+          {QStringLiteral("gpus"), gpus},
           {QStringLiteral("valid"), true}};
 }
 
@@ -147,6 +163,30 @@ hearth::LoadOptions toLoadOptions(const QVariantMap& m) {
     hearth::fail(hearth::ErrorCode::kInvalidArgument,
                  "load setting \"device\" must be cpu or gpu, not " + device.toStdString());
   o.cuda_device = int(number(m, "cudaDevice", 0));
+  for (const QVariant& g : m.value(QStringLiteral("gpus")).toList()) {
+    bool ok = false;
+    const int index = g.toInt(&ok);
+    if (!ok || index < 0)
+      hearth::fail(
+          hearth::ErrorCode::kInvalidArgument,
+          "load setting \"gpus\" must list GPU numbers, not " + g.toString().toStdString());
+    o.gpus.push_back(index);
+  }
+  const QString split = m.value(QStringLiteral("gpuSplit"), QStringLiteral("layer")).toString();
+  if (split == u"tensor")
+    o.gpu_split = hearth::GpuSplit::kTensor;
+  else if (split != u"layer")
+    hearth::fail(hearth::ErrorCode::kInvalidArgument,
+                 "load setting \"gpuSplit\" must be layer or tensor, not " + split.toStdString());
+  for (const QVariant& g : m.value(QStringLiteral("gpuSplitGib")).toList()) {
+    bool ok = false;
+    const double gib = g.toDouble(&ok);
+    if (!ok || !(gib > 0))
+      hearth::fail(hearth::ErrorCode::kInvalidArgument,
+                   "load setting \"gpuSplitGib\" must list positive sizes in GiB, not " +
+                       g.toString().toStdString());
+    o.gpu_split_gib.push_back(gib);
+  }
   o.max_seq_len = qint64(number(m, "maxSeqLen", 0));
   o.cache_tokens = qint64(number(m, "cacheTokens", 0));
   o.cpu_threads = int(number(m, "cpuThreads", 0));

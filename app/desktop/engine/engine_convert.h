@@ -13,8 +13,10 @@ namespace hearth::app {
 ModelSummary toSummary(const hearth::ModelInfo& info);
 QVariantMap ropeToMap(const hearth::ModelConfig& config);
 MemorySnapshot toSnapshot(const hearth::MemoryUsage& usage);
-// Besides the byte counts: kvCacheType (the type planned) and cacheChoices, a list of
-// {type, bytesPerToken, tokensThatFit} for each cache type the model allows.
+// Besides the byte counts: kvCacheType (the type planned), cacheChoices, a list of
+// {type, bytesPerToken, tokensThatFit} for each cache type the model allows, and gpus, each GPU's
+// share of a CUDA load: {device, name, firstLayer, layers, weights, kvCache, activations,
+// workspace, needed, deviceFree, deviceTotal, limit, fits}.
 QVariantMap planToMap(const hearth::MemoryPlan& plan);
 MessageStats toStats(const hearth::GenerationResult& result, const QString& model);
 EngineFailure toFailure(const hearth::Error& error);
@@ -24,7 +26,9 @@ EngineFailure toFailure(const std::exception& error);
 // rope ("model" | "none" | "linear" | "ntk" | "yarn" | "llama3"), ropeFactor, ntkAlpha,
 // originalContext, lowFreqFactor, highFreqFactor, betaFast, betaSlow, speculation, draftPath,
 // kvCacheType ("fp16" | "q8" | "q6" | "q4"), adapters (a list of {path, weight}: the LoRA
-// adapters to apply once the model is loaded).
+// adapters to apply once the model is loaded), gpus (GPU indices in layer order; more than one
+// splits the model), gpuSplit ("layer" | "tensor"), gpuSplitGib (GiB per GPU of gpus; empty: by
+// free memory).
 // Throws hearth::Error(kInvalidArgument) naming the bad key.
 hearth::LoadOptions toLoadOptions(const QVariantMap& settings);
 // A list of {path, weight} maps (AppSettings::activeAdapters); throws like toLoadOptions.

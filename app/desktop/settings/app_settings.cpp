@@ -92,6 +92,10 @@ HEARTH_SETTING_IMPL(QString, speculation, Speculation, "load/speculation", QStri
 HEARTH_SETTING_IMPL(QString, draftModel, DraftModel, "load/draftModel", QString(), toString)
 HEARTH_SETTING_IMPL(QString, kvCacheType, KvCacheType, "load/kvCacheType", QStringLiteral("fp16"),
                     toString)
+HEARTH_SETTING_IMPL(QString, gpuSplit, GpuSplit, "load/gpuSplit", QStringLiteral("one"), toString)
+HEARTH_SETTING_IMPL(QVariantList, gpus, Gpus, "load/gpus", QVariantList(), toList)
+HEARTH_SETTING_IMPL(QVariantList, gpuSplitGib, GpuSplitGib, "load/gpuSplitGib", QVariantList(),
+                    toList)
 HEARTH_SETTING_IMPL(QStringList, addedAdapters, AddedAdapters, "adapters/added", QStringList(),
                     toStringList)
 HEARTH_SETTING_IMPL(QString, systemPrompt, SystemPrompt, "chat/systemPrompt",

@@ -46,6 +46,12 @@ class AppSettings : public QObject {
                  draftModelChanged)  // the draft model's path, for "draft"
   Q_PROPERTY(QString kvCacheType READ kvCacheType WRITE setKvCacheType NOTIFY
                  kvCacheTypeChanged)  // "fp16", "q8", "q6", "q4" (hearth::parse_kv_cache_type)
+  // Several GPUs: "one" (the first chosen), "layer" (split by layers); the chosen GPU indices;
+  // GiB per chosen GPU for a layer split (empty: in proportion to free memory).
+  Q_PROPERTY(QString gpuSplit READ gpuSplit WRITE setGpuSplit NOTIFY gpuSplitChanged)
+  Q_PROPERTY(QVariantList gpus READ gpus WRITE setGpus NOTIFY gpusChanged)
+  Q_PROPERTY(
+      QVariantList gpuSplitGib READ gpuSplitGib WRITE setGpuSplitGib NOTIFY gpuSplitGibChanged)
   // LoRA adapters added one by one (the models folders are scanned for others), and those
   // applied over every model that loads: [{path, weight}], in the order they were switched on.
   Q_PROPERTY(QStringList addedAdapters READ addedAdapters WRITE setAddedAdapters NOTIFY
@@ -105,6 +111,12 @@ class AppSettings : public QObject {
   void setDraftModel(const QString& value);
   QString kvCacheType() const;
   void setKvCacheType(const QString& value);
+  QString gpuSplit() const;
+  void setGpuSplit(const QString& value);
+  QVariantList gpus() const;
+  void setGpus(const QVariantList& value);
+  QVariantList gpuSplitGib() const;
+  void setGpuSplitGib(const QVariantList& value);
   QStringList addedAdapters() const;
   void setAddedAdapters(const QStringList& value);
   QVariantList activeAdapters() const;
@@ -141,6 +153,9 @@ class AppSettings : public QObject {
   void speculationChanged();
   void draftModelChanged();
   void kvCacheTypeChanged();
+  void gpuSplitChanged();
+  void gpusChanged();
+  void gpuSplitGibChanged();
   void addedAdaptersChanged();
   void activeAdaptersChanged();
   void systemPromptChanged();

@@ -200,5 +200,60 @@ Item {
             verify(EngineController.plan.advice.length > 0)
             verify(!load.enabled)
         }
+
+        // With several GPUs the panel offers one of them or a layer split over those ticked,
+        // sends the choice (and given sizes) with the load, and shows each GPU's share of the
+        // plan. This machine has no GPU: the list and the plan are stand-ins.
+        function test_severalGpusAreChosenSentAndPlanned() {
+            const section = findChild(panel, "gpuSection")
+            verify(section !== null)
+            panel.device = "cpu"
+            panel.gpuList = [{ index: 0, name: "cuda:0 First", totalBytes: 80e9 },
+                             { index: 1, name: "cuda:1 Second", totalBytes: 80e9 }]
+            verify(!section.visible)  // not for the CPU
+            panel.device = "gpu"
+            verify(section.visible)
+
+            findChild(panel, "gpuSplitOne").clicked()
+            panel.setChosenGpus([1])
+            compare(panel.settings().gpus, [1])
+            compare(AppSettings.gpuSplit, "one")
+
+            findChild(panel, "gpuSplitLayer").clicked()
+            compare(AppSettings.gpuSplit, "layer")
+            panel.setChosenGpus([1, 0])  // layer order: as ticked
+            compare(panel.settings().gpus, [1, 0])
+            compare(panel.settings().gpuSplitGib, [])
+            const sizes = findChild(panel, "gpuSizesGiven")
+            verify(sizes.visible)
+            sizes.toggle()
+            sizes.toggled()
+            compare(panel.settings().gpuSplitGib, [20, 20])
+            const first = findChild(panel, "gpuSplitGib1")
+            verify(first.visible)
+            first.text = Number(30).toLocaleString(Qt.locale(), "f", 1)
+            first.editingFinished()
+            compare(panel.settings().gpuSplitGib, [30, 20])
+            compare(AppSettings.gpuSplitGib.map(Number), [30, 20])
+
+            // Each GPU's share of a split plan gets a bar of its own.
+            const bars = findChild(panel, "gpuPlanBars")
+            const share = (device, first, layers, fits) => ({
+                device: device, name: "cuda:" + device + " GPU", firstLayer: first,
+                layers: layers, weights: 8e9, kvCache: 1e9, activations: 1e8, workspace: 1e8,
+                needed: 9.2e9, deviceFree: 70e9, deviceTotal: 80e9, limit: 70e9, fits: fits })
+            panel.plan = { valid: true, fits: true, weights: 16e9, kvCache: 2e9,
+                           activations: 2e8, workspace: 2e8, needed: 18.4e9, deviceFree: 140e9,
+                           deviceTotal: 160e9, deviceName: "cuda:1 GPU + cuda:0 GPU",
+                           cacheChoices: [], gpus: [share(1, 0, 14, true), share(0, 14, 18, true)] }
+            compare(bars.count, 2)
+            panel.plan = Qt.binding(() => EngineController.plan)
+
+            panel.setGpuSplitGib([])
+            panel.setChosenGpus([0])
+            findChild(panel, "gpuSplitOne").clicked()
+            panel.gpuList = EngineController.gpus
+            panel.device = "cpu"
+        }
     }
 }

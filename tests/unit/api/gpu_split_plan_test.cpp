@@ -91,13 +91,14 @@ TEST(GpuSplitPlan, EqualGpusShareTheLayersEvenly) {
 TEST(GpuSplitPlan, LayersFollowEachGpusFreeMemoryInLayerOrder) {
   const ModelInfo info = llama3_8b();
   // The small card second: it still gets its share, and the order of --gpus is kept.
-  const MemoryPlan plan = place(cuda_load({1, 0}), info, {gpu(1, 48), gpu(0, 12)});
+  const LoadOptions o = cuda_load({1, 0});
+  const MemoryPlan plan = place(o, info, {gpu(1, 48), gpu(0, 12)});
   ASSERT_EQ(plan.gpus.size(), 2u);
   expect_consistent(plan, 32);
   EXPECT_EQ(plan.gpus[0].device, 1);
   EXPECT_GT(plan.gpus[0].layers, 2 * plan.gpus[1].layers);
   EXPECT_TRUE(plan.fits);
-  for (const GpuShare& s : plan.gpus) EXPECT_LE(s.needed() + kGpuMargin, s.device_free);
+  for (const GpuShare& s : plan.gpus) EXPECT_LE(s.needed() + o.gpu_reserve_bytes, s.device_free);
 }
 
 TEST(GpuSplitPlan, GivenSizesFillEachGpuInTurn) {
@@ -120,6 +121,14 @@ TEST(GpuSplitPlan, AGpuThatCannotHoldItsShareIsNamedWithWhatToChange) {
   const ModelInfo info = llama3_8b();
   const MemoryPlan tight = place(cuda_load({0, 1}), info, {gpu(0, 8), gpu(1, 8)});
   EXPECT_FALSE(tight.fits);
+  // With 9 GiB each it fits, and a reserve of 2 GiB on each takes that back.
+  LoadOptions reserve = cuda_load({0, 1});
+  EXPECT_TRUE(place(reserve, info, {gpu(0, 9), gpu(1, 9)}).fits);
+  reserve.gpu_reserve_bytes = 2 * kGiB;
+  const MemoryPlan reserved = place(reserve, info, {gpu(0, 9), gpu(1, 9)});
+  EXPECT_FALSE(reserved.fits);
+  EXPECT_NE(reserved.advice.find("2.00 GiB of it kept in reserve"), std::string::npos)
+      << reserved.advice;
   EXPECT_NE(tight.advice.find("Test GPU needs"), std::string::npos) << tight.advice;
   EXPECT_NE(tight.advice.find("Add a GPU"), std::string::npos) << tight.advice;
 

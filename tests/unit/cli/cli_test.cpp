@@ -126,6 +126,17 @@ TEST(Cli, UsageErrorsExitWithTwoAndTheUsage) {
       {{"generate", "--prompt", "hi", "--lora", ":0.5"}, "--lora needs a path"},
       {{"generate", "--prompt", "hi", "--cache", "q5"}, "--cache must be fp16, q8, q6 or q4"},
       {{"ppl", "--data", "builtin", "--cache", "int4"}, "--cache must be fp16, q8, q6 or q4"},
+      {{"info", "--gpus", "0,1"}, "--gpus needs --backend cuda"},
+      {{"info", "--backend", "cuda", "--gpus", "0,x"}, "--gpus takes device numbers"},
+      {{"info", "--backend", "cuda", "--device", "1", "--gpus", "0,1"},
+       "--device and --gpus do not go together"},
+      {{"info", "--backend", "cuda", "--gpus", "0,1", "--split", "rows"},
+       "--split must be layer or tensor"},
+      {{"info", "--backend", "cuda", "--gpus", "0,1", "--gpu-split", "20"},
+       "--gpu-split needs one size per GPU"},
+      {{"info", "--backend", "cuda", "--gpus", "0,1", "--gpu-split", "20,-4"},
+       "--gpu-split takes GiB per GPU"},
+      {{"info", "--backend", "cuda", "--gpu-split", "20"}, "need two or more --gpus"},
   };
   for (const Case& c : cases) {
     const CliRun r = run_cli(c.args);
