@@ -130,6 +130,29 @@ double time_greedy_decode(LlamaModel& model, CudaBackend& backend, KvCacheStorag
   return seconds_since(start);
 }
 
+double time_prefill(LlamaModel& model, Backend& backend, KvCacheStorage& cache, int64_t tokens,
+                    int64_t page_size) {
+  const std::vector<int32_t> ids = tokens_for(tokens, model.config().vocab_size, 11);
+  std::vector<int32_t> pages((tokens + page_size - 1) / page_size);
+  for (size_t i = 0; i < pages.size(); ++i) pages[i] = static_cast<int32_t>(i);
+  BatchDesc batch;
+  SequenceSlice s;
+  s.tokens = ids;
+  s.page_table = pages;
+  batch.seqs.push_back(s);
+  SamplingParams greedy;
+  SampleRequest request;
+  request.params = &greedy;
+  std::vector<double> times;
+  for (int rep = 0; rep < 4; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    const DeviceTensor logits = model.forward(batch, cache);
+    backend.sample(logits, std::span<const SampleRequest>(&request, 1));
+    if (rep > 0) times.push_back(seconds_since(start));
+  }
+  return median(times);
+}
+
 double time_check_steps(LlamaModel& model, CudaBackend& backend, KvCacheStorage& cache,
                         int64_t tokens, int64_t pages_per_seq, int64_t context, int steps) {
   std::vector<int32_t> page_table;

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 namespace hearth {
+class Backend;
 class KvCacheStorage;
 class LlamaModel;
 }  // namespace hearth
@@ -48,6 +49,10 @@ double time_greedy_decode(LlamaModel& model, CudaBackend& backend, KvCacheStorag
 // time_greedy_decode's: each step feeds the last sampled token and `tokens` - 1 proposals at
 // position `context` + step (every row's logits, sampled on the device), the cost of checking
 // `tokens` - 1 proposals against a one-token step (`tokens` = 1).
+// Median seconds of one forward pass over a `tokens`-token prompt (pages 0, 1, ... of
+// `page_size` positions) and a greedy sample of its last row, over three runs after a warm-up.
+double time_prefill(LlamaModel& model, Backend& backend, KvCacheStorage& cache, int64_t tokens,
+                    int64_t page_size);
 double time_check_steps(LlamaModel& model, CudaBackend& backend, KvCacheStorage& cache,
                         int64_t tokens, int64_t pages_per_seq, int64_t context, int steps);
 // printf-style formatting of one number.

@@ -35,6 +35,7 @@ using cuda::bench::median;
 using cuda::bench::seconds_since;
 using cuda::bench::time_greedy_decode;
 using cuda::bench::time_ms;
+using cuda::bench::time_prefill;
 using cuda::bench::tokens_for;
 
 struct ModelNumbers {
@@ -299,28 +300,10 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
   const double copy_gbs = limits["copy_bandwidth"]["gbs"].get<double>();
   const double peak = limits["fp16_dense_tflops_datasheet"].get<double>();
   const double gemm = limits["gemm"]["tflops"].get<double>();
-  SamplingParams greedy;
 
   // ---- prefill ----
   auto prefill_run = [&](int64_t T) {
-    std::vector<int32_t> ids = tokens_for(T, config.vocab_size, 11);
-    std::vector<int32_t> pages((T + page - 1) / page);
-    for (size_t i = 0; i < pages.size(); ++i) pages[i] = static_cast<int32_t>(i);
-    BatchDesc batch;
-    SequenceSlice s;
-    s.tokens = ids;
-    s.page_table = pages;
-    batch.seqs.push_back(s);
-    std::vector<double> times;
-    for (int rep = 0; rep < 4; ++rep) {
-      const auto start = std::chrono::steady_clock::now();
-      DeviceTensor logits = model.forward(batch, *cache);
-      SampleRequest req;
-      req.params = &greedy;
-      be.sample(logits, std::span<const SampleRequest>(&req, 1));
-      if (rep > 0) times.push_back(seconds_since(start));
-    }
-    const double t = median(times);
+    const double t = time_prefill(model, be, *cache, T, page);
     const double linear_flops = 2.0 * static_cast<double>(T) * m.layer_linear * config.num_layers +
                                 2.0 * static_cast<double>(m.lm_head);
     const double attn_flops = static_cast<double>(config.num_layers) * config.num_heads * 4.0 *

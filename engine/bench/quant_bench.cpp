@@ -34,6 +34,7 @@ using cuda::bench::seconds_since;
 using cuda::bench::time_check_steps;
 using cuda::bench::time_greedy_decode;
 using cuda::bench::time_ms;
+using cuda::bench::time_prefill;
 using cuda::bench::tokens_for;
 
 }  // namespace
@@ -210,28 +211,10 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
   const double weight_bytes = static_cast<double>(mem.weights) - embed_bytes;
   r["weights_bytes_read_per_step"] = weight_bytes;
   r["memory_weights"] = mem.weights;
-  SamplingParams greedy;
 
   json prefill = json::array();
   for (int64_t T : o.prefill_lengths) {
-    std::vector<int32_t> ids = tokens_for(T, config.vocab_size, 11);
-    std::vector<int32_t> pages((T + page - 1) / page);
-    for (size_t i = 0; i < pages.size(); ++i) pages[i] = static_cast<int32_t>(i);
-    BatchDesc batch;
-    SequenceSlice s;
-    s.tokens = ids;
-    s.page_table = pages;
-    batch.seqs.push_back(s);
-    std::vector<double> times;
-    for (int rep = 0; rep < 4; ++rep) {
-      const auto start = std::chrono::steady_clock::now();
-      DeviceTensor logits = lm.forward(batch, *cache);
-      SampleRequest req;
-      req.params = &greedy;
-      be.sample(logits, std::span<const SampleRequest>(&req, 1));
-      if (rep > 0) times.push_back(seconds_since(start));
-    }
-    const double t = median(times);
+    const double t = time_prefill(lm, be, *cache, T, page);
     prefill.push_back(
         {{"tokens", T}, {"seconds", t}, {"tokens_per_s", static_cast<double>(T) / t}});
   }

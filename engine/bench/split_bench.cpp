@@ -20,10 +20,9 @@ namespace {
 using json = nlohmann::json;
 using cuda::CudaBackend;
 using cuda::bench::fmt;
-using cuda::bench::median;
 using cuda::bench::seconds_since;
 using cuda::bench::time_greedy_decode;
-using cuda::bench::tokens_for;
+using cuda::bench::time_prefill;
 
 // Layers shared as evenly as the count allows, the first GPUs taking the remainder.
 std::vector<int64_t> even_layers(int64_t layers, size_t gpus) {
@@ -66,28 +65,11 @@ json run_placement(const std::vector<CudaBackend*>& backends, const ModelConfig&
   }
   r["memory"] = memory;
   CudaBackend& last = *backends.back();
-  SamplingParams greedy;
 
   json prefill = json::array();
   for (int64_t T : o.prefill_lengths) {
-    const std::vector<int32_t> ids = tokens_for(T, config.vocab_size, 11);
-    std::vector<int32_t> pages((T + page - 1) / page);
-    for (size_t i = 0; i < pages.size(); ++i) pages[i] = static_cast<int32_t>(i);
-    BatchDesc batch;
-    SequenceSlice s;
-    s.tokens = ids;
-    s.page_table = pages;
-    batch.seqs.push_back(s);
-    std::vector<double> times;
-    for (int rep = 0; rep < 4; ++rep) {
-      const auto start = std::chrono::steady_clock::now();
-      const DeviceTensor logits = model.forward(batch, *cache);
-      SampleRequest req;
-      req.params = &greedy;
-      last.sample(logits, std::span<const SampleRequest>(&req, 1));
-      if (rep > 0) times.push_back(seconds_since(start));
-    }
-    prefill.push_back({{"tokens", T}, {"tokens_per_s", static_cast<double>(T) / median(times)}});
+    const double t = time_prefill(model, last, *cache, T, page);
+    prefill.push_back({{"tokens", T}, {"tokens_per_s", static_cast<double>(T) / t}});
   }
   r["prefill"] = prefill;
   json decode = json::array();
