@@ -213,16 +213,16 @@ LlamaModel::LlamaModel(const ModelConfig& config, Backend& backend, const Tensor
 LlamaModel::LlamaModel(const ModelConfig& config, const LayerPlacement& placement,
                        const TensorSource& weights, const LlamaModelOptions& options,
                        const WeightProgress& progress, const CancelToken& cancel)
-    : config_(config), options_(options), placement_(placement), graph_id_(next_graph_id()) {
+    : config_(config), options_(options), graph_id_(next_graph_id()) {
   // A missing or misshapen tensor fails here, before gigabytes are uploaded.
   check_weights(config_, weights);
-  placement_.validate(config_.num_layers);
-  stages_.resize(placement_.backends.size());
+  placement.validate(config_.num_layers);
+  stages_.resize(placement.backends.size());
   for (size_t s = 0, first = 0; s < stages_.size(); ++s) {
-    stages_[s].backend = placement_.backends[s];
+    stages_[s].backend = placement.backends[s];
     stages_[s].first_layer = static_cast<int64_t>(first);
-    stages_[s].layers = placement_.layers[s];
-    first += static_cast<size_t>(placement_.layers[s]);
+    stages_[s].layers = placement.layers[s];
+    first += static_cast<size_t>(placement.layers[s]);
   }
   Backend& first = *stages_.front().backend;
   Backend& last = *stages_.back().backend;

@@ -61,7 +61,6 @@ class LlamaModel {
   const LlamaModelOptions& options() const { return options_; }
   // The backend that holds the logits (the last of a split): read and sample there.
   Backend& backend();
-  const LayerPlacement& placement() const { return placement_; }
   // type: kF16 for the backend's own element type, or a quantized one.
   KvCacheSpec kv_cache_spec(int64_t num_pages, int64_t page_size,
                             KvCacheType type = KvCacheType::kF16) const;
@@ -82,7 +81,6 @@ class LlamaModel {
 
   ModelConfig config_;
   LlamaModelOptions options_;
-  LayerPlacement placement_;
   std::vector<Stage> stages_;
   std::unique_ptr<BackendWeight> embedding_;  // on the first stage
   std::vector<Layer> layers_;
