@@ -55,6 +55,11 @@ GgufCodeForm gguf_code_form(GgmlType type) {
       return {5, 0, 256, true};
     case GgmlType::kQ6_K:
       return {6, 32, 256, false, true};
+    // The codebook's values as 8-bit codes around 128 (twice the file's bits, exact).
+    case GgmlType::kIQ4_NL:
+      return {8, 128, 32, false};
+    case GgmlType::kIQ4_XS:
+      return {8, 128, 256, false};
     default:
       return {};
   }
@@ -235,6 +240,31 @@ void q6_k_block(const std::byte* b, uint8_t* codes, int8_t* sc) {
   std::memcpy(sc, b + 192, 16);
 }
 
+// IQ4 nibbles of one block of 32 ({u8 qs[16]}: value l is the low nibble of qs[l], value l + 16
+// its high nibble) as codebook values + 128.
+void iq4_codes(const std::byte* qs, uint8_t* codes) {
+  for (int l = 0; l < 16; ++l) {
+    const auto byte = static_cast<uint8_t>(qs[l]);
+    codes[l] = static_cast<uint8_t>(kIq4Values[byte & 0x0F] + 128);
+    codes[l + 16] = static_cast<uint8_t>(kIq4Values[byte >> 4] + 128);
+  }
+}
+
+// IQ4_XS super-blocks of 256: {d, u16 scales_h, u8 scales_l[4], qs[128]}; sub-block j of 32 has
+// the 6-bit scale (low nibble j % 2 of scales_l[j / 2], bits 2j..2j+1 of scales_h) − 32, for both
+// of its halves of 16.
+void iq4_xs_block(const std::byte* b, uint8_t* codes, int8_t* sc) {
+  uint16_t scales_h = 0;
+  std::memcpy(&scales_h, b + 2, 2);
+  const auto* scales_l = reinterpret_cast<const uint8_t*>(b + 4);
+  for (int j = 0; j < 8; ++j) {
+    const int low = (scales_l[j / 2] >> (4 * (j % 2))) & 0x0F;
+    sc[2 * j] = sc[2 * j + 1] =
+        static_cast<int8_t>((low | (((scales_h >> (2 * j)) & 3) << 4)) - 32);
+    iq4_codes(b + 8 + 16 * j, codes + 32 * j);
+  }
+}
+
 // Q2_K super-blocks of 256: {scales[16], qs[64], d, dmin}; value 128h + 32s + l is bits 2s..2s+1
 // of qs[32h + l]; sub-block j (16 values) has scale scales[j] & 15 and min scales[j] >> 4.
 void q2_k_block(const std::byte* b, uint8_t* codes, int8_t* sc, int8_t* m) {
@@ -310,6 +340,17 @@ void GgufBlockWeight::row_codes(int64_t n, GgufRowCodes& out) const {
         out.d[static_cast<size_t>(s)] = half_bits_at(block + 208);
         out.dmin[static_cast<size_t>(s)] = 0;
         q6_k_block(block, codes, sc);
+        std::fill(m, m + 16, int8_t{0});
+        break;
+      case GgmlType::kIQ4_NL:
+        out.d[static_cast<size_t>(s)] = half_bits_at(block);
+        out.dmin[static_cast<size_t>(s)] = 0;
+        iq4_codes(block + 2, codes);
+        break;
+      case GgmlType::kIQ4_XS:
+        out.d[static_cast<size_t>(s)] = half_bits_at(block);
+        out.dmin[static_cast<size_t>(s)] = 0;
+        iq4_xs_block(block, codes, sc);
         std::fill(m, m + 16, int8_t{0});
         break;
       default:

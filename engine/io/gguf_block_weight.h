@@ -20,8 +20,9 @@ namespace hearth {
 // q = s + 128): super_inputs 32, sc = 1, dmin = 0. Q4_1/Q5_1 (d·q + m): dmin holds m, sc = 1,
 // m = −1. Q4_K/Q5_K: per 256 inputs d and dmin, per 32 a 6-bit scale and min. Q2_K: the same with
 // a 4-bit scale and min per 16. Q6_K: d per 256, a signed 8-bit scale per 16, zero 32, no min;
-// Q3_K likewise with 6-bit scales − 32 and zero 4. IQ4_NL/IQ4_XS (a non-linear codebook) have
-// none.
+// Q3_K likewise with 6-bit scales − 32 and zero 4. IQ4_NL/IQ4_XS (a non-linear codebook): 8-bit
+// codes holding the codebook's value + 128, zero 128 (IQ4_XS: d per 256, its 6-bit scales − 32
+// per 32), exact at twice the file's bits.
 struct GgufCodeForm {
   int bits = 0;  // code width; 0: the type has no such form
   int zero = 0;

@@ -265,10 +265,6 @@ void dequant_q3_k(const std::byte* b, float* y, int64_t nb) {
   }
 }
 
-// IQ4's non-linear codebook (ggml's kvalues_iq4nl).
-constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                   1,    13,   25,  38,  53,  69,  89,  113};
-
 // IQ4_NL: {fp16 d; u8 qs[16]}, nibbles as Q4_0's; value = d * kIq4Values[nibble].
 void dequant_iq4_nl(const std::byte* b, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, b += 18, y += kQK) {

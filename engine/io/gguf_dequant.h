@@ -21,6 +21,10 @@ struct GgmlTypeTraits {
 // Traits of a type number read from a file; nullopt for numbers ggml does not define.
 std::optional<GgmlTypeTraits> ggml_type_traits(uint32_t type);
 
+// IQ4_NL's and IQ4_XS's non-linear codebook (ggml's kvalues_iq4nl): a nibble's value.
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+
 // True when dequantize_ggml can convert this type.
 bool ggml_can_dequantize(GgmlType type);
 

@@ -140,9 +140,10 @@ RandomGgufLinear random_gguf_linear(GgmlType type, uint32_t seed, bool tiny_mini
   return l;
 }
 
-const GgmlType kGgufTypes[] = {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ4_1,
-                               GgmlType::kQ5_1, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K,
-                               GgmlType::kQ5_K, GgmlType::kQ6_K};
+const GgmlType kGgufTypes[] = {GgmlType::kQ4_0, GgmlType::kQ5_0,   GgmlType::kQ8_0,
+                               GgmlType::kQ4_1, GgmlType::kQ5_1,   GgmlType::kQ2_K,
+                               GgmlType::kQ3_K, GgmlType::kQ4_K,   GgmlType::kQ5_K,
+                               GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS};
 
 // GGUF linears run on the quantized kernels (engine/formats/quant_tile_layout.h): Q4_0 / Q5_0 /
 // Q8_0 as symmetric GPTQ with groups of 32, the others in their own form (Q4_1 / Q5_1 on the

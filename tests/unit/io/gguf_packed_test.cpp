@@ -87,9 +87,9 @@ TEST(GgufPacked, RowCodesAreTheDequantizedValues) {
 
 // The same for random blocks of every type with a code form (K: two K-quant super-blocks).
 TEST(GgufPacked, RandomBlocksOfEveryTypeGiveTheirDequantizedValues) {
-  for (GgmlType type :
-       {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ4_1, GgmlType::kQ5_1,
-        GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ4_1,
+                        GgmlType::kQ5_1, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K,
+                        GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS}) {
     SCOPED_TRACE(ggml_type_name(type));
     const test::Bytes image = test::random_block_tensor(type, 512, 24, 11);
     auto file =
