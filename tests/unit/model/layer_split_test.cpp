@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/core/error.h"
 #include "engine/generate/generator.h"
 #include "engine/model/llama_model.h"
+#include "engine/model/lora_adapter.h"
 #include "tests/common/tiny_model.h"
 
 namespace hearth {
@@ -122,6 +124,51 @@ TEST_F(LayerSplit, GenerationGivesTheSameTokens) {
   const auto expected = generate(whole);
   EXPECT_EQ(expected[0].size(), 12u);
   EXPECT_EQ(generate(split), expected);
+}
+
+// LoRA adapters go to the backend of the layer they change, and each sequence's weighting of
+// them gives the same logits as on one backend.
+TEST_F(LayerSplit, AdaptersApplyOnEveryStage) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 0.3f);
+  auto random = [&](std::vector<int64_t> shape) {
+    std::vector<float> v(static_cast<size_t>(shape[0] * shape[1]));
+    for (float& x : v) x = dist(rng);
+    return HostTensor::from_floats(std::move(v), shape);
+  };
+  auto adapter = std::make_shared<LoraAdapter>();
+  const int64_t H = config_.hidden_size, rank = 4;
+  for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
+    adapter->linears.push_back(
+        {layer, LoraProjection::kQ, random({rank, H}), random({config_.q_dim(), rank}), 0.5f});
+    adapter->linears.push_back({layer, LoraProjection::kDown,
+                                random({rank, config_.intermediate_size}), random({H, rank}),
+                                0.5f});
+  }
+  const std::vector<float> weights = {0.7f};
+  auto logits = [&](LlamaModel& model) {
+    model.set_adapters({adapter});
+    auto cache = model.create_kv_cache(8, kPage);
+    const std::vector<int32_t> a = {3, 14, 15, 92}, b = {65, 35};
+    const std::vector<int32_t> pages_a = {0}, pages_b = {1};
+    BatchDesc batch;
+    batch.seqs.push_back({a, 0, pages_a, false, weights});
+    batch.seqs.push_back({b, 0, pages_b, false, {}});  // the base model alone
+    return model.backend().read(model.forward(batch, *cache), 2);
+  };
+  LlamaModel whole(config_, *backends_[0], *weights_, options_);
+  LlamaModel split(config_, placement({1, 3}), *weights_, options_);
+  const std::vector<float> expected = logits(whole);
+  EXPECT_EQ(logits(split), expected);
+  EXPECT_GT(split.adapter_bytes(), 0u);
+  // The adapter changed the first sequence: its logits differ from the base model's.
+  whole.set_adapters({});
+  auto cache = whole.create_kv_cache(8, kPage);
+  const std::vector<int32_t> a = {3, 14, 15, 92}, pages = {0};
+  BatchDesc base;
+  base.seqs.push_back({a, 0, pages, false, {}});
+  const std::vector<float> plain = whole.backend().read(whole.forward(base, *cache), 1);
+  EXPECT_NE(std::vector<float>(expected.begin(), expected.begin() + config_.vocab_size), plain);
 }
 
 TEST_F(LayerSplit, BadSplitsAndForeignCachesAreRefused) {
