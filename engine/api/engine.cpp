@@ -227,6 +227,10 @@ MemoryPlan make_plan(const LoadOptions& options, const ModelInfo& info, const Re
   plan.device_total = device.total_bytes;
   plan.device_name = device.name;
   judge_plan(plan, options, r);
+  if (!plan.fits && options.device == DeviceKind::kCuda && device_count(DeviceKind::kCuda) > 1) {
+    plan.advice += " Or split it by layers over several of the " +
+                   std::to_string(device_count(DeviceKind::kCuda)) + " GPUs.";
+  }
   if (options.device == DeviceKind::kCuda) {
     GpuShare share;
     share.device = load_gpus(options).front();
