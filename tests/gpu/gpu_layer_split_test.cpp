@@ -45,7 +45,7 @@ std::vector<std::vector<float>> run_steps(LlamaModel& model, int steps = 6) {
   std::vector<std::vector<int32_t>> prompts = {{}, {}, {}};
   for (int i = 0; i < 7; ++i) prompts[0].push_back(static_cast<int32_t>((i * 37 + 5) % vocab));
   for (int i = 0; i < 130; ++i) prompts[1].push_back(static_cast<int32_t>((i * 91 + 2) % vocab));
-  for (int i = 0; i < 1; ++i) prompts[2].push_back(static_cast<int32_t>(17 % vocab));
+  prompts[2] = {static_cast<int32_t>(17 % vocab)};  // a one-token prompt
   const std::vector<std::vector<int32_t>> pages = {{0, 1, 2}, {3, 4, 5, 6}, {7, 8}};
   std::vector<std::vector<float>> out;
   BatchDesc prompt;
