@@ -81,7 +81,8 @@ std::vector<int64_t> assign_layers(const std::vector<size_t>& layer_cost,
     ++counts[g];
     before += static_cast<double>(c);
   }
-  // A GPU left without a layer takes one from its busiest neighbour side (runs stay consecutive).
+  // A GPU left without a layer takes one from the GPU with the most (runs follow the counts, so
+  // they stay consecutive).
   for (size_t g = 0; g < n; ++g) {
     while (counts[g] == 0) {
       const auto busiest = std::max_element(counts.begin(), counts.end()) - counts.begin();
