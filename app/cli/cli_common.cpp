@@ -34,7 +34,14 @@ std::set<std::string> load_flags() {
           "device",       "gpus",         "split",       "gpu-split",    "gpu-reserve",
           "max-batch",    "rope-scaling", "rope-factor", "ntk-alpha",    "rope-original-context",
           "prefix-reuse", "cache",        "speculate",   "draft-tokens", "draft-model",
-          "lora"};
+          "lora",         "cpu-linears"};
+}
+
+CpuLinears cpu_linears_from(const ArgParser& args, CpuLinears fallback) {
+  const std::string name = args.get("cpu-linears").value_or(cpu_linears_name(fallback));
+  if (name == "fast") return CpuLinears::kFast;
+  if (name == "exact") return CpuLinears::kExact;
+  throw UsageError("--cpu-linears must be fast or exact, got '" + name + "'");
 }
 
 KvCacheType kv_cache_type_from(const ArgParser& args) {
@@ -131,6 +138,7 @@ LoadOptions load_options_from(const ArgParser& args) {
   o.cuda_device = static_cast<int>(args.get_int("device", 0, 0, 64));
   gpu_options_from(args, o);
   o.cpu_threads = static_cast<int>(args.get_int("threads", 0, 0, 1024));
+  o.cpu_linears = cpu_linears_from(args, CpuLinears::kFast);
   o.max_seq_len = args.get_int("max-seq-len", 0, 0, 1 << 22);
   o.cache_tokens = args.get_int("cache-tokens", 0, 0, 1 << 26);
   o.max_batch = static_cast<int>(args.get_int("max-batch", 8, 1, 256));

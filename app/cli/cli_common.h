@@ -22,6 +22,8 @@ void gpu_options_from(const ArgParser& args, LoadOptions& o);
 // Every --lora PATH[:WEIGHT] (repeatable; weight 1 when none is given).
 // --cache fp16|q8|q6|q4 (default fp16).
 KvCacheType kv_cache_type_from(const ArgParser& args);
+// --cpu-linears fast|exact, `fallback` when absent.
+CpuLinears cpu_linears_from(const ArgParser& args, CpuLinears fallback);
 std::vector<AdapterSpec> adapters_from(const ArgParser& args);
 
 // --temperature --top-k --top-p --min-p --repetition-penalty --frequency-penalty

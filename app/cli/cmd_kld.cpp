@@ -17,7 +17,7 @@ EvalOptions eval_options_from(const ArgParser& args);
 int run_kld(const std::vector<std::string>& raw) {
   const ArgParser args(raw,
                        {"model", "reference", "data", "ctx", "stride", "max-tokens", "backend",
-                        "device", "threads", "lora", "cache"},
+                        "device", "threads", "lora", "cache", "cpu-linears"},
                        {"json"});
   const std::string model = args.require("model");
   const std::string reference = args.require("reference");

@@ -31,6 +31,8 @@ EvalOptions eval_options_from(const ArgParser& args) {
   o.device = backend == "cuda" ? DeviceKind::kCuda : DeviceKind::kCpu;
   o.cuda_device = static_cast<int>(args.get_int("device", 0, 0, 64));
   o.cpu_threads = static_cast<int>(args.get_int("threads", 0, 0, 1024));
+  // Measurements default to the exact values; --cpu-linears fast measures the fast path.
+  o.cpu_linears = cpu_linears_from(args, CpuLinears::kExact);
   o.ctx = args.get_int("ctx", 2048, 2, 1 << 20);
   o.stride = args.get_int("stride", 0, 0, 1 << 20);
   o.max_tokens = args.get_int("max-tokens", 0, 0, int64_t{1} << 40);
@@ -42,7 +44,7 @@ EvalOptions eval_options_from(const ArgParser& args) {
 int run_ppl(const std::vector<std::string>& raw) {
   const ArgParser args(raw,
                        {"model", "data", "ctx", "stride", "max-tokens", "backend", "device",
-                        "threads", "lora", "cache"},
+                        "threads", "lora", "cache", "cpu-linears"},
                        {"json"});
   const std::string model = args.get("model").value_or(default_model_path().string());
   const std::string text = read_eval_text(args.require("data"));

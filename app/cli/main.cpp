@@ -58,6 +58,9 @@ load flags (every command that runs the model):
   --speculate off|ngram|draft  --draft-tokens K  --draft-model PATH  (propose up to K tokens
             (1..16, default 8) from the request's own text (ngram) or with a smaller model of the
             same vocabulary (draft) and keep those the model agrees with; same output; default off)
+  --cpu-linears fast|exact  (on the CPU, quantized layers multiply their codes by activations
+            rounded to 16-bit integers (fast, the default) or use the exact dequantized weights
+            (exact, the reference; ppl and kld default to it))
   --lora PATH[:WEIGHT]  (repeatable, up to 8: a LoRA adapter, a PEFT folder or a GGUF adapter,
             applied with WEIGHT, default 1; `info --lora PATH` checks one against the model)
 

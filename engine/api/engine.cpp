@@ -424,8 +424,8 @@ void Engine::load(const LoadOptions& options, const ProgressCallback& progress,
       placement.layers.push_back(share.layers);
     }
   } else {
-    impl->backends.push_back(
-        create_backend(options.device, load_gpus(options).front(), options.cpu_threads));
+    impl->backends.push_back(create_backend(options.device, load_gpus(options).front(),
+                                            options.cpu_threads, options.cpu_linears));
     placement = LayerPlacement::single(*impl->backends.back(), info.config.num_layers);
   }
   LlamaModelOptions model_options;

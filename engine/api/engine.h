@@ -86,6 +86,9 @@ struct LoadOptions {
   int64_t cache_tokens = 0;                 // KV-cache capacity; 0: max_seq_len (+ batch slack)
   int max_batch = 8;                        // sequences generated together
   int cpu_threads = 0;                      // 0: every core
+  // On the CPU, quantized linears use integer dot products on their codes (kFast, several times
+  // faster) or the exact dequantized values (kExact, the reference).
+  CpuLinears cpu_linears = CpuLinears::kFast;
   // Requests whose prompts start like an earlier one's share its cache pages instead of
   // computing them again (GenerationStats::cached_prompt_tokens says how many).
   bool prefix_reuse = true;

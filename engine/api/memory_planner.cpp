@@ -64,10 +64,16 @@ MemoryPlan estimate_memory(const LoadOptions& options, const ModelInfo& info,
   const auto params = static_cast<size_t>(info.parameters);
   switch (info.format) {
     case ModelFormat::kGguf:
-      // The CPU keeps block-quantized linears packed and the embedding table in fp32; the GPU
-      // keeps the linears its quantized kernels run packed and the rest in fp16.
-      plan.weights = cuda ? (info.cuda_weight_bytes > 0 ? info.cuda_weight_bytes : params * 2)
-                          : info.file_bytes + static_cast<size_t>(c.vocab_size * c.hidden_size) * 4;
+      // The CPU keeps block-quantized linears packed (re-laid by its fast path) and the
+      // embedding table in fp32; the GPU keeps the linears its quantized kernels run packed and
+      // the rest in fp16.
+      if (cuda) {
+        plan.weights = info.cuda_weight_bytes > 0 ? info.cuda_weight_bytes : params * 2;
+      } else {
+        const bool fast = options.cpu_linears == CpuLinears::kFast && info.cpu_fast_weight_bytes;
+        plan.weights = (fast ? info.cpu_fast_weight_bytes : info.file_bytes) +
+                       static_cast<size_t>(c.vocab_size * c.hidden_size) * 4;
+      }
       break;
     case ModelFormat::kSafetensors:
       plan.weights = cuda ? params * 2 : info.file_bytes;

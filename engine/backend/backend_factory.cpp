@@ -86,7 +86,8 @@ int device_count(DeviceKind kind) {
 #endif
 }
 
-std::unique_ptr<Backend> create_backend(DeviceKind kind, int device, int cpu_threads) {
+std::unique_ptr<Backend> create_backend(DeviceKind kind, int device, int cpu_threads,
+                                        CpuLinears cpu_linears) {
   if (kind == DeviceKind::kCuda) {
 #if HEARTH_WITH_CUDA
     if (!cuda_available()) no_cuda();
@@ -97,7 +98,7 @@ std::unique_ptr<Backend> create_backend(DeviceKind kind, int device, int cpu_thr
     no_cuda();
 #endif
   }
-  return create_cpu_backend(cpu_threads);
+  return create_cpu_backend(cpu_threads, cpu_linears);
 }
 
 }  // namespace hearth

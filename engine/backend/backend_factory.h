@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda_status.h"
 
 namespace hearth {
@@ -41,6 +42,8 @@ DeviceMemoryInfo query_device_memory(DeviceKind kind, int device);
 size_t backend_workspace_bytes(DeviceKind kind, const WorkspaceShape& shape);
 // Devices of `kind` a backend can run on (the CPU is one; 0 GPUs without a usable driver).
 int device_count(DeviceKind kind);
-std::unique_ptr<Backend> create_backend(DeviceKind kind, int device, int cpu_threads);
+// `cpu_linears`: how a CPU backend multiplies quantized linears (engine/backend/cpu/cpu_backend.h).
+std::unique_ptr<Backend> create_backend(DeviceKind kind, int device, int cpu_threads,
+                                        CpuLinears cpu_linears = CpuLinears::kExact);
 
 }  // namespace hearth

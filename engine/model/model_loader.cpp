@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "engine/backend/cpu/int8_weight.h"
 #include "engine/core/error.h"
 #include "engine/formats/gptq_config.h"
 #include "engine/formats/quant_model_info.h"
@@ -156,6 +157,21 @@ uint64_t cuda_weight_bytes(const TensorSource& weights) {
   return total;
 }
 
+// ModelInfo::cpu_fast_weight_bytes of a GGUF model: the file's bytes, with every block-quantized
+// tensor the fast path re-lays counted at its re-laid size instead.
+uint64_t cpu_fast_weight_bytes(const TensorSource& weights, uint64_t file_bytes) {
+  int64_t total = static_cast<int64_t>(file_bytes);
+  for (const std::string& name : weights.tensor_names()) {
+    const auto packed = weights.packed(name);
+    const auto* blocks = dynamic_cast<const GgufBlockWeight*>(packed.get());
+    if (!blocks || !cpu::has_int8_weight(*blocks)) continue;
+    const double stored = blocks->bits_per_weight() * static_cast<double>(blocks->in_features()) *
+                          static_cast<double>(blocks->out_features()) / 8;
+    total += static_cast<int64_t>(cpu::int8_weight_bytes(*blocks)) - static_cast<int64_t>(stored);
+  }
+  return static_cast<uint64_t>(std::max<int64_t>(total, 0));
+}
+
 ModelBundle open_gguf(const fs::path& file, bool with_tokenizer) {
   ModelBundle m;
   m.gguf = std::make_shared<const GgufFile>(GgufFile::open(file));
@@ -172,6 +188,7 @@ ModelBundle open_gguf(const fs::path& file, bool with_tokenizer) {
   }
   fill_common_info(m);
   m.info.cuda_weight_bytes = cuda_weight_bytes(*m.weights);
+  m.info.cpu_fast_weight_bytes = cpu_fast_weight_bytes(*m.weights, m.info.file_bytes);
   return m;
 }
 

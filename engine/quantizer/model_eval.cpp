@@ -127,7 +127,7 @@ PerplexityResult evaluate_perplexity(const fs::path& model, const std::string& t
   EvalOptions o = options;
   const ModelInfo info = Engine::inspect(model);
   check_ctx(o, info.config);
-  auto backend = create_backend(o.device, o.cuda_device, o.cpu_threads);
+  auto backend = create_backend(o.device, o.cuda_device, o.cpu_threads, o.cpu_linears);
   LoadedModel m(model, *backend, o.ctx, cancel, o.adapters, o.kv_cache_type);
   const std::vector<int32_t> ids = tokenize(m.bundle, text, o);
   const auto n = static_cast<int64_t>(ids.size());
@@ -166,7 +166,7 @@ KlResult evaluate_kl_divergence(const fs::path& model, const fs::path& reference
   }
   check_ctx(o, ref_info.config);
   o.ctx = std::min(o.ctx, info.config.max_position_embeddings);
-  auto backend = create_backend(o.device, o.cuda_device, o.cpu_threads);
+  auto backend = create_backend(o.device, o.cuda_device, o.cpu_threads, o.cpu_linears);
   LoadedModel ref(reference, *backend, o.ctx, cancel);
   LoadedModel mod(model, *backend, o.ctx, cancel, o.adapters, o.kv_cache_type);
   const std::vector<int32_t> ids = tokenize(ref.bundle, text, o);

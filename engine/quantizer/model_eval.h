@@ -27,6 +27,7 @@ struct EvalOptions {
   // LoRA adapters applied to the evaluated model (not to a KL reference).
   std::vector<AdapterSpec> adapters;
   KvCacheType kv_cache_type = KvCacheType::kF16;  // of the evaluated model (not a KL reference)
+  CpuLinears cpu_linears = CpuLinears::kExact;    // on the CPU: exact values, or the fast path
 };
 
 // Called after each window: (positions scored so far, positions to score).

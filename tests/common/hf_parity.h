@@ -24,9 +24,11 @@
 
 namespace hearth::test {
 
-// The test model (SmolLM2) on the CPU backend, sized for the parity cases.
+// The test model (SmolLM2) on the CPU backend, sized for the parity cases; its quantized
+// linears exact (the reference) unless `linears` says otherwise.
 struct CpuTestModel {
-  CpuTestModel() : bundle(open_model(test_model(), true)), backend(create_cpu_backend(0)) {
+  explicit CpuTestModel(CpuLinears linears = CpuLinears::kExact)
+      : bundle(open_model(test_model(), true)), backend(create_cpu_backend(0, linears)) {
     LlamaModelOptions o;
     o.max_seq_len = 256;
     o.max_batch_tokens = 128;

@@ -12,8 +12,12 @@
 
 namespace hearth {
 
-std::unique_ptr<Backend> create_cpu_backend(int threads) {
-  return std::make_unique<cpu::CpuBackend>(threads);
+const char* cpu_linears_name(CpuLinears linears) {
+  return linears == CpuLinears::kFast ? "fast" : "exact";
+}
+
+std::unique_ptr<Backend> create_cpu_backend(int threads, CpuLinears linears) {
+  return std::make_unique<cpu::CpuBackend>(threads, linears);
 }
 
 namespace cpu {
@@ -54,6 +58,7 @@ void CpuTensorWeight::row_as_float(int64_t r, float* out) const {
 }
 
 size_t CpuLinearWeight::device_bytes() const {
+  if (int8) return int8->bytes() + bias.size() * sizeof(float);
   if (quantized) {
     return static_cast<size_t>(quantized->bits_per_weight() * in_features * out_features / 8);
   }
@@ -121,10 +126,16 @@ void CpuKvCache::load_rotated(int64_t layer, int64_t page, int64_t slot, int64_t
   dequantize_kv_row(quant_.data() + r.codes, scales, spec_.head_dim, layout_.bits, out);
 }
 
-CpuBackend::CpuBackend(int threads) : pool_(threads) {}
+CpuBackend::CpuBackend(int threads, CpuLinears linears)
+    : pool_(threads), linears_(linears), dot_kernel_(best_dot_kernel()) {}
 
 std::string CpuBackend::name() const {
-  return "cpu (" + std::to_string(pool_.size()) + " threads" + (using_avx2() ? ", avx2" : "") + ")";
+  std::string quantized = "exact quantized linears";
+  if (linears_ == CpuLinears::kFast) {
+    quantized = std::string("integer-dot quantized linears (") + dot_kernel_name(dot_kernel_) + ")";
+  }
+  return "cpu (" + std::to_string(pool_.size()) + " threads" + (using_avx2() ? ", avx2" : "") +
+         ", " + quantized + ")";
 }
 
 std::unique_ptr<BackendWeight> CpuBackend::upload(const HostTensor& tensor) {
@@ -143,6 +154,9 @@ std::unique_ptr<BackendWeight> CpuBackend::upload_linear(const LinearSource& sou
     w->quantized = source.quantized;
     w->out_features = source.quantized->out_features();
     w->in_features = source.quantized->in_features();
+    if (linears_ == CpuLinears::kFast && has_int8_weight(*source.quantized)) {
+      w->int8 = std::make_unique<Int8Weight>(build_int8_weight(*source.quantized, pool_));
+    }
   } else {
     const HostTensor& t = source.weight;
     if (t.shape.size() != 2) {

@@ -8,7 +8,16 @@
 
 namespace hearth {
 
+// How the CPU backend multiplies quantized linears (EXL2, GPTQ, GGUF blocks). kExact: by the
+// format's exact dequantized values in fp32, the reference every GPU kernel is tested against.
+// kFast: the codes stay 4 or 8 bits, activations are quantized to 16-bit integers per block of
+// 32 and multiplied by integer dot products (engine/backend/cpu/quant_dot.h): several times
+// faster, and close to the exact values but not bit-identical. Dense linears are exact either way.
+enum class CpuLinears { kExact, kFast };
+const char* cpu_linears_name(CpuLinears linears);  // "exact", "fast"
+
 // threads <= 0: one per hardware thread.
-std::unique_ptr<Backend> create_cpu_backend(int threads = 0);
+std::unique_ptr<Backend> create_cpu_backend(int threads = 0,
+                                            CpuLinears linears = CpuLinears::kExact);
 
 }  // namespace hearth

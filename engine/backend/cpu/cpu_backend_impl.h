@@ -7,6 +7,9 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/int8_weight.h"
+#include "engine/backend/cpu/quant_dot.h"
 #include "engine/backend/kv_cache_quant.h"
 #include "engine/core/quantized_weight.h"
 #include "engine/core/thread_pool.h"
@@ -34,7 +37,8 @@ class CpuLinearWeight final : public BackendWeight {
   int64_t in_features = 0;
   HostTensor weight;                                 // [N, K] F32/F16/BF16 when dense
   std::shared_ptr<const QuantizedWeight> quantized;  // or quantized
-  std::vector<float> bias;                           // [N] or empty
+  std::unique_ptr<Int8Weight> int8;  // the quantized weight re-laid, under CpuLinears::kFast
+  std::vector<float> bias;           // [N] or empty
 };
 
 // The LoRA parts of the linears that share an input, in F32 with each B multiplied by its scale.
@@ -101,7 +105,7 @@ struct CpuBatch {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads);
+  CpuBackend(int threads, CpuLinears linears);
   std::string name() const override;
   DType activation_dtype() const override { return DType::kF32; }
 
@@ -134,7 +138,12 @@ class CpuBackend final : public Backend {
                               std::span<const SampleRequest> requests) override;
 
  private:
+  void linear_fast(const CpuLinearWeight& w, const float* x, int64_t rows, float* y);
+
   ThreadPool pool_;
+  CpuLinears linears_;
+  DotKernel dot_kernel_;
+  QuantizedRows quantized_rows_;  // the activations of the current fast linear
   CpuBatch batch_;
   std::vector<std::unique_ptr<float[]>> activations_;
   size_t activation_bytes_ = 0;

@@ -26,6 +26,7 @@ void CpuBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTenso
   const int64_t R = x.rows;
   const float* xs = static_cast<const float*>(x.data);
   float* ys = static_cast<float*>(out.data);
+  if (w.int8) return linear_fast(w, xs, R, ys);
   const bool direct = !w.quantized && w.weight.dtype == DType::kF32;
   const int64_t blocks = (N + kBlock - 1) / kBlock;
 
@@ -60,6 +61,24 @@ void CpuBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTenso
           for (int64_t j = n0; j < n1; ++j) yr[j] += w.bias[j];
         }
       }
+    }
+  });
+}
+
+void CpuBackend::linear_fast(const CpuLinearWeight& w, const float* x, int64_t rows, float* y) {
+  const Int8Weight& weight = *w.int8;
+  const int64_t N = w.out_features;
+  resize_quantized_rows(weight, rows, quantized_rows_);
+  pool_.parallel_for(
+      rows, 4, [&](int64_t r0, int64_t r1) { quantize_rows(weight, x, r0, r1, quantized_rows_); });
+  const int64_t blocks = (N + kBlock - 1) / kBlock;
+  pool_.parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    const int64_t n0 = b0 * kBlock, n1 = std::min(N, b1 * kBlock);
+    std::vector<int16_t> scratch;
+    quant_dot_outputs(weight, quantized_rows_, n0, n1, y, N, dot_kernel_, scratch);
+    if (w.bias.empty()) return;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t n = n0; n < n1; ++n) y[r * N + n] += w.bias[n];
     }
   });
 }
