@@ -28,10 +28,10 @@ inline float horizontal_sum(__m256 v) {
 // Block b (32 stored rows) of one output's codes as 16-bit v = u − 128: rows 0–15 in lo, 16–31
 // in hi. Nibbles (byte j of each 16 holds rows j, low, and j + 16, high) go through `table`,
 // the weight's table already centred; bytes are centred by flipping their top bit.
-inline void decode_block(bool nibbles, const uint8_t* codes, int64_t b, __m128i table, __m256i& lo,
-                         __m256i& hi) {
+template <bool kNibbles>
+inline void decode_block(const uint8_t* codes, int64_t b, __m128i table, __m256i& lo, __m256i& hi) {
   __m128i l, h;
-  if (nibbles) {
+  if constexpr (kNibbles) {
     const __m128i low = _mm_set1_epi8(0x0F);
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + 16 * b));
     l = _mm_shuffle_epi8(table, _mm_and_si128(v, low));
@@ -51,8 +51,11 @@ inline __m128i centred_table(const QuantDotArgs& a) {
                        _mm_set1_epi8(static_cast<char>(0x80)));
 }
 
-// Sums of 16-bit products in pairs, added to acc: |v| ≤ 128 and |q| ≤ 32767, so no lane
-// overflows.
+// Sums of 16-bit products in pairs (8 lanes): |v| ≤ 128 and |q| ≤ 32767, so no lane overflows,
+// nor the sum of two.
+inline __m256i pair_sums(__m256i w, __m256i x) {
+  return _mm256_madd_epi16(w, x);
+}
 template <bool kVnni>
 inline __m256i add_pair_sums(__m256i acc, __m256i w, __m256i x) {
   if constexpr (kVnni) {
@@ -66,52 +69,65 @@ inline __m256i load16(const int16_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
-// Adds block b of rows r0 .. r0 + kRows − 1 to acc (two accumulators per row, alternating by
-// block, so that the fma chains of one-row products overlap).
+// Adds block b of rows r0 .. r0 + kRows − 1 to acc.
 template <bool kVnni, int kSpan, int kRows>
 inline void add_block(const QuantDotArgs& a, __m256i w_lo, __m256i w_hi, const float* scale,
-                      int64_t r0, int64_t b, __m256 acc[][2]) {
+                      int64_t r0, int64_t b, __m256 (&acc)[kRows]) {
   const int64_t blocks = a.stored_rows / 32;
-  const __m256i zero = _mm256_setzero_si256();
   for (int i = 0; i < kRows; ++i) {
     const int64_t r = r0 + i;
     const int16_t* x = a.xq + r * a.stored_rows + 32 * b;
     const float d = a.xd[r * blocks + b];
-    __m256& sum = acc[i][b & 1];
     if constexpr (kSpan == 32) {
-      const __m256i s =
-          add_pair_sums<kVnni>(add_pair_sums<kVnni>(zero, w_lo, load16(x)), w_hi, load16(x + 16));
-      sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(scale[b] * d), sum);
+      const __m256i s = add_pair_sums<kVnni>(pair_sums(w_lo, load16(x)), w_hi, load16(x + 16));
+      acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(scale[b] * d), acc[i]);
     } else {
-      const __m256i lo = add_pair_sums<kVnni>(zero, w_lo, load16(x));
-      const __m256i hi = add_pair_sums<kVnni>(zero, w_hi, load16(x + 16));
-      sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_set1_ps(scale[2 * b] * d), sum);
-      sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), _mm256_set1_ps(scale[2 * b + 1] * d), sum);
+      const __m256i lo = pair_sums(w_lo, load16(x));
+      const __m256i hi = pair_sums(w_hi, load16(x + 16));
+      acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_set1_ps(scale[2 * b] * d), acc[i]);
+      acc[i] =
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), _mm256_set1_ps(scale[2 * b + 1] * d), acc[i]);
     }
   }
 }
 
-// out[i] = Σ over blocks of row r0 + i, without the offsets. kDecode: the codes are decoded
-// block by block (a few rows); otherwise `widened` holds them as 16-bit values (many rows, which
-// share one decoding of the output).
-template <bool kVnni, int kSpan, int kRows, bool kDecode>
+// Where a kernel reads an output's codes: decoded block by block from nibbles or bytes (a few
+// rows), or widened once into 16-bit values (many rows, which then share one decoding).
+enum class CodeSource { kNibbles, kBytes, kWidened };
+
+template <CodeSource kSource>
+inline void block_codes(const uint8_t* codes, const int16_t* widened, int64_t b, __m128i table,
+                        __m256i& lo, __m256i& hi) {
+  if constexpr (kSource == CodeSource::kWidened) {
+    lo = load16(widened + 32 * b);
+    hi = load16(widened + 32 * b + 16);
+  } else {
+    decode_block<kSource == CodeSource::kNibbles>(codes, b, table, lo, hi);
+  }
+}
+
+// out[i] = Σ over blocks of row r0 + i, without the offsets. Even and odd blocks go to separate
+// accumulators so that their fma chains overlap.
+template <bool kVnni, int kSpan, int kRows, CodeSource kSource>
 inline void dot_rows(const QuantDotArgs& a, const uint8_t* codes, const int16_t* widened,
                      const float* scale, int64_t r0, float* out) {
   const int64_t blocks = a.stored_rows / 32;
   const __m128i table = centred_table(a);
-  __m256 acc[kRows][2];
-  for (int i = 0; i < kRows; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
-    __m256i w_lo, w_hi;
-    if constexpr (kDecode) {
-      decode_block(a.nibbles, codes, b, table, w_lo, w_hi);
-    } else {
-      w_lo = load16(widened + 32 * b);
-      w_hi = load16(widened + 32 * b + 16);
-    }
-    add_block<kVnni, kSpan, kRows>(a, w_lo, w_hi, scale, r0, b, acc);
+  __m256 even[kRows], odd[kRows];
+  for (int i = 0; i < kRows; ++i) even[i] = odd[i] = _mm256_setzero_ps();
+  __m256i lo, hi;
+  int64_t b = 0;
+  for (; b + 2 <= blocks; b += 2) {
+    block_codes<kSource>(codes, widened, b, table, lo, hi);
+    add_block<kVnni, kSpan, kRows>(a, lo, hi, scale, r0, b, even);
+    block_codes<kSource>(codes, widened, b + 1, table, lo, hi);
+    add_block<kVnni, kSpan, kRows>(a, lo, hi, scale, r0, b + 1, odd);
   }
-  for (int i = 0; i < kRows; ++i) out[i] = horizontal_sum(_mm256_add_ps(acc[i][0], acc[i][1]));
+  if (b < blocks) {
+    block_codes<kSource>(codes, widened, b, table, lo, hi);
+    add_block<kVnni, kSpan, kRows>(a, lo, hi, scale, r0, b, even);
+  }
+  for (int i = 0; i < kRows; ++i) out[i] = horizontal_sum(_mm256_add_ps(even[i], odd[i]));
 }
 
 // Every block of one output's codes as 16-bit values.
@@ -119,7 +135,11 @@ inline void widen_codes(const QuantDotArgs& a, const uint8_t* codes, int16_t* ou
   const __m128i table = centred_table(a);
   for (int64_t b = 0; b < a.stored_rows / 32; ++b) {
     __m256i lo, hi;
-    decode_block(a.nibbles, codes, b, table, lo, hi);
+    if (a.nibbles) {
+      decode_block<true>(codes, b, table, lo, hi);
+    } else {
+      decode_block<false>(codes, b, table, lo, hi);
+    }
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * b), lo);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * b + 16), hi);
   }
@@ -137,18 +157,31 @@ inline float offset_term(const float* offset, const float* sums, int64_t spans) 
   return total;
 }
 
-template <bool kVnni, int kSpan, bool kDecode>
+template <bool kVnni, int kSpan, CodeSource kSource>
 inline void dot_some_rows(const QuantDotArgs& a, const uint8_t* codes, const float* scale,
                           int64_t r0, int64_t rows, float* out) {
   switch (rows) {
     case 1:
-      return dot_rows<kVnni, kSpan, 1, kDecode>(a, codes, a.scratch, scale, r0, out);
+      return dot_rows<kVnni, kSpan, 1, kSource>(a, codes, a.scratch, scale, r0, out);
     case 2:
-      return dot_rows<kVnni, kSpan, 2, kDecode>(a, codes, a.scratch, scale, r0, out);
+      return dot_rows<kVnni, kSpan, 2, kSource>(a, codes, a.scratch, scale, r0, out);
     case 3:
-      return dot_rows<kVnni, kSpan, 3, kDecode>(a, codes, a.scratch, scale, r0, out);
+      return dot_rows<kVnni, kSpan, 3, kSource>(a, codes, a.scratch, scale, r0, out);
     default:
-      return dot_rows<kVnni, kSpan, 4, kDecode>(a, codes, a.scratch, scale, r0, out);
+      return dot_rows<kVnni, kSpan, 4, kSource>(a, codes, a.scratch, scale, r0, out);
+  }
+}
+
+template <bool kVnni, int kSpan>
+inline void dot_span_rows(const QuantDotArgs& a, CodeSource source, const uint8_t* codes,
+                          const float* scale, int64_t r0, int64_t rows, float* out) {
+  switch (source) {
+    case CodeSource::kNibbles:
+      return dot_some_rows<kVnni, kSpan, CodeSource::kNibbles>(a, codes, scale, r0, rows, out);
+    case CodeSource::kBytes:
+      return dot_some_rows<kVnni, kSpan, CodeSource::kBytes>(a, codes, scale, r0, rows, out);
+    case CodeSource::kWidened:
+      return dot_some_rows<kVnni, kSpan, CodeSource::kWidened>(a, codes, scale, r0, rows, out);
   }
 }
 
@@ -156,25 +189,20 @@ template <bool kVnni>
 void simd_dot_outputs(const QuantDotArgs& a) {
   const int64_t spans = a.stored_rows / a.span_rows;
   // Up to four rows decode the codes as they go; more rows widen them once per output.
-  const bool decode = a.rows <= 4;
+  CodeSource source = CodeSource::kWidened;
+  if (a.rows <= 4) source = a.nibbles ? CodeSource::kNibbles : CodeSource::kBytes;
   for (int64_t n = a.n0; n < a.n1; ++n) {
     const uint8_t* codes = a.codes + n * a.code_stride;
-    if (!decode) widen_codes(a, codes, a.scratch);
+    if (source == CodeSource::kWidened) widen_codes(a, codes, a.scratch);
     const float* scale = a.scales + n * spans;
     const float* offset = a.offsets ? a.offsets + n * spans : nullptr;
     for (int64_t r0 = 0; r0 < a.rows; r0 += 4) {
       const int64_t rows = a.rows - r0 < 4 ? a.rows - r0 : 4;
       float out[4];
       if (a.span_rows == 32) {
-        if (decode) {
-          dot_some_rows<kVnni, 32, true>(a, codes, scale, r0, rows, out);
-        } else {
-          dot_some_rows<kVnni, 32, false>(a, codes, scale, r0, rows, out);
-        }
-      } else if (decode) {
-        dot_some_rows<kVnni, 16, true>(a, codes, scale, r0, rows, out);
+        dot_span_rows<kVnni, 32>(a, source, codes, scale, r0, rows, out);
       } else {
-        dot_some_rows<kVnni, 16, false>(a, codes, scale, r0, rows, out);
+        dot_span_rows<kVnni, 16>(a, source, codes, scale, r0, rows, out);
       }
       for (int64_t i = 0; i < rows; ++i) {
         const int64_t r = r0 + i;
