@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git python3 python3-pip clang-format
   nlohmann-json3-dev libsentencepiece-dev sentencepiece libcpp-httplib-dev libgtest-dev
+  libopenblas-dev liblapacke-dev
   libsqlite3-dev sqlite3
   qt6-base-dev qt6-declarative-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools qt6-svg-dev
   qcoro-qt6-dev libgl-dev

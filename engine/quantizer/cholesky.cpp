@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "engine/backend/cpu/cpu_math.h"
 #include "engine/core/thread_pool.h"
@@ -98,14 +99,21 @@ std::vector<float> invert_lower_triangular(const std::vector<float>& l, int64_t 
 }
 
 bool inverse_upper_cholesky(const std::vector<float>& h, int64_t n, ThreadPool& pool,
-                            std::vector<float>& u) {
+                            std::vector<float>& u, CpuMathPath path) {
   // J·h·J: both axes reversed.
   std::vector<float> r(static_cast<size_t>(n * n));
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < n; ++j) r[i * n + j] = h[(n - 1 - i) * n + (n - 1 - j)];
   }
-  if (!cholesky_lower_inplace(r, n, pool)) return false;
-  const std::vector<float> x = invert_lower_triangular(r, n, pool);
+  std::vector<float> x;
+  if (path == CpuMathPath::kBlas) {
+    // Only the lower triangle of r is factored, inverted and read below.
+    if (!lapack_cholesky_lower(r.data(), n) || !lapack_invert_lower(r.data(), n)) return false;
+    x = std::move(r);
+  } else {
+    if (!cholesky_lower_inplace(r, n, pool)) return false;
+    x = invert_lower_triangular(r, n, pool);
+  }
   u.assign(static_cast<size_t>(n * n), 0.0f);
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = i; j < n; ++j) {

@@ -16,7 +16,7 @@ constexpr int64_t kColumnTile = 256;  // columns per work item in the parallel u
 GptqResult gptq_quantize(std::vector<float>& w, int64_t k, int64_t n,
                          const std::vector<float>& hinv_upper,
                          const std::vector<GptqGroupSpec>& groups, const FindParams& find_params,
-                         ThreadPool& pool, int64_t block) {
+                         ThreadPool& pool, int64_t block, CpuMathPath path) {
   HEARTH_CHECK(static_cast<int64_t>(w.size()) == k * n, "GPTQ: weight size");
   HEARTH_CHECK(static_cast<int64_t>(hinv_upper.size()) == k * k, "GPTQ: Hessian size");
   GptqResult res;
@@ -54,17 +54,18 @@ GptqResult gptq_quantize(std::vector<float>& w, int64_t k, int64_t n,
     }
     const GroupParams& params = res.params.back();
     const int64_t bw = b.end - b.begin;
-    // Row by row within the block; the rank-1 updates of the block's later rows are split
-    // over column tiles (independent).
-    for (int64_t c = b.begin; c < b.end; ++c) {
-      const float d = U[c * k + c];
-      float* wc = W + c * n;
-      float* ec = err.data() + (c - b.begin) * n;
+    // Row by row within the block: quantize, scale the error, and apply the rank-1 updates of
+    // the block's later rows. Columns never interact here, so each column tile runs the whole
+    // block on its own (one parallel loop per block, the tile's rows staying in cache).
+    pool.parallel_for(tiles, 1, [&](int64_t t0, int64_t t1) {
       // Tiles are processed one by one (never merged into a longer range), so that vector
       // bodies and tails fall on the same columns whatever the thread count.
-      pool.parallel_for(tiles, 1, [&](int64_t t0, int64_t t1) {
-        for (int64_t t = t0; t < t1; ++t) {
-          const int64_t n0 = t * kColumnTile, n1 = std::min(n, n0 + kColumnTile);
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t n0 = t * kColumnTile, n1 = std::min(n, n0 + kColumnTile);
+        for (int64_t c = b.begin; c < b.end; ++c) {
+          const float d = U[c * k + c];
+          const float* wc = W + c * n;
+          float* ec = err.data() + (c - b.begin) * n;
           quantize_row(wc, params, n0, n1, res.codes.data() + c * n,
                        res.dequantized.data() + c * n);
           const float* dq = res.dequantized.data() + c * n;
@@ -74,13 +75,21 @@ GptqResult gptq_quantize(std::vector<float>& w, int64_t k, int64_t n,
             if (u != 0.0f) cpu::axpy(-u, ec + n0, W + i * n + n0, n1 - n0);
           }
         }
-      });
+      }
+    });
+    for (int64_t c = 0; c < bw; ++c) {
+      const float* ec = err.data() + c * n;
       double e2 = 0;
       for (int64_t j = 0; j < n; ++j) e2 += static_cast<double>(ec[j]) * ec[j];
       proxy += e2;
     }
-    // Rows after the block: W[i] −= Σ_{c in block} U[c][i] · err[c], in order of c.
-    if (b.end < k) {
+    // Rows after the block: W[i] −= Σ_{c in block} U[c][i] · err[c].
+    if (b.end < k && path == CpuMathPath::kBlas) {
+      // As a matrix product: W[b.end:k, :] −= U[block, b.end:k]ᵀ · err.
+      blas_subtract_at_b(U + b.begin * k + b.end, k, err.data(), n, k - b.end, n, bw, W + b.end * n,
+                         n, pool);
+    } else if (b.end < k) {
+      // In order of c.
       pool.parallel_for(tiles, 1, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t) {
           const int64_t n0 = t * kColumnTile, n1 = std::min(n, n0 + kColumnTile);

@@ -1,8 +1,9 @@
 // GPTQ (Frantar et al.) on the CPU: rows of the permuted weight matrix W[K, N] (row = input
 // feature in act-order, N = output features) are quantized one at a time; each row's rounding
 // error, divided by the diagonal of the upper Cholesky factor U of H⁻¹, is fed back into the
-// rows not yet quantized (within the current block at once, beyond it in one blocked update).
-// Group parameters are chosen when a group starts, on its rows as compensated so far.
+// rows not yet quantized (within the current block at once, beyond it in one blocked update:
+// a GEMM with BLAS, else loops). Group parameters are chosen when a group starts, on its rows as
+// compensated so far.
 //
 // The result does not depend on the number of threads: every element's updates are applied
 // in one fixed order.
@@ -12,6 +13,7 @@
 #include <functional>
 #include <vector>
 
+#include "engine/quantizer/cpu_blas.h"
 #include "engine/quantizer/group_quantizer.h"
 
 namespace hearth {
@@ -40,11 +42,13 @@ struct GptqResult {
 
 // `w` [K, N] (permuted, float) is consumed as the working matrix. `hinv_upper` [K, K] is the
 // prepared factor for the same permutation. Groups must tile [0, K) in order. `block` is the
-// lazy-update width (rows per blocked update; a group larger than it is split).
+// lazy-update width (rows per blocked update; a group larger than it is split). `path`: the
+// blocked update by loops or by BLAS.
 GptqResult gptq_quantize(std::vector<float>& w, int64_t k, int64_t n,
                          const std::vector<float>& hinv_upper,
                          const std::vector<GptqGroupSpec>& groups, const FindParams& find_params,
-                         ThreadPool& pool, int64_t block = 128);
+                         ThreadPool& pool, int64_t block = 128,
+                         CpuMathPath path = default_cpu_math_path());
 
 // Which group quantizer a GPTQ run uses (for solvers that cannot take a FindParams callback,
 // such as the GPU's).

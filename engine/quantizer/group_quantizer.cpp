@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "engine/core/error.h"
-#include "engine/core/thread_pool.h"
 #include "engine/formats/quant_bits.h"
+#include "engine/quantizer/exl2_grid_search.h"
 
 namespace hearth::quantizer {
 namespace {
@@ -13,12 +13,6 @@ namespace {
 constexpr float kMinP = 0.70f;
 constexpr float kMaxP = 1.2f;
 constexpr int kPGrid = 96;
-
-// |x|^3.5 without pow: x³·√x.
-inline float pow35(float x) {
-  const float a = std::fabs(x);
-  return a * a * a * std::sqrt(a);
-}
 
 }  // namespace
 
@@ -70,7 +64,6 @@ GroupParams exl2_params_from(const Exl2ScaleCandidates& c, int best_i, int bits)
 GroupParams exl2_find_params(const float* w, int64_t rows, int64_t n, int64_t stride, int bits,
                              ThreadPool* pool) {
   const float maxq = static_cast<float>((1 << bits) - 1);
-  const float qzero = static_cast<float>(1 << (bits - 1));
   std::vector<float> base(static_cast<size_t>(n));
   for (int64_t c = 0; c < n; ++c) {
     float m = 0;
@@ -78,33 +71,8 @@ GroupParams exl2_find_params(const float* w, int64_t rows, int64_t n, int64_t st
     base[c] = (m + 1e-12f) / (maxq / 2.0f);
   }
   const Exl2ScaleCandidates cand = exl2_scale_candidates(base);
-  const std::vector<float>& s = cand.scale;
-  // Σ |clamp(rint(w / (s·p)), −qzero, maxq − qzero)·(s·p) − w|^3.5 for each p of the grid,
-  // summed per row in float and over rows in double (a fixed order).
-  const float lo = -qzero, hi = maxq - qzero;
-  std::vector<double> errs(static_cast<size_t>(kPGrid + 1));
-  auto grid = [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const float pm = exl2_grid_multiplier(static_cast<int>(i));
-      double err = 0;
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* wr = w + r * stride;
-        float acc = 0;
-        for (int64_t c = 0; c < n; ++c) {
-          const float sp = s[c] * pm;
-          const float q = std::clamp(std::nearbyint(wr[c] / sp), lo, hi);
-          acc += pow35(q * sp - wr[c]);
-        }
-        err += acc;
-      }
-      errs[static_cast<size_t>(i)] = err;
-    }
-  };
-  if (pool) {
-    pool->parallel_for(kPGrid + 1, 1, grid);
-  } else {
-    grid(0, kPGrid + 1);
-  }
+  const std::vector<double> errs =
+      exl2_grid_errors(w, rows, n, stride, cand.scale.data(), bits, pool);
   int best_i = 0;
   for (int i = 1; i <= kPGrid; ++i) {
     if (errs[i] < errs[best_i]) best_i = i;

@@ -27,7 +27,8 @@ struct GroupParams {
 // EXL2 (FORMATS.md §3.4): square-law 4-bit scale codes relative to the group maximum, then a
 // search over one multiplier p in [0.70, 1.2] (97 steps) minimising Σ|ŵ − w|^3.5.
 // `w` points at the group's first row; rows × n floats, row stride `stride`.
-// `pool` (optional) spreads the grid over threads (each multiplier's sum stays on one thread).
+// The grid's errors come from exl2_grid_errors (exl2_grid_search.h); `pool` (optional) spreads
+// its rows over threads, with the same result.
 GroupParams exl2_find_params(const float* w, int64_t rows, int64_t n, int64_t stride, int bits,
                              ThreadPool* pool = nullptr);
 

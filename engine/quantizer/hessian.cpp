@@ -13,10 +13,20 @@
 
 namespace hearth::quantizer {
 
-HessianAccumulator::HessianAccumulator(int64_t k) : k_(k), sum_(static_cast<size_t>(k * k), 0.0) {}
+HessianAccumulator::HessianAccumulator(int64_t k, CpuMathPath path)
+    : k_(k), path_(path), sum_(static_cast<size_t>(k * k), 0.0) {}
 
 void HessianAccumulator::add(const float* x, int64_t rows, ThreadPool& pool) {
   if (rows <= 0) return;
+  if (path_ == CpuMathPath::kBlas) {
+    add_with_blas(x, rows, pool);
+  } else {
+    add_with_loops(x, rows, pool);
+  }
+  tokens_ += rows;
+}
+
+void HessianAccumulator::add_with_loops(const float* x, int64_t rows, ThreadPool& pool) {
   const int64_t K = k_;
   // Xᵀ [K, rows] so that every entry is a contiguous dot product.
   std::vector<float> xt(static_cast<size_t>(K * rows));
@@ -37,7 +47,12 @@ void HessianAccumulator::add(const float* x, int64_t rows, ThreadPool& pool) {
       for (; j <= i; ++j) si[j] += cpu::dot(xi, xt.data() + j * rows, rows);
     }
   });
-  tokens_ += rows;
+}
+
+// The batch's XᵀX in float by SGEMM over panels (the GPU's GramSum forms it by SYRK), added to
+// the double total.
+void HessianAccumulator::add_with_blas(const float* x, int64_t rows, ThreadPool& pool) {
+  blas_add_gram_lower(x, rows, k_, sum_.data(), pool);
 }
 
 std::vector<float> HessianAccumulator::finish(ThreadPool* pool) const {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/quantizer/cpu_blas.h"
+
 namespace hearth {
 class ThreadPool;
 }
@@ -17,7 +19,8 @@ namespace hearth::quantizer {
 
 class HessianAccumulator {
  public:
-  explicit HessianAccumulator(int64_t k);
+  // `path`: each batch's XᵀX by the dot-product loops or by BLAS (SGEMM over column panels).
+  explicit HessianAccumulator(int64_t k, CpuMathPath path = default_cpu_math_path());
   int64_t k() const { return k_; }
   int64_t tokens() const { return tokens_; }
   // Adds rows x[t, 0..K) for t < rows (row-major, K floats per row). The sum of each batch is
@@ -29,7 +32,11 @@ class HessianAccumulator {
   std::vector<float> finish(ThreadPool* pool = nullptr) const;
 
  private:
+  void add_with_loops(const float* x, int64_t rows, ThreadPool& pool);
+  void add_with_blas(const float* x, int64_t rows, ThreadPool& pool);
+
   int64_t k_;
+  CpuMathPath path_;
   int64_t tokens_ = 0;
   std::vector<double> sum_;  // lower triangle used, [K, K]
 };

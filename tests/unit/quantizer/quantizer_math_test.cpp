@@ -7,10 +7,12 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <utility>
 
 #include "engine/core/error.h"
 #include "engine/core/thread_pool.h"
 #include "engine/quantizer/cholesky.h"
+#include "engine/quantizer/cpu_blas.h"
 #include "engine/quantizer/exl2_optimizer.h"
 #include "engine/quantizer/exl2_qparams.h"
 #include "engine/quantizer/hessian.h"
@@ -107,13 +109,23 @@ std::vector<double> invert(const std::vector<float>& a, int64_t n) {
   return inv;
 }
 
+// Each size on both paths: the loops, and LAPACK where this build has BLAS.
+std::vector<std::pair<CpuMathPath, int64_t>> factor_cases() {
+  std::vector<std::pair<CpuMathPath, int64_t>> cases;
+  for (CpuMathPath path : {CpuMathPath::kLoops, CpuMathPath::kBlas}) {
+    if (path == CpuMathPath::kBlas && !cpu_blas_available()) continue;
+    for (int64_t n : {1, 7, 64, 65, 150}) cases.emplace_back(path, n);
+  }
+  return cases;
+}
+
 TEST(Cholesky, InverseUpperFactorMatchesDoubleInverse) {
-  for (int64_t n : {1, 7, 64, 65, 150}) {
+  for (const auto& [path, n] : factor_cases()) {
     std::vector<float> h = random_spd(n, 3 + static_cast<uint32_t>(n), 4 * n + 8);
     for (int64_t i = 0; i < n; ++i) h[i * n + i] += 0.01f;
     ThreadPool pool(2);
     std::vector<float> u;
-    ASSERT_TRUE(inverse_upper_cholesky(h, n, pool, u)) << n;
+    ASSERT_TRUE(inverse_upper_cholesky(h, n, pool, u, path)) << n;
     const std::vector<double> inv = invert(h, n);
     double max_rel = 0, scale = 0;
     for (double v : inv) scale = std::max(scale, std::fabs(v));
@@ -128,7 +140,7 @@ TEST(Cholesky, InverseUpperFactorMatchesDoubleInverse) {
         max_rel = std::max(max_rel, std::fabs(s - inv[i * n + j]) / scale);
       }
     }
-    EXPECT_LT(max_rel, 2e-4) << "n = " << n;
+    EXPECT_LT(max_rel, 2e-4) << "n = " << n << ", path " << static_cast<int>(path);
   }
 }
 
