@@ -155,6 +155,30 @@ cudaError_t add_bias(const Launch& l, Elem t, void* out, const float* bias, int6
 cudaError_t fill_random(const Launch& l, Elem t, void* out, int64_t n, uint64_t seed, float scale);
 
 // ---------------------------------------------------------------------------------------------
+// Tensor parallelism (all_reduce.cu)
+
+inline constexpr int kAllReduceMaxRanks = 8;
+inline constexpr int kAllReduceMaxBlocks = 32;
+
+// What one device's all-reduce reaches, peer access enabled between every pair: each device's
+// staging buffer (as large as the largest message) and flags ([kAllReduceMaxBlocks][2]
+// [kAllReduceMaxRanks] uint32, zeroed once), and this device's call counters
+// ([kAllReduceMaxBlocks] uint32, zeroed once).
+struct AllReducePeers {
+  void* staging[kAllReduceMaxRanks] = {};
+  uint32_t* flags[kAllReduceMaxRanks] = {};
+  uint32_t* epochs = nullptr;
+  int rank = 0;
+  int ranks = 0;
+};
+
+// data[0..count) = the sum over the devices of their data, in float in device order (the same bits
+// on every device). Every device must call it, in the same order, with the same count; it waits
+// on the others' kernels (launch them on all devices before waiting on any from the host).
+cudaError_t all_reduce_peers(const Launch& l, Elem t, void* data, int64_t count,
+                             const AllReducePeers& peers);
+
+// ---------------------------------------------------------------------------------------------
 // Matrix-vector products for few rows (gemv.cu): out[R, N] = x[R, K] · W[N, K]ᵀ (+ bias).
 
 // Scratch for the split-K reduction; counters must start at zero (the kernel leaves them so).

@@ -47,9 +47,10 @@ commands:
 
 load flags (every command that runs the model):
   --backend cpu|cuda  --device N  --threads N  --max-seq-len N  --cache-tokens N
-  --gpus 0,1  --split layer|tensor  --gpu-split 20,24  (several GPUs: each runs a run of layers,
-            in proportion to its free memory or as many GiB as --gpu-split gives it; tensor
-            parallelism is not built yet)  --gpu-reserve GIB  (left free on each GPU; 0.25)
+  --gpus 0,1  --split layer|tensor  --gpu-split 20,24  (several GPUs: by layers, each runs a run
+            of layers, in proportion to its free memory or as many GiB as --gpu-split gives it;
+            tensor: every GPU runs its share of each layer's heads and MLP, NCCL summing them)
+            --gpu-reserve GIB  (left free on each GPU; 0.25)
   --max-batch N  --rope-scaling none|linear|dynamic|yarn|llama3  --rope-factor F
   --rope-original-context N  --ntk-alpha A
   --prefix-reuse on|off  (share the cache pages of prompts that start alike; default on)

@@ -218,7 +218,11 @@ MemoryPlan make_plan(const LoadOptions& options, const ModelInfo& info, const Re
       plan.weights -= draft_plan ? draft_plan->weights : 0;
       plan.kv_cache -= draft_plan ? draft_plan->kv_cache : 0;
       plan.activations -= draft_plan ? draft_plan->activations : 0;
-      place_on_gpus(plan, options, info, r, draft_plan ? &*draft_plan : nullptr, devices, gpus);
+      if (options.gpu_split == GpuSplit::kTensor) {
+        place_tensor_parallel(plan, options, info, r, devices, gpus);
+      } else {
+        place_on_gpus(plan, options, info, r, draft_plan ? &*draft_plan : nullptr, devices, gpus);
+      }
       return plan;
     }
   }
@@ -417,7 +421,12 @@ void Engine::load(const LoadOptions& options, const ProgressCallback& progress,
     impl->chat_template.emplace(*impl->bundle.chat_template_source);
   }
   LayerPlacement placement;
-  if (plan.gpus.size() > 1) {
+  if (plan.gpus.size() > 1 && options.gpu_split == GpuSplit::kTensor) {
+    const ModelConfig& c = info.config;
+    impl->backends.push_back(create_tensor_parallel(
+        load_gpus(options), {c.num_heads, c.num_kv_heads, c.head_dim, c.intermediate_size}));
+    placement = LayerPlacement::single(*impl->backends.back(), c.num_layers);
+  } else if (plan.gpus.size() > 1) {
     for (const GpuShare& share : plan.gpus) {
       impl->backends.push_back(create_backend(options.device, share.device, options.cpu_threads));
       placement.backends.push_back(impl->backends.back().get());

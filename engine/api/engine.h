@@ -63,7 +63,7 @@ struct AdapterWeight {
 };
 
 // How several GPUs share a model: kLayers gives each a run of consecutive layers (and their KV
-// cache), kTensor would split every layer's heads and MLP columns (not built yet: refused).
+// cache), kTensor every layer's heads and MLP columns (tensor parallelism over NCCL).
 enum class GpuSplit { kLayers, kTensor };
 const char* gpu_split_name(GpuSplit split);  // "layer", "tensor"
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "engine/backend/tensor_parallel_split.h"
 #include "engine/core/error.h"
 
 namespace hearth {
@@ -30,8 +31,15 @@ void check_gpu_options(const LoadOptions& options, int device_count) {
     }
   }
   if (gpus.size() > 1 && options.gpu_split == GpuSplit::kTensor) {
-    fail(ErrorCode::kUnsupported,
-         "tensor parallelism is not built yet: split the model by layers instead");
+    if (options.speculation == Speculation::kDraft) {
+      fail(ErrorCode::kUnsupported,
+           "a draft model does not run with tensor parallelism yet: split the model by layers "
+           "or speculate with n-grams");
+    }
+    if (!options.adapters.empty()) {
+      fail(ErrorCode::kUnsupported,
+           "LoRA adapters do not run with tensor parallelism yet: split the model by layers");
+    }
   }
   if (!options.gpu_split_gib.empty()) {
     if (options.gpu_split_gib.size() != gpus.size()) {
@@ -230,6 +238,99 @@ void place_on_gpus(MemoryPlan& plan, const LoadOptions& options, const ModelInfo
                             "choose a smaller quantization."
                           : " Add a GPU, lower max_seq_len or the cache size, choose a "
                             "quantized KV cache, or a smaller quantization.");
+    break;
+  }
+}
+
+void place_tensor_parallel(MemoryPlan& plan, const LoadOptions& options, const ModelInfo& info,
+                           const ResolvedLoad& r, const std::vector<DeviceMemoryInfo>& devices,
+                           const std::vector<int>& gpus) {
+  HEARTH_CHECK(devices.size() == gpus.size() && gpus.size() > 1, "place_tensor_parallel: devices");
+  const ModelConfig& c = info.config;
+  const int n = static_cast<int>(gpus.size());
+  const TensorParallelSplit split =
+      tensor_parallel_split({c.num_heads, c.num_kv_heads, c.head_dim, c.intermediate_size}, n);
+  const bool manual = !options.gpu_split_gib.empty();
+  size_t layers_total = 0;
+  for (int64_t b : info.cuda_layer_bytes) layers_total += static_cast<size_t>(b);
+  size_t embedding = static_cast<size_t>(info.cuda_embedding_bytes);
+  if (layers_total == 0 || layers_total + embedding > plan.weights) {
+    embedding = static_cast<size_t>(c.vocab_size * c.hidden_size) * 2;
+    layers_total = plan.weights > 2 * embedding ? plan.weights - 2 * embedding : 0;
+  }
+  // Every GPU holds the embedding and the head (a tied head as a copy of its own).
+  size_t head = plan.weights - std::min(plan.weights, layers_total + embedding);
+  if (c.tie_word_embeddings && head < embedding / 2) head += embedding;
+  const double kv_total = static_cast<double>(c.num_kv_heads);
+  plan.gpus.clear();
+  for (int g = 0; g < n; ++g) {
+    // A GPU's share of the layers: its MLP features and heads, by their part of the weights.
+    const double mlp_share =
+        static_cast<double>(split.mlp_width(g)) / static_cast<double>(c.intermediate_size);
+    const double kv_share =
+        static_cast<double>(split.kv_heads[g + 1] - split.kv_heads[g]) / kv_total;
+    const double mlp_weights = 3.0 * static_cast<double>(c.intermediate_size);
+    const double attn_weights = 2.0 * static_cast<double>(c.q_dim() + c.kv_dim());
+    const double share =
+        (mlp_weights * mlp_share + attn_weights * kv_share) / (mlp_weights + attn_weights);
+    GpuShare s;
+    s.device = gpus[static_cast<size_t>(g)];
+    s.name = devices[static_cast<size_t>(g)].name;
+    s.first_layer = 0;
+    s.layers = c.num_layers;
+    s.weights = static_cast<size_t>(static_cast<double>(layers_total) * share) + embedding + head;
+    s.kv_cache = static_cast<size_t>(static_cast<double>(plan.kv_cache) * kv_share);
+    s.activations = plan.activations;
+    s.workspace = plan.workspace;
+    s.device_free = devices[static_cast<size_t>(g)].free_bytes;
+    s.device_total = devices[static_cast<size_t>(g)].total_bytes;
+    s.limit = manual ? static_cast<size_t>(options.gpu_split_gib[static_cast<size_t>(g)] *
+                                           double(size_t{1} << 30))
+                     : s.device_free;
+    s.fits = s.needed() + options.gpu_reserve_bytes <= s.device_free &&
+             (!manual || s.needed() <= s.limit);
+    plan.gpus.push_back(std::move(s));
+  }
+  plan.weights = plan.kv_cache = plan.activations = plan.workspace = 0;
+  plan.device_free = plan.device_total = 0;
+  plan.device_name.clear();
+  plan.fits = true;
+  plan.advice.clear();
+  for (const GpuShare& s : plan.gpus) {
+    plan.weights += s.weights;
+    plan.kv_cache += s.kv_cache;
+    plan.activations += s.activations;
+    plan.workspace += s.workspace;
+    plan.device_free += s.device_free;
+    plan.device_total += s.device_total;
+    plan.device_name += (plan.device_name.empty() ? "" : " + ") + s.name;
+    plan.fits = plan.fits && s.fits;
+  }
+  for (CacheChoice& choice : plan.cache_choices) {
+    int64_t tokens = INT64_MAX;
+    for (int g = 0; g < n; ++g) {
+      const GpuShare& s = plan.gpus[static_cast<size_t>(g)];
+      const size_t besides = options.gpu_reserve_bytes + s.needed() - s.kv_cache;
+      const auto per_token = static_cast<size_t>(
+          static_cast<double>(choice.bytes_per_token) *
+          static_cast<double>(split.kv_heads[g + 1] - split.kv_heads[g]) / kv_total);
+      const size_t free = s.device_free > besides ? s.device_free - besides : 0;
+      tokens = std::min<int64_t>(tokens, per_token ? static_cast<int64_t>(free / per_token) : 0);
+    }
+    choice.tokens_that_fit = tokens == INT64_MAX ? 0 : tokens;
+  }
+  if (plan.fits) return;
+  for (const GpuShare& s : plan.gpus) {
+    if (s.fits) continue;
+    plan.advice = s.name + " needs " + format_bytes(s.needed()) + " for its share of every layer " +
+                  "(weights " + format_bytes(s.weights) + ", cache " + format_bytes(s.kv_cache) +
+                  ") but " +
+                  (manual && s.needed() > s.limit
+                       ? "its GPU split allows " + format_bytes(s.limit) + "."
+                       : format_bytes(s.device_free) + " is free, " +
+                             format_bytes(options.gpu_reserve_bytes) + " of it kept in reserve.") +
+                  " Add a GPU, lower max_seq_len or the cache size, choose a quantized KV cache, "
+                  "or a smaller quantization.";
     break;
   }
 }

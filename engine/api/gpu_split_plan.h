@@ -10,8 +10,9 @@
 
 namespace hearth {
 
-// Throws Error(kInvalidArgument) for a GPU list or split the load cannot use: a device named
-// twice or out of range, kTensor (not built yet), gpu_split_gib of another length than the GPUs
+// Throws Error(kInvalidArgument) for a GPU list or split the load cannot use, Error(kUnsupported)
+// for tensor parallelism with a draft model or adapters (not built yet): a device named
+// twice or out of range, gpu_split_gib of another length than the GPUs
 // or with a value that is not a positive number of GiB.
 void check_gpu_options(const LoadOptions& options, int device_count);
 // The GPUs a CUDA load uses, in layer order (LoadOptions::gpus, else cuda_device).
@@ -26,5 +27,14 @@ std::vector<int> load_gpus(const LoadOptions& options);
 void place_on_gpus(MemoryPlan& plan, const LoadOptions& options, const ModelInfo& info,
                    const ResolvedLoad& resolved, const MemoryPlan* draft,
                    const std::vector<DeviceMemoryInfo>& devices, const std::vector<int>& gpus);
+
+// Tensor parallelism: every GPU holds its share (tensor_parallel_split()) of every layer's
+// weights and KV cache, the embedding and head whole, and activations and workspace of its own;
+// gpu_split_gib, when given, caps each GPU. Fills plan.gpus and the totals as place_on_gpus()
+// does. Throws Error(kUnsupported) when the model cannot be divided over the GPUs.
+void place_tensor_parallel(MemoryPlan& plan, const LoadOptions& options, const ModelInfo& info,
+                           const ResolvedLoad& resolved,
+                           const std::vector<DeviceMemoryInfo>& devices,
+                           const std::vector<int>& gpus);
 
 }  // namespace hearth

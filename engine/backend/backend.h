@@ -44,12 +44,25 @@ class BackendWeight {
   virtual size_t device_bytes() const = 0;
 };
 
+// How a tensor-parallel backend divides a linear over its devices (others ignore it): column
+// parallel (each device computes some outputs) or row parallel (each device multiplies some
+// inputs, and the devices' results are summed).
+enum class LinearShard {
+  kWhole,       // every device holds all of it (the head)
+  kQHeads,      // column parallel by attention heads: q
+  kKvHeads,     // column parallel by key/value heads: k, v
+  kFromHeads,   // row parallel over the heads' outputs: o
+  kMlpColumns,  // column parallel over the MLP's intermediate features: gate, up
+  kFromMlp,     // row parallel over those features: down
+};
+
 // What a linear layer is made of, as read from the files.
 struct LinearSource {
   std::string name;                                  // e.g. "model.layers.0.mlp.up_proj"
   HostTensor weight;                                 // dense [out, in], unless quantized
   std::optional<HostTensor> bias;                    // [out]
   std::shared_ptr<const QuantizedWeight> quantized;  // EXL2 / GPTQ weights, when quantized
+  LinearShard shard = LinearShard::kWhole;
 };
 
 // One sequence's part of a forward pass.

@@ -8,6 +8,7 @@
 #if HEARTH_WITH_CUDA
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/backend/cuda/cuda_quant_linear.h"
+#include "engine/backend/cuda/cuda_tensor_parallel.h"
 #endif
 
 namespace hearth {
@@ -99,6 +100,17 @@ std::unique_ptr<Backend> create_backend(DeviceKind kind, int device, int cpu_thr
 #endif
   }
   return create_cpu_backend(cpu_threads, cpu_linears);
+}
+
+std::unique_ptr<Backend> create_tensor_parallel(const std::vector<int>& gpus,
+                                                const TensorParallelShape& shape) {
+#if HEARTH_WITH_CUDA
+  if (!cuda_available()) no_cuda();
+  return create_tensor_parallel_backend(gpus, shape);
+#else
+  (void)gpus, (void)shape;
+  no_cuda();
+#endif
 }
 
 }  // namespace hearth

@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda_status.h"
+#include "engine/backend/tensor_parallel_split.h"
 
 namespace hearth {
 
@@ -45,5 +47,10 @@ int device_count(DeviceKind kind);
 // `cpu_linears`: how a CPU backend multiplies quantized linears (engine/backend/cpu/cpu_backend.h).
 std::unique_ptr<Backend> create_backend(DeviceKind kind, int device, int cpu_threads,
                                         CpuLinears cpu_linears = CpuLinears::kExact);
+
+// One backend over several GPUs by tensor parallelism (engine/backend/cuda/cuda_tensor_parallel.h).
+// Throws Error(kUnsupported) in a build without CUDA or NCCL.
+std::unique_ptr<Backend> create_tensor_parallel(const std::vector<int>& gpus,
+                                                const TensorParallelShape& shape);
 
 }  // namespace hearth

@@ -41,7 +41,7 @@ constexpr int kDecodeWarmSteps = 3;
 // the device, after kDecodeWarmSteps untimed steps. `profile_first` brackets the first timed
 // step with cudaProfilerStart/Stop, for Nsight's --profile-from-start off.
 // `adapter_weights`, when given, holds each sequence's LoRA slot weights (row b % size()).
-double time_greedy_decode(LlamaModel& model, CudaBackend& backend, KvCacheStorage& cache,
+double time_greedy_decode(LlamaModel& model, Backend& backend, KvCacheStorage& cache,
                           int64_t batch, int64_t pages_per_seq, int64_t context, int steps,
                           bool profile_first = false,
                           const std::vector<std::vector<float>>* adapter_weights = nullptr);

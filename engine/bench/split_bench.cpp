@@ -7,6 +7,7 @@
 
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
+#include "engine/backend/cuda/cuda_tensor_parallel.h"
 #include "engine/bench/bench_util.h"
 #include "engine/bench/quant_bench.h"
 #include "engine/bench/synthetic_quant_source.h"
@@ -33,29 +34,60 @@ std::vector<int64_t> even_layers(int64_t layers, size_t gpus) {
   return counts;
 }
 
+struct Sizes {
+  int64_t page = 256;
+  int64_t max_prefill = 0;
+  int64_t max_batch = 1;
+  int64_t seq_pages = 0;
+  int64_t num_pages = 0;
+  LlamaModelOptions model;
+};
+
+Sizes sizes_for(const SplitBenchOptions& o) {
+  Sizes z;
+  z.max_prefill = o.prefill_lengths.empty()
+                      ? 0
+                      : *std::max_element(o.prefill_lengths.begin(), o.prefill_lengths.end());
+  z.max_batch = o.decode_batches.empty()
+                    ? 1
+                    : *std::max_element(o.decode_batches.begin(), o.decode_batches.end());
+  z.seq_pages = (o.decode_context + o.decode_steps + 16 + z.page - 1) / z.page;
+  z.num_pages = std::max((z.max_prefill + z.page - 1) / z.page, z.max_batch * z.seq_pages) + 1;
+  z.model.max_seq_len = std::max<int64_t>(z.max_prefill, o.decode_context + o.decode_steps + 16);
+  z.model.max_batch_tokens = std::max<int64_t>(z.max_prefill, z.max_batch);
+  z.model.max_logit_rows = z.max_batch;
+  return z;
+}
+
+// Prefill and decode speed of a loaded model whose logits `sampler` holds.
+void time_model(json& r, LlamaModel& model, Backend& sampler, const Sizes& z,
+                const SplitBenchOptions& o) {
+  auto cache = model.create_kv_cache(z.num_pages, z.page);
+  json prefill = json::array();
+  for (int64_t T : o.prefill_lengths) {
+    const double t = time_prefill(model, sampler, *cache, T, z.page);
+    prefill.push_back({{"tokens", T}, {"tokens_per_s", static_cast<double>(T) / t}});
+  }
+  r["prefill"] = prefill;
+  json decode = json::array();
+  for (int64_t B : o.decode_batches) {
+    const double t = time_greedy_decode(model, sampler, *cache, B, z.seq_pages, o.decode_context,
+                                        o.decode_steps, false);
+    decode.push_back({{"batch", B},
+                      {"tokens_per_s", static_cast<double>(B * o.decode_steps) / t},
+                      {"step_ms", 1e3 * t / o.decode_steps}});
+  }
+  r["decode"] = decode;
+}
+
 json run_placement(const std::vector<CudaBackend*>& backends, const ModelConfig& config,
                    const TensorSource& weights, const SplitBenchOptions& o) {
-  const int64_t page = 256;
-  const int64_t max_prefill =
-      o.prefill_lengths.empty()
-          ? 0
-          : *std::max_element(o.prefill_lengths.begin(), o.prefill_lengths.end());
-  const int64_t max_batch = o.decode_batches.empty() ? 1
-                                                     : *std::max_element(o.decode_batches.begin(),
-                                                                         o.decode_batches.end());
-  const int64_t seq_pages = (o.decode_context + o.decode_steps + 16 + page - 1) / page;
-  const int64_t num_pages = std::max((max_prefill + page - 1) / page, max_batch * seq_pages) + 1;
-
+  const Sizes z = sizes_for(o);
   LayerPlacement placement;
   placement.layers = even_layers(config.num_layers, backends.size());
   for (CudaBackend* b : backends) placement.backends.push_back(b);
-  LlamaModelOptions mo;
-  mo.max_seq_len = std::max<int64_t>(max_prefill, o.decode_context + o.decode_steps + 16);
-  mo.max_batch_tokens = std::max<int64_t>(max_prefill, max_batch);
-  mo.max_logit_rows = max_batch;
   const auto t0 = std::chrono::steady_clock::now();
-  LlamaModel model(config, placement, weights, mo);
-  auto cache = model.create_kv_cache(num_pages, page);
+  LlamaModel model(config, placement, weights, z.model);
   json r = {{"gpus", backends.size()}, {"layers", placement.layers}};
   r["load_seconds"] = seconds_since(t0);
   json memory = json::array();
@@ -64,23 +96,39 @@ json run_placement(const std::vector<CudaBackend*>& backends, const ModelConfig&
     memory.push_back({{"device", b->device()}, {"weights", m.weights}, {"kv_cache", m.kv_cache}});
   }
   r["memory"] = memory;
-  CudaBackend& last = *backends.back();
+  time_model(r, model, *backends.back(), z, o);
+  return r;
+}
 
-  json prefill = json::array();
-  for (int64_t T : o.prefill_lengths) {
-    const double t = time_prefill(model, last, *cache, T, page);
-    prefill.push_back({{"tokens", T}, {"tokens_per_s", static_cast<double>(T) / t}});
+// The same model by tensor parallelism over `gpus`, with the all-reduce of a decode step's,
+// 32 rows' and a 2,048-token prefill's hidden rows timed alone.
+json run_tensor_parallel(const std::vector<int>& gpus, const ModelConfig& config,
+                         const TensorSource& weights, const SplitBenchOptions& o) {
+  const Sizes z = sizes_for(o);
+  auto backend = create_tensor_parallel_backend(
+      gpus, {config.num_heads, config.num_kv_heads, config.head_dim, config.intermediate_size});
+  const auto t0 = std::chrono::steady_clock::now();
+  LlamaModel model(config, *backend, weights, z.model);
+  json r = {{"gpus", gpus.size()}};
+  r["load_seconds"] = seconds_since(t0);
+  r["weights"] = backend->memory_usage().weights;
+  time_model(r, model, *backend, z, o);
+  json reduce = json::array();
+  for (int64_t rows : {int64_t{1}, int64_t{32}, int64_t{2048}}) {
+    const double us = tensor_parallel_all_reduce_us(*backend, rows, config.hidden_size);
+    const double nccl_us =
+        tensor_parallel_all_reduce_us(*backend, rows, config.hidden_size, 200, true);
+    const double bytes = static_cast<double>(rows * config.hidden_size) * 2;
+    const double n = static_cast<double>(gpus.size());
+    // NCCL's "bus bandwidth": what each link carries in a ring all-reduce, per second.
+    reduce.push_back({{"rows", rows},
+                      {"bytes", bytes},
+                      {"microseconds", us},
+                      {"nccl_microseconds", nccl_us},
+                      {"nccl_bus_gb_per_s", bytes * 2 * (n - 1) / n / (nccl_us * 1e3)},
+                      {"per_decode_token_us", rows == 1 ? us * 2 * config.num_layers : 0.0}});
   }
-  r["prefill"] = prefill;
-  json decode = json::array();
-  for (int64_t B : o.decode_batches) {
-    const double t = time_greedy_decode(model, last, *cache, B, seq_pages, o.decode_context,
-                                        o.decode_steps, false);
-    decode.push_back({{"batch", B},
-                      {"tokens_per_s", static_cast<double>(B * o.decode_steps) / t},
-                      {"step_ms", 1e3 * t / o.decode_steps}});
-  }
-  r["decode"] = decode;
+  r["all_reduce"] = reduce;
   return r;
 }
 
@@ -173,6 +221,35 @@ SplitBenchReport run_layer_split_benchmark(const SplitBenchOptions& o) {
   };
   if (o.single_gpu) run({backends[0]}, "one_gpu");
   run(backends, "layer_split");
+  if (o.tensor_parallel) {
+    owned.clear();  // the tensor-parallel backend makes its own
+    backends.clear();
+    try {
+      report.json["tensor_parallel"] = run_tensor_parallel(o.gpus, config, *weights, o);
+    } catch (const Error& e) {
+      report.json["tensor_parallel"] = {{"error", e.what()}};
+    }
+    const json& r = report.json["tensor_parallel"];
+    report.text += "tensor_parallel: ";
+    if (r.contains("error")) {
+      report.text += r["error"].get<std::string>() + "\n";
+    } else {
+      for (const json& p : r["prefill"]) {
+        report.text += "prefill " + fmt("%.0f", p["tokens"].get<double>()) + " " +
+                       fmt("%.0f tok/s", p["tokens_per_s"].get<double>()) + "; ";
+      }
+      for (const json& d : r["decode"]) {
+        report.text += "batch " + fmt("%.0f", d["batch"].get<double>()) + " " +
+                       fmt("%.1f tok/s", d["tokens_per_s"].get<double>()) + "; ";
+      }
+      report.text += "load " + fmt("%.1f s", r["load_seconds"].get<double>()) + "\n";
+      for (const json& a : r["all_reduce"]) {
+        report.text += "all-reduce of " + fmt("%.0f", a["rows"].get<double>()) +
+                       " rows: " + fmt("%.1f us", a["microseconds"].get<double>()) + " (" +
+                       fmt("%.1f GB/s bus", a["bus_gb_per_s"].get<double>()) + ")\n";
+      }
+    }
+  }
   return report;
 }
 

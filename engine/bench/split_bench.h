@@ -1,7 +1,8 @@
 // The layer-split benchmark (CUDA, several GPUs): a synthetic model of a real shape (fp16, or
 // EXL2 / GPTQ as the quantized-model benchmark names them) split by layers over the given GPUs,
 // and on the first GPU alone where it fits, in the same run: prefill and decode tokens/s, and
-// the time one hand-over of activations between GPUs takes.
+// the time one hand-over of activations between GPUs takes; then by tensor parallelism over the
+// same GPUs, with the time of one all-reduce.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,7 @@ struct SplitBenchOptions {
   int64_t decode_context = 512;
   int decode_steps = 32;
   bool single_gpu = true;  // also run the model on gpus[0] alone (skipped when it cannot fit)
+  bool tensor_parallel = true;  // and by tensor parallelism over the same GPUs
   uint64_t seed = 1;
 };
 

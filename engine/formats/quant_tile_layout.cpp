@@ -11,6 +11,7 @@
 #include "engine/formats/exl2_weight.h"
 #include "engine/formats/gptq_weight.h"
 #include "engine/formats/quant_bits.h"
+#include "engine/formats/quant_tile_shard.h"
 #include "engine/io/gguf_block_weight.h"
 #include "kernels/quant_tile_codec.cuh"
 
@@ -366,7 +367,8 @@ bool has_quant_tile_layout(const QuantizedWeight& weight) {
   if (const auto* g = dynamic_cast<const GgufBlockWeight*>(&weight)) {
     return g->code_form().bits > 0;
   }
-  return dynamic_cast<const Exl2Weight*>(&weight) || dynamic_cast<const GptqWeight*>(&weight);
+  return dynamic_cast<const Exl2Weight*>(&weight) || dynamic_cast<const GptqWeight*>(&weight) ||
+         dynamic_cast<const TileLayoutWeight*>(&weight);
 }
 
 bool runs_packed_on_gpu(const QuantizedWeight& weight) {
@@ -400,6 +402,7 @@ QuantTileLayout build_quant_tile_layout(const QuantizedWeight& weight, int threa
   if (const auto* e = dynamic_cast<const Exl2Weight*>(&weight)) return build_exl2(*e, threads);
   if (const auto* g = dynamic_cast<const GptqWeight*>(&weight)) return build_gptq(*g, threads);
   if (const auto* g = dynamic_cast<const GgufBlockWeight*>(&weight)) return build_gguf(*g, threads);
+  if (const auto* t = dynamic_cast<const TileLayoutWeight*>(&weight)) return t->layout();
   fail(ErrorCode::kUnsupported,
        "no GPU layout for quantized weights of format " + std::string(weight.format()));
 }

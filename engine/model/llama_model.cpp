@@ -117,19 +117,20 @@ struct LlamaModel::LayerWeight {
   bool linear;
   std::vector<int64_t> shape;
   std::unique_ptr<BackendWeight> Layer::*slot;
+  LinearShard shard = LinearShard::kWhole;  // how a tensor-parallel backend divides it
 };
 
 std::vector<LlamaModel::LayerWeight> LlamaModel::layer_weights(const ModelConfig& c) {
   const int64_t H = c.hidden_size, I = c.intermediate_size;
   return {{"input_layernorm.weight", false, {H}, &Layer::input_norm},
-          {"self_attn.q_proj", true, {c.q_dim(), H}, &Layer::q},
-          {"self_attn.k_proj", true, {c.kv_dim(), H}, &Layer::k},
-          {"self_attn.v_proj", true, {c.kv_dim(), H}, &Layer::v},
-          {"self_attn.o_proj", true, {H, c.q_dim()}, &Layer::o},
+          {"self_attn.q_proj", true, {c.q_dim(), H}, &Layer::q, LinearShard::kQHeads},
+          {"self_attn.k_proj", true, {c.kv_dim(), H}, &Layer::k, LinearShard::kKvHeads},
+          {"self_attn.v_proj", true, {c.kv_dim(), H}, &Layer::v, LinearShard::kKvHeads},
+          {"self_attn.o_proj", true, {H, c.q_dim()}, &Layer::o, LinearShard::kFromHeads},
           {"post_attention_layernorm.weight", false, {H}, &Layer::post_attention_norm},
-          {"mlp.gate_proj", true, {I, H}, &Layer::gate},
-          {"mlp.up_proj", true, {I, H}, &Layer::up},
-          {"mlp.down_proj", true, {H, I}, &Layer::down}};
+          {"mlp.gate_proj", true, {I, H}, &Layer::gate, LinearShard::kMlpColumns},
+          {"mlp.up_proj", true, {I, H}, &Layer::up, LinearShard::kMlpColumns},
+          {"mlp.down_proj", true, {H, I}, &Layer::down, LinearShard::kFromMlp}};
 }
 
 void LlamaModel::check_weights(const ModelConfig& config, const TensorSource& weights) {
@@ -261,10 +262,13 @@ LlamaModel::LlamaModel(const ModelConfig& config, const LayerPlacement& placemen
     Backend& backend = *stage_of_layer(i).backend;
     for (const LayerWeight& w : layer_weights) {
       const std::string name = layer_prefix(i) + w.name;
-      L.*w.slot =
-          w.linear
-              ? backend.upload_linear(read_linear(weights, name, w.shape[0], w.shape[1], config_))
-              : backend.upload(read_tensor(weights, name, w.shape));
+      if (w.linear) {
+        LinearSource source = read_linear(weights, name, w.shape[0], w.shape[1], config_);
+        source.shard = w.shard;
+        L.*w.slot = backend.upload_linear(source);
+      } else {
+        L.*w.slot = backend.upload(read_tensor(weights, name, w.shape));
+      }
       step();
     }
   }

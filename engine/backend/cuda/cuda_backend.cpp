@@ -98,11 +98,6 @@ kernels::Elem to_elem(DType dtype) {
   }
 }
 
-// Thrown by scratch growth while a graph is being captured; run() then runs the step directly.
-struct CaptureInvalidated : std::exception {
-  const char* what() const noexcept override { return "scratch grew during graph capture"; }
-};
-
 CudaBackend::CudaBackend(const CudaBackendOptions& options) : options_(options) {
   if (options.activation_dtype != DType::kF16 && options.activation_dtype != DType::kBF16) {
     fail(ErrorCode::kInvalidArgument, "the CUDA backend runs fp16 or bf16 activations");
@@ -182,6 +177,15 @@ void CudaBackend::set_cuda_graphs(bool on) {
 
 void CudaBackend::invalidate_graphs() {
   ++*epoch_;
+}
+
+void CudaBackend::flush_queued() {
+  DeviceGuard guard(options_.device);
+  flush_linears();
+}
+
+void CudaBackend::abandon_queued() {
+  drop_pending();
 }
 
 void CudaBackend::synchronize() {

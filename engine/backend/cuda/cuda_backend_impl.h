@@ -107,6 +107,11 @@ struct PreparedLayout {
   std::optional<int64_t> graph_key;
 };
 
+// Thrown by scratch growth while a graph is being captured; run() then runs the step directly.
+struct CaptureInvalidated : std::exception {
+  const char* what() const noexcept override { return "scratch grew during graph capture"; }
+};
+
 // Whether the first `rows` rows of a and b share any byte (a linear's output must not overlap its
 // input, nor another output of the same grouped launch).
 bool rows_overlap(const DeviceTensor& a, const DeviceTensor& b, int64_t rows);
@@ -171,6 +176,13 @@ class CudaBackend final : public Backend {
   int row_gemv_variant() const { return options_.row_gemv_variant; }
   // Drops every captured graph (buffers they point to changed or went away).
   void invalidate_graphs();
+  // --- for a tensor-parallel backend driving several of these (cuda_tensor_parallel.cpp) ---
+  // Launches the ops queued for fusion (an all-reduce is about to read their outputs).
+  void flush_queued();
+  // Forgets the queued ops (a capture that failed).
+  void abandon_queued();
+  // Advances whenever memory a captured graph may use is freed or moved.
+  uint64_t graph_epoch() const { return epoch_->load(); }
   void synchronize();
   // Allocates a device buffer counted as workspace (benchmarks).
   DeviceBuffer alloc_workspace(size_t bytes, const std::string& what);

@@ -1,6 +1,7 @@
 // Placing a load on several GPUs before anything is allocated: layers shared by free memory or
 // by the GiB each GPU is given, the embedding on the first and the head on the last, every GPU
 // judged on its own and named when it does not fit; GPU lists the load cannot use are refused.
+// Tensor parallelism: every GPU a share of every layer, the embedding and head whole.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -157,7 +158,14 @@ TEST(GpuSplitPlan, GpuListsTheLoadCannotUseAreRefused) {
   EXPECT_EQ(code(cuda_load({}), 0), ErrorCode::kInvalidArgument);      // no GPU at all
   LoadOptions tensor = cuda_load({0, 1});
   tensor.gpu_split = GpuSplit::kTensor;
-  EXPECT_EQ(code(tensor, 2), ErrorCode::kUnsupported);
+  EXPECT_EQ(code(tensor, 2), std::nullopt);
+  // Not built yet with tensor parallelism: a draft model, adapters.
+  LoadOptions drafted = tensor;
+  drafted.speculation = Speculation::kDraft;
+  EXPECT_EQ(code(drafted, 2), ErrorCode::kUnsupported);
+  LoadOptions adapted = tensor;
+  adapted.adapters.push_back({"adapter", 1.0f});
+  EXPECT_EQ(code(adapted, 2), ErrorCode::kUnsupported);
   LoadOptions sizes = cuda_load({0, 1});
   sizes.gpu_split_gib = {10};
   EXPECT_EQ(code(sizes, 2), ErrorCode::kInvalidArgument);
@@ -169,6 +177,43 @@ TEST(GpuSplitPlan, GpuListsTheLoadCannotUseAreRefused) {
   two.config.num_layers = 2;
   two.cuda_layer_bytes.resize(2);
   EXPECT_THROW(place(cuda_load({0, 1, 2}), two, {gpu(0, 80), gpu(1, 80), gpu(2, 80)}), Error);
+}
+
+TEST(GpuSplitPlan, TensorParallelGivesEveryGpuItsShareOfEveryLayer) {
+  LoadOptions o = cuda_load({0, 1});
+  o.gpu_split = GpuSplit::kTensor;
+  const ModelInfo info = llama3_8b();
+  const ResolvedLoad r = resolve_load(o, info);
+  const MemoryPlan whole = estimate_memory(o, info, r);
+  MemoryPlan plan = whole;
+  place_tensor_parallel(plan, o, info, r, {gpu(0, 80), gpu(1, 80)}, o.gpus);
+  ASSERT_EQ(plan.gpus.size(), 2u);
+  EXPECT_TRUE(plan.fits);
+  const size_t layers = info.cuda_layer_bytes[0] * 32;
+  const size_t embedding = static_cast<size_t>(info.cuda_embedding_bytes);
+  for (const GpuShare& s : plan.gpus) {
+    EXPECT_EQ(s.first_layer, 0);
+    EXPECT_EQ(s.layers, 32);
+    // Half of every layer (4 of 8 kv heads, 7168 of 14336 features), the embedding and head whole.
+    EXPECT_NEAR(double(s.weights), double(layers / 2 + whole.weights - layers), 1e6);
+    EXPECT_NEAR(double(s.kv_cache), double(whole.kv_cache / 2), 1.0);
+    EXPECT_GT(s.weights, embedding);
+  }
+  EXPECT_EQ(plan.weights, plan.gpus[0].weights + plan.gpus[1].weights);
+  // 8 GiB GPUs cannot each hold half of an fp16 8B's layers (6.5 GB), its 1 GB embedding and
+  // 1 GB head and the 8,192-token cache: the first GPU that does not fit is named.
+  MemoryPlan small = whole;
+  place_tensor_parallel(small, o, info, r, {gpu(0, 8), gpu(1, 8)}, o.gpus);
+  EXPECT_FALSE(small.fits);
+  EXPECT_NE(small.advice.find("cuda:0 Test GPU"), std::string::npos) << small.advice;
+  EXPECT_NE(small.advice.find("share of every layer"), std::string::npos) << small.advice;
+  // Two key/value heads cannot be divided over three GPUs.
+  ModelInfo narrow = info;
+  narrow.config.num_kv_heads = 2;
+  MemoryPlan refused = estimate_memory(o, narrow, resolve_load(o, narrow));
+  EXPECT_THROW(
+      place_tensor_parallel(refused, o, narrow, r, {gpu(0, 80), gpu(1, 80), gpu(2, 80)}, {0, 1, 2}),
+      Error);
 }
 
 }  // namespace

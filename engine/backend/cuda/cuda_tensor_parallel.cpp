@@ -1,0 +1,621 @@
+#include "engine/backend/cuda/cuda_tensor_parallel.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+
+#include "engine/backend/cuda/cuda_backend_impl.h"
+#include "engine/backend/cuda/cuda_check.h"
+#include "engine/backend/cuda/nccl_api.h"
+#include "engine/core/error.h"
+#include "engine/core/quantized_weight.h"
+#include "engine/formats/quant_tile_layout.h"
+#include "engine/formats/quant_tile_shard.h"
+
+namespace hearth {
+namespace {
+
+using cuda::CudaBackend;
+
+bool is_row_parallel(LinearShard shard) {
+  return shard == LinearShard::kFromHeads || shard == LinearShard::kFromMlp;
+}
+
+// One weight per device: a copy (replicated) or the device's shard.
+class ShardedWeight final : public BackendWeight {
+ public:
+  size_t device_bytes() const override {
+    size_t n = 0;
+    for (const auto& p : parts) n += p->device_bytes();
+    return n;
+  }
+  std::vector<std::unique_ptr<BackendWeight>> parts;
+  LinearShard shard = LinearShard::kWhole;
+};
+
+const ShardedWeight& sharded(const BackendWeight& w) {
+  const auto* s = dynamic_cast<const ShardedWeight*>(&w);
+  HEARTH_CHECK(s != nullptr, "tensor parallel: a weight from another backend");
+  return *s;
+}
+
+class ShardedKvCache final : public KvCacheStorage {
+ public:
+  ShardedKvCache(const KvCacheSpec& spec, std::vector<std::unique_ptr<KvCacheStorage>> parts)
+      : spec_(spec), parts_(std::move(parts)) {}
+  const KvCacheSpec& spec() const override { return spec_; }
+  KvCacheStorage& part(int d) { return *parts_[static_cast<size_t>(d)]; }
+
+ private:
+  KvCacheSpec spec_;
+  std::vector<std::unique_ptr<KvCacheStorage>> parts_;
+};
+
+// Rows [0, rows) × columns [k_begin, k_end) of a 2-D host tensor, as a tensor of its own.
+HostTensor column_slice(const HostTensor& t, int64_t k_begin, int64_t k_end) {
+  const int64_t rows = t.shape[0], cols = t.shape[1], width = k_end - k_begin;
+  HostTensor out = HostTensor::allocate(t.dtype, {rows, width});
+  const size_t elem = dtype_size(t.dtype);
+  const auto* src = static_cast<const std::byte*>(t.data);
+  auto* dst = static_cast<std::byte*>(out.mutable_data());
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(dst + static_cast<size_t>(r * width) * elem,
+                src + static_cast<size_t>(r * cols + k_begin) * elem,
+                static_cast<size_t>(width) * elem);
+  }
+  return out;
+}
+
+// Rows [n_begin, n_end) of a 2-D or 1-D host tensor: a view sharing its storage.
+HostTensor row_slice(const HostTensor& t, int64_t n_begin, int64_t n_end) {
+  const int64_t row_elems = t.shape.size() == 2 ? t.shape[1] : 1;
+  HostTensor out = t;
+  out.shape[0] = n_end - n_begin;
+  out.data = static_cast<const std::byte*>(t.data) +
+             static_cast<size_t>(n_begin * row_elems) * dtype_size(t.dtype);
+  return out;
+}
+
+ncclDataType_t nccl_type(DType dtype) {
+  switch (dtype) {
+    case DType::kF16:
+      return ncclFloat16;
+    case DType::kBF16:
+      return ncclBfloat16;
+    case DType::kF32:
+      return ncclFloat32;
+    default:
+      fail(ErrorCode::kUnsupported, "tensor parallel: no all-reduce for this activation type");
+  }
+}
+
+class TensorParallelBackend final : public Backend {
+ public:
+  TensorParallelBackend(const std::vector<int>& devices, const TensorParallelShape& shape,
+                        const CudaBackendOptions& options)
+      : split_(tensor_parallel_split(shape, static_cast<int>(devices.size()))), shape_(shape) {
+    std::set<int> seen(devices.begin(), devices.end());
+    if (seen.size() != devices.size()) {
+      fail(ErrorCode::kInvalidArgument, "tensor parallel: a GPU is named twice");
+    }
+    for (int device : devices) {
+      CudaBackendOptions o = options;
+      o.device = device;
+      auto backend = create_cuda_backend(o);
+      ranks_.push_back(static_cast<CudaBackend*>(backend.get()));
+      owned_.push_back(std::move(backend));
+    }
+    devices_ = devices;
+    cuda_graphs_ = options.cuda_graphs;
+    // NVLink multicast (NVLS) can take a shared host's GPUs out of service; the all-reduces here
+    // are small, where it gains nothing.
+    setenv("NCCL_NVLS_ENABLE", "0", 1);
+    comms_.resize(devices.size());
+    cuda::check_nccl(
+        cuda::nccl().CommInitAll(comms_.data(), static_cast<int>(devices.size()), devices.data()),
+        "starting NCCL over the GPUs");
+    setup_peer_all_reduce();
+    name_ = "tensor parallel over";
+    for (size_t d = 0; d < ranks_.size(); ++d) name_ += (d ? ", " : " ") + ranks_[d]->name();
+    epochs_.assign(ranks_.size(), 0);
+  }
+
+  ~TensorParallelBackend() override {
+    for (CudaBackend* r : ranks_) cudaStreamSynchronize(r->stream());
+    destroy_graphs();
+    for (ncclComm_t c : comms_) {
+      if (c) cuda::nccl().CommDestroy(c);
+    }
+  }
+
+  std::string name() const override { return name_; }
+  DType activation_dtype() const override { return ranks_[0]->activation_dtype(); }
+  bool reads_host_weights() const override { return false; }
+
+  std::unique_ptr<BackendWeight> upload(const HostTensor& tensor) override {
+    auto w = std::make_unique<ShardedWeight>();
+    for (CudaBackend* r : ranks_) w->parts.push_back(r->upload(tensor));
+    return w;
+  }
+
+  std::unique_ptr<BackendWeight> upload_linear(const LinearSource& source) override {
+    auto w = std::make_unique<ShardedWeight>();
+    w->shard = source.shard;
+    if (source.shard == LinearShard::kWhole) {
+      for (CudaBackend* r : ranks_) w->parts.push_back(r->upload_linear(source));
+      return w;
+    }
+    const bool row = is_row_parallel(source.shard);
+    // The quantized kernels' layout is built once and cut per device.
+    std::optional<QuantTileLayout> layout;
+    if (source.quantized && runs_packed_on_gpu(*source.quantized) &&
+        activation_dtype() == DType::kF16) {
+      layout = build_quant_tile_layout(*source.quantized);
+    }
+    // Packed weights without those kernels are expanded on the host, as the CUDA backend does.
+    HostTensor dense = source.weight;
+    if (source.quantized && !layout) {
+      const QuantizedWeight& q = *source.quantized;
+      dense = HostTensor::allocate(DType::kF32, {q.out_features(), q.in_features()});
+      q.dequantize_rows(0, q.out_features(), static_cast<float*>(dense.mutable_data()));
+    }
+    for (int d = 0; d < devices(); ++d) {
+      const auto [begin, end] = range(source.shard, d);
+      LinearSource part;
+      part.name = source.name + " (GPU " + std::to_string(devices_[static_cast<size_t>(d)]) + ")";
+      if (layout) {
+        QuantTileLayout shard =
+            row ? slice_tile_rows(*layout, begin, end) : slice_tile_columns(*layout, begin, end);
+        part.quantized = std::make_shared<TileLayoutWeight>(std::move(shard),
+                                                            source.quantized->bits_per_weight());
+      } else {
+        part.weight = row ? column_slice(dense, begin, end) : row_slice(dense, begin, end);
+      }
+      // A row-parallel layer's bias joins the sum once.
+      if (source.bias && !row) part.bias = row_slice(*source.bias, begin, end);
+      if (source.bias && row && d == 0) part.bias = source.bias;
+      w->parts.push_back(ranks_[static_cast<size_t>(d)]->upload_linear(part));
+    }
+    return w;
+  }
+
+  std::unique_ptr<BackendWeight> upload_lora(const LoraSource& source) override {
+    fail(ErrorCode::kUnsupported, source.name +
+                                      ": LoRA adapters do not run with tensor parallelism yet; "
+                                      "split the model by layers to use them");
+  }
+
+  DeviceTensor alloc_activation(int64_t rows, int64_t cols) override {
+    std::vector<DeviceTensor> parts;
+    for (CudaBackend* r : ranks_) parts.push_back(r->alloc_activation(rows, cols));
+    const auto key = reinterpret_cast<uintptr_t>(parts[0].data);
+    activations_[key] = parts;
+    return parts[0];
+  }
+
+  std::unique_ptr<KvCacheStorage> create_kv_cache(const KvCacheSpec& spec) override {
+    if (spec.num_kv_heads != shape_.num_kv_heads || spec.head_dim != shape_.head_dim) {
+      fail(ErrorCode::kInvalidArgument,
+           "tensor parallel: the cache's heads are not those the backend was divided for");
+    }
+    std::vector<std::unique_ptr<KvCacheStorage>> parts;
+    for (int d = 0; d < devices(); ++d) {
+      KvCacheSpec part = spec;
+      part.num_kv_heads = split_.kv_heads[d + 1] - split_.kv_heads[d];
+      parts.push_back(ranks_[static_cast<size_t>(d)]->create_kv_cache(part));
+    }
+    return std::make_unique<ShardedKvCache>(spec, std::move(parts));
+  }
+
+  MemoryUsage memory_usage() const override {
+    MemoryUsage total;
+    for (const CudaBackend* r : ranks_) {
+      const MemoryUsage m = r->memory_usage();
+      total.weights += m.weights;
+      total.kv_cache += m.kv_cache;
+      total.activations += m.activations;
+      total.workspace += m.workspace;
+      total.device_free += m.device_free;
+      total.device_total += m.device_total;
+    }
+    return total;
+  }
+
+  PreparedBatch prepare_batch(const BatchDesc& batch) override {
+    PreparedBatch first;
+    for (size_t d = 0; d < ranks_.size(); ++d) {
+      const PreparedBatch p = ranks_[d]->prepare_batch(batch);
+      if (d == 0) {
+        first = p;
+      } else {
+        HEARTH_CHECK(p.tokens == first.tokens && p.logit_rows == first.logit_rows &&
+                         p.graph_key == first.graph_key,
+                     "tensor parallel: the devices prepared the batch differently");
+      }
+    }
+    return first;
+  }
+
+  void run(const std::function<void()>& record, std::optional<int64_t> graph_key) override {
+    if (!graph_key || !cuda_graphs_) {
+      record_all(record);
+      return;
+    }
+    drop_stale_graphs();
+    if (auto it = graphs_.find(*graph_key); it != graphs_.end()) {
+      for (size_t d = 0; d < ranks_.size(); ++d) {
+        cuda::DeviceGuard guard(devices_[d]);
+        cuda::check_cuda(cudaGraphLaunch(it->second[d], ranks_[d]->stream()),
+                         "launching a CUDA graph");
+      }
+      return;
+    }
+    // The first step of a key runs directly, so that scratch buffers reach their sizes.
+    if (!warmed_keys_.count(*graph_key)) {
+      record_all(record);
+      drop_stale_graphs();
+      warmed_keys_.insert(*graph_key);
+      return;
+    }
+    // Every device's stream is captured at once: the NCCL calls of one all-reduce are issued
+    // together for all devices and land in each device's graph.
+    for (size_t d = 0; d < ranks_.size(); ++d) {
+      cuda::DeviceGuard guard(devices_[d]);
+      cuda::check_cuda(cudaStreamBeginCapture(ranks_[d]->stream(), cudaStreamCaptureModeRelaxed),
+                       "starting graph capture");
+    }
+    std::vector<cudaGraph_t> captured(ranks_.size(), nullptr);
+    auto end_captures = [&] {
+      for (size_t d = 0; d < ranks_.size(); ++d) {
+        cuda::DeviceGuard guard(devices_[d]);
+        cudaStreamEndCapture(ranks_[d]->stream(), &captured[d]);
+      }
+    };
+    auto discard = [&] {
+      for (CudaBackend* r : ranks_) r->abandon_queued();
+      end_captures();
+      for (cudaGraph_t& g : captured) {
+        if (g) cudaGraphDestroy(g);
+        g = nullptr;
+      }
+      cudaGetLastError();
+    };
+    try {
+      record_all(record);
+    } catch (const cuda::CaptureInvalidated&) {
+      discard();
+      record_all(record);  // runs directly and grows what it needs
+      drop_stale_graphs();
+      return;
+    } catch (...) {
+      discard();
+      throw;
+    }
+    for (size_t d = 0; d < ranks_.size(); ++d) {
+      cuda::DeviceGuard guard(devices_[d]);
+      cuda::check_cuda(cudaStreamEndCapture(ranks_[d]->stream(), &captured[d]),
+                       "ending graph capture");
+    }
+    std::vector<cudaGraphExec_t> execs(ranks_.size(), nullptr);
+    cudaError_t status = cudaSuccess;
+    for (size_t d = 0; d < ranks_.size(); ++d) {
+      cuda::DeviceGuard guard(devices_[d]);
+      if (status == cudaSuccess) status = cudaGraphInstantiate(&execs[d], captured[d], 0);
+      cudaGraphDestroy(captured[d]);
+    }
+    if (status != cudaSuccess) {
+      for (cudaGraphExec_t e : execs) {
+        if (e) cudaGraphExecDestroy(e);
+      }
+      cuda::check_cuda(status, "instantiating a CUDA graph");
+    }
+    graphs_[*graph_key] = execs;
+    for (size_t d = 0; d < ranks_.size(); ++d) {
+      cuda::DeviceGuard guard(devices_[d]);
+      cuda::check_cuda(cudaGraphLaunch(execs[d], ranks_[d]->stream()), "launching a CUDA graph");
+    }
+  }
+
+  void embed(const BackendWeight& table, DeviceTensor out) override {
+    const ShardedWeight& t = sharded(table);
+    for_each([&](int d) { rank(d).embed(*t.parts[d], local(out, d)); });
+  }
+  void rms_norm(DeviceTensor x, const BackendWeight& w, float eps, DeviceTensor out) override {
+    const ShardedWeight& s = sharded(w);
+    for_each([&](int d) { rank(d).rms_norm(local(x, d), *s.parts[d], eps, local(out, d)); });
+  }
+  void add_rms_norm(DeviceTensor residual, DeviceTensor delta, const BackendWeight& w, float eps,
+                    DeviceTensor out) override {
+    const ShardedWeight& s = sharded(w);
+    for_each([&](int d) {
+      rank(d).add_rms_norm(local(residual, d), local(delta, d), *s.parts[d], eps, local(out, d));
+    });
+  }
+
+  void linear(const BackendWeight& weight, DeviceTensor x, DeviceTensor out) override {
+    const ShardedWeight& w = sharded(weight);
+    const bool row = is_row_parallel(w.shard);
+    for_each([&](int d) {
+      const int64_t width = w.shard == LinearShard::kWhole ? 0 : range_width(w.shard, d);
+      const DeviceTensor xd = row ? local(x, d, width) : local(x, d);
+      const DeviceTensor od =
+          row || w.shard == LinearShard::kWhole ? local(out, d) : local(out, d, width);
+      rank(d).linear(*w.parts[d], xd, od);
+    });
+    if (row) all_reduce(out);
+  }
+
+  void rope(DeviceTensor q, DeviceTensor k, const RopeParams& params) override {
+    const ShardedWeight& inv_freq = sharded(*params.inv_freq);
+    for_each([&](int d) {
+      RopeParams p = params;
+      p.inv_freq = inv_freq.parts[d].get();
+      rank(d).rope(local(q, d, split_.q_width(d)), local(k, d, split_.kv_width(d)), p);
+    });
+  }
+
+  void attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCacheStorage& cache,
+                 const AttentionParams& params, DeviceTensor out) override {
+    auto* parts = dynamic_cast<ShardedKvCache*>(&cache);
+    HEARTH_CHECK(parts != nullptr, "tensor parallel: a cache from another backend");
+    for_each([&](int d) {
+      AttentionParams p = params;
+      p.num_kv_heads = split_.kv_heads[d + 1] - split_.kv_heads[d];
+      p.num_heads = p.num_kv_heads * split_.heads_per_kv;
+      const int64_t qw = split_.q_width(d), kw = split_.kv_width(d);
+      rank(d).attention(local(q, d, qw), local(k, d, kw), local(v, d, kw), parts->part(d), p,
+                        local(out, d, qw));
+    });
+  }
+
+  // One all-reduce of rows × cols activations, timed on the host around the devices' work.
+  double time_all_reduce(int64_t rows, int64_t cols, int reps, bool nccl) {
+    force_nccl_ = nccl;
+    const DeviceTensor t = alloc_activation(rows, cols);
+    for (int i = 0; i < 5; ++i) all_reduce(t);
+    for (CudaBackend* r : ranks_) r->synchronize();
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i) all_reduce(t);
+    for (CudaBackend* r : ranks_) r->synchronize();
+    const std::chrono::duration<double, std::micro> elapsed =
+        std::chrono::steady_clock::now() - start;
+    force_nccl_ = false;
+    return elapsed.count() / reps;
+  }
+
+  void lora(const BackendWeight&, DeviceTensor, std::span<const DeviceTensor>) override {
+    fail(ErrorCode::kUnsupported, "LoRA adapters do not run with tensor parallelism yet");
+  }
+
+  void silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) override {
+    for_each([&](int d) {
+      const int64_t w = split_.mlp_width(d);
+      rank(d).silu_mul(local(gate, d, w), local(up, d, w), local(out, d, w));
+    });
+  }
+
+  void gather_logit_rows(DeviceTensor x, DeviceTensor out) override {
+    for_each([&](int d) { rank(d).gather_logit_rows(local(x, d), local(out, d)); });
+  }
+
+  void receive(Backend&, DeviceTensor, DeviceTensor, int64_t) override {
+    fail(ErrorCode::kUnsupported, "a tensor-parallel model cannot also be split by layers");
+  }
+
+  void read_into(DeviceTensor t, int64_t rows, std::span<float> out) override {
+    cuda::DeviceGuard guard(devices_[0]);
+    rank(0).read_into(local(t, 0), rows, out);
+  }
+  double squared_distance(DeviceTensor a, DeviceTensor b, int64_t rows) override {
+    cuda::DeviceGuard guard(devices_[0]);
+    return rank(0).squared_distance(local(a, 0), local(b, 0), rows);
+  }
+  std::vector<int32_t> sample(DeviceTensor logits,
+                              std::span<const SampleRequest> requests) override {
+    cuda::DeviceGuard guard(devices_[0]);
+    return rank(0).sample(local(logits, 0), requests);
+  }
+
+ private:
+  int devices() const { return static_cast<int>(ranks_.size()); }
+  CudaBackend& rank(int d) { return *ranks_[static_cast<size_t>(d)]; }
+
+  // The CUDA backend's ops expect their device to be current (its run() makes it so).
+  template <class Fn>
+  void for_each(Fn&& fn) {
+    for (int d = 0; d < devices(); ++d) {
+      cuda::DeviceGuard guard(devices_[static_cast<size_t>(d)]);
+      fn(d);
+    }
+  }
+
+  // Issues `record` on every device and launches what each has queued.
+  void record_all(const std::function<void()>& record) {
+    record();
+    for (CudaBackend* r : ranks_) r->flush_queued();
+  }
+
+  // The features of a sharded linear that device d holds: outputs of a column-parallel one,
+  // inputs of a row-parallel one.
+  std::pair<int64_t, int64_t> range(LinearShard shard, int d) const {
+    switch (shard) {
+      case LinearShard::kQHeads:
+      case LinearShard::kFromHeads:
+        return {split_.q_begin(d), split_.q_begin(d) + split_.q_width(d)};
+      case LinearShard::kKvHeads:
+        return {split_.kv_begin(d), split_.kv_begin(d) + split_.kv_width(d)};
+      case LinearShard::kMlpColumns:
+      case LinearShard::kFromMlp:
+        return {split_.mlp[d], split_.mlp[d + 1]};
+      case LinearShard::kWhole:
+        break;
+    }
+    fail(ErrorCode::kInternal, "tensor parallel: a whole linear has no shard");
+  }
+  int64_t range_width(LinearShard shard, int d) const {
+    const auto [begin, end] = range(shard, d);
+    return end - begin;
+  }
+
+  // Device d's copy of an activation (same shape), or with `cols` its shard of one: the first
+  // cols columns of each row, packed (only whole activations are sharded).
+  DeviceTensor local(const DeviceTensor& t, int d, int64_t cols = -1) const {
+    const auto at = reinterpret_cast<uintptr_t>(t.data);
+    auto it = activations_.upper_bound(at);
+    HEARTH_CHECK(it != activations_.begin(), "tensor parallel: an activation of another backend");
+    --it;
+    const DeviceTensor& base = it->second[0];
+    const size_t offset = at - it->first;
+    HEARTH_CHECK(offset < base.nbytes(), "tensor parallel: an activation of another backend");
+    const DeviceTensor& mine = it->second[static_cast<size_t>(d)];
+    if (cols < 0 || cols == t.cols) {
+      return {static_cast<char*>(mine.data) + offset, t.dtype, t.rows, t.cols};
+    }
+    HEARTH_CHECK(offset == 0 && cols <= t.cols,
+                 "tensor parallel: a shard of part of an activation");
+    return {mine.data, t.dtype, t.rows, cols};
+  }
+
+  // Peer access between every pair of devices and each device's staging buffer, flags and
+  // counters for the small all-reduces; left off (NCCL does every all-reduce) where a pair has
+  // no peer access.
+  void setup_peer_all_reduce() {
+    if (devices() > kernels::kAllReduceMaxRanks) return;
+    for (int a = 0; a < devices(); ++a) {
+      for (int b = 0; b < devices(); ++b) {
+        int can = 0;
+        if (a != b &&
+            (cudaDeviceCanAccessPeer(&can, devices_[a], devices_[b]) != cudaSuccess || !can)) {
+          cudaGetLastError();
+          return;
+        }
+      }
+    }
+    for (int a = 0; a < devices(); ++a) {
+      cuda::DeviceGuard guard(devices_[a]);
+      for (int b = 0; b < devices(); ++b) {
+        if (a == b) continue;
+        const cudaError_t e = cudaDeviceEnablePeerAccess(devices_[b], 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled) {
+          cudaGetLastError();
+        } else {
+          cuda::check_cuda(e, "enabling peer access between the GPUs");
+        }
+      }
+    }
+    const size_t flag_bytes =
+        sizeof(uint32_t) * kernels::kAllReduceMaxBlocks * 2 * kernels::kAllReduceMaxRanks;
+    const size_t epoch_bytes = sizeof(uint32_t) * kernels::kAllReduceMaxBlocks;
+    for (int d = 0; d < devices(); ++d) {
+      cuda::DeviceGuard guard(devices_[d]);
+      CudaBackend& r = rank(d);
+      staging_.push_back(r.alloc_workspace(kPeerAllReduceMaxBytes, "all-reduce staging"));
+      flags_.push_back(r.alloc_workspace(flag_bytes, "all-reduce flags"));
+      epochs_buffers_.push_back(r.alloc_workspace(epoch_bytes, "all-reduce counters"));
+      cuda::check_cuda(cudaMemset(flags_.back().get(), 0, flag_bytes), "clearing all-reduce flags");
+      cuda::check_cuda(cudaMemset(epochs_buffers_.back().get(), 0, epoch_bytes),
+                       "clearing all-reduce counters");
+      cuda::check_cuda(cudaDeviceSynchronize(), "clearing all-reduce flags");
+    }
+    peers_.resize(ranks_.size());
+    for (int d = 0; d < devices(); ++d) {
+      kernels::AllReducePeers& p = peers_[static_cast<size_t>(d)];
+      for (int r = 0; r < devices(); ++r) {
+        p.staging[r] = staging_[static_cast<size_t>(r)].get();
+        p.flags[r] = static_cast<uint32_t*>(flags_[static_cast<size_t>(r)].get());
+      }
+      p.epochs = static_cast<uint32_t*>(epochs_buffers_[static_cast<size_t>(d)].get());
+      p.rank = d;
+      p.ranks = devices();
+    }
+  }
+
+  // Sums every device's `t` in place (row-parallel outputs), after the ops that produce it:
+  // small ones (decode steps) by the peer kernel, larger ones by NCCL.
+  void all_reduce(const DeviceTensor& t) {
+    for (CudaBackend* r : ranks_) r->flush_queued();
+    if (!peers_.empty() && !force_nccl_ && t.nbytes() <= kPeerAllReduceMaxBytes) {
+      for (int d = 0; d < devices(); ++d) {
+        cuda::DeviceGuard guard(devices_[static_cast<size_t>(d)]);
+        const kernels::Launch launch{rank(d).stream(), false, 0};
+        cuda::check_cuda(kernels::all_reduce_peers(launch, cuda::to_elem(t.dtype), local(t, d).data,
+                                                   t.rows * t.cols, peers_[static_cast<size_t>(d)]),
+                         "an all-reduce across the GPUs");
+      }
+      return;
+    }
+    const cuda::NcclApi& nccl = cuda::nccl();
+    const auto count = static_cast<size_t>(t.rows * t.cols);
+    cuda::check_nccl(nccl.GroupStart(), "starting an all-reduce");
+    ncclResult_t result = ncclSuccess;
+    for (int d = 0; d < devices(); ++d) {
+      void* data = local(t, d).data;
+      const ncclResult_t r = nccl.AllReduce(data, data, count, nccl_type(t.dtype), ncclSum,
+                                            comms_[static_cast<size_t>(d)], rank(d).stream());
+      if (result == ncclSuccess) result = r;
+    }
+    const ncclResult_t ended = nccl.GroupEnd();
+    cuda::check_nccl(result != ncclSuccess ? result : ended, "an all-reduce across the GPUs");
+  }
+
+  void destroy_graphs() {
+    for (auto& [key, execs] : graphs_) {
+      for (cudaGraphExec_t e : execs) cudaGraphExecDestroy(e);
+    }
+    graphs_.clear();
+  }
+
+  // Graphs hold raw pointers: any device's freed or moved memory drops them all.
+  void drop_stale_graphs() {
+    bool stale = false;
+    for (size_t d = 0; d < ranks_.size(); ++d) stale |= epochs_[d] != ranks_[d]->graph_epoch();
+    if (!stale) return;
+    for (CudaBackend* r : ranks_) r->synchronize();
+    destroy_graphs();
+    warmed_keys_.clear();
+    for (size_t d = 0; d < ranks_.size(); ++d) epochs_[d] = ranks_[d]->graph_epoch();
+  }
+
+  // Messages up to this size (a decode step's rows, up to 64 rows of an 8,192-wide model) take
+  // the peer kernel; NCCL's ring is faster for more.
+  static constexpr size_t kPeerAllReduceMaxBytes = size_t{1} << 20;
+
+  TensorParallelSplit split_;
+  TensorParallelShape shape_;
+  std::vector<std::unique_ptr<Backend>> owned_;
+  std::vector<CudaBackend*> ranks_;
+  std::vector<int> devices_;
+  std::vector<ncclComm_t> comms_;
+  std::string name_;
+  bool cuda_graphs_ = true;
+  std::map<uintptr_t, std::vector<DeviceTensor>> activations_;
+  std::map<int64_t, std::vector<cudaGraphExec_t>> graphs_;
+  std::set<int64_t> warmed_keys_;
+  std::vector<uint64_t> epochs_;
+  std::vector<cuda::DeviceBuffer> staging_, flags_, epochs_buffers_;
+  std::vector<kernels::AllReducePeers> peers_;  // empty: NCCL only
+  bool force_nccl_ = false;
+};
+
+}  // namespace
+
+double tensor_parallel_all_reduce_us(Backend& backend, int64_t rows, int64_t cols, int reps,
+                                     bool nccl) {
+  auto* tp = dynamic_cast<TensorParallelBackend*>(&backend);
+  if (!tp) fail(ErrorCode::kInvalidArgument, "not a tensor-parallel backend");
+  return tp->time_all_reduce(rows, cols, std::max(1, reps), nccl);
+}
+
+std::unique_ptr<Backend> create_tensor_parallel_backend(const std::vector<int>& devices,
+                                                        const TensorParallelShape& shape,
+                                                        const CudaBackendOptions& options) {
+  return std::make_unique<TensorParallelBackend>(devices, shape, options);
+}
+
+}  // namespace hearth
