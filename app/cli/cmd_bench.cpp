@@ -51,12 +51,18 @@ int run_synthetic_bench(const ArgParser& args) {
   std::string text;
   nlohmann::json json;
   if (args.has("gpus")) {
-    // Layer split over the GPUs against the first alone, per model and quantization.
+    // Layer split and tensor parallelism over the GPUs against the first alone, per model and
+    // quantization.
     SplitBenchOptions o;
     LoadOptions gpus;
     gpus.device = DeviceKind::kCuda;
     gpu_options_from(args, gpus);
     o.gpus = gpus.gpus;
+    // --split names one way alone; without it both run.
+    if (args.has("split")) {
+      o.layer_split = gpus.gpu_split == GpuSplit::kLayers;
+      o.tensor_parallel = gpus.gpu_split == GpuSplit::kTensor;
+    }
     if (!batches.empty()) o.decode_batches = batches;
     const std::vector<std::string> quants =
         args.has("quant") ? split_list(*args.get("quant")) : std::vector<std::string>{""};

@@ -220,7 +220,7 @@ SplitBenchReport run_layer_split_benchmark(const SplitBenchOptions& o) {
     report.text += "load " + fmt("%.1f s", r["load_seconds"].get<double>()) + "\n";
   };
   if (o.single_gpu) run({backends[0]}, "one_gpu");
-  run(backends, "layer_split");
+  if (o.layer_split) run(backends, "layer_split");
   if (o.tensor_parallel) {
     owned.clear();  // the tensor-parallel backend makes its own
     backends.clear();
@@ -245,8 +245,9 @@ SplitBenchReport run_layer_split_benchmark(const SplitBenchOptions& o) {
       report.text += "load " + fmt("%.1f s", r["load_seconds"].get<double>()) + "\n";
       for (const json& a : r["all_reduce"]) {
         report.text += "all-reduce of " + fmt("%.0f", a["rows"].get<double>()) +
-                       " rows: " + fmt("%.1f us", a["microseconds"].get<double>()) + " (" +
-                       fmt("%.1f GB/s bus", a["bus_gb_per_s"].get<double>()) + ")\n";
+                       " rows: " + fmt("%.1f us", a["microseconds"].get<double>()) +
+                       "; NCCL alone " + fmt("%.1f us", a["nccl_microseconds"].get<double>()) +
+                       " (" + fmt("%.1f GB/s bus", a["nccl_bus_gb_per_s"].get<double>()) + ")\n";
       }
     }
   }

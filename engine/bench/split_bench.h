@@ -21,6 +21,7 @@ struct SplitBenchOptions {
   int64_t decode_context = 512;
   int decode_steps = 32;
   bool single_gpu = true;  // also run the model on gpus[0] alone (skipped when it cannot fit)
+  bool layer_split = true;      // split by layers over the GPUs
   bool tensor_parallel = true;  // and by tensor parallelism over the same GPUs
   uint64_t seed = 1;
 };
