@@ -1,11 +1,10 @@
 // The all-reduce of tensor parallelism for small messages (decode steps): one kernel per device,
 // reading the other devices' memory directly over NVLink / PCIe peer access. NCCL's ring takes
-// ~16 us for a decode step's 8 KB on two H200s, most of it fixed cost; here each block copies
-// its slice of the device's partial result to the device's staging buffer, meets the same block
-// of every other device at a flag barrier, sums every device's staging slice in float in device
-// order (so every device gets the same bits), and meets them again before the staging buffer
-// may be reused. Barriers count calls in device memory (`epochs`), so a captured CUDA graph
-// replays them as they are.
+// ~16 us for a decode step's 8 KB on two H200s, most of it fixed cost; here each block stores
+// its slice of the device's partial result into every device's staging buffer, meets the same
+// block of every other device at a flag barrier, and sums the staged slices in float in device
+// order (so every device gets the same bits). Barriers count calls in device memory (`epochs`),
+// so a captured CUDA graph replays them as they are.
 #include "kernels/common.cuh"
 
 namespace hearth::kernels {
@@ -24,12 +23,12 @@ __device__ __forceinline__ uint32_t load_acquire(const uint32_t* at) {
 }
 
 // Block `block` of every device reaches this point of call `epoch` before any goes on. Flag
-// [block][phase][r] of device d holds the last epoch device r announced to d.
-__device__ void meet(const AllReducePeers& p, int block, int phase, uint32_t epoch) {
+// [block][r] of device d holds the last epoch device r announced to d.
+__device__ void meet(const AllReducePeers& p, int block, uint32_t epoch) {
   __syncthreads();
   if (threadIdx.x < p.ranks) {
     const int r = threadIdx.x;
-    const int slot = (block * 2 + phase) * kAllReduceMaxRanks;
+    const int slot = block * kAllReduceMaxRanks;
     __threadfence_system();
     store_release(p.flags[r] + slot + p.rank, epoch);
     const uint32_t* mine = p.flags[p.rank] + slot + r;
@@ -39,26 +38,44 @@ __device__ void meet(const AllReducePeers& p, int block, int phase, uint32_t epo
   __syncthreads();
 }
 
+// Each device pushes its slice of 16-byte vectors into slot [set][rank] of every device's staging
+// (remote stores stream without waiting), meets the others once, then sums its own staging slots
+// locally. Calls alternate between two sets of slots: a device a call ahead writes the other
+// set, and cannot get two calls ahead before this one has read its set (it would need this
+// device's next flag).
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-    all_reduce_kernel(T* data, int64_t count, AllReducePeers p) {
+    all_reduce_kernel(uint4* data, int64_t vectors, AllReducePeers p) {
+  constexpr int kPerVector = 16 / sizeof(T);
   const int block = blockIdx.x;
-  const int64_t per_block = (count + gridDim.x - 1) / gridDim.x;
+  const int64_t per_block = (vectors + gridDim.x - 1) / gridDim.x;
   const int64_t begin = block * per_block;
-  const int64_t end = begin + per_block < count ? begin + per_block : count;
+  const int64_t end = begin + per_block < vectors ? begin + per_block : vectors;
   __shared__ uint32_t epoch;
   if (threadIdx.x == 0) epoch = p.epochs[block] + 1;
-  T* staging = static_cast<T*>(p.staging[p.rank]);
-  for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) staging[i] = data[i];
-  meet(p, block, 0, epoch);
-  for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) {
-    float sum = 0.0f;
-    for (int r = 0; r < p.ranks; ++r) {
-      sum += to_f(static_cast<const volatile T*>(p.staging[r])[i]);
-    }
-    data[i] = from_f<T>(sum);
+  __syncthreads();
+  const int set = epoch & 1;
+  const int64_t slot_vectors = p.slot_bytes / 16;
+  auto slot = [&](int device, int from) {
+    return static_cast<uint4*>(p.staging[device]) + (set * p.ranks + from) * slot_vectors;
+  };
+  for (int64_t v = begin + threadIdx.x; v < end; v += kThreads) {
+    const uint4 value = data[v];
+    for (int r = 0; r < p.ranks; ++r) slot(r, p.rank)[v] = value;
   }
-  meet(p, block, 1, epoch);
+  meet(p, block, epoch);
+  for (int64_t v = begin + threadIdx.x; v < end; v += kThreads) {
+    float sum[kPerVector] = {};
+    for (int r = 0; r < p.ranks; ++r) {
+      const uint4 value = __ldcg(slot(p.rank, r) + v);  // L2: written by the other devices
+      const T* x = reinterpret_cast<const T*>(&value);
+      for (int i = 0; i < kPerVector; ++i) sum[i] += to_f(x[i]);
+    }
+    uint4 out;
+    T* y = reinterpret_cast<T*>(&out);
+    for (int i = 0; i < kPerVector; ++i) y[i] = from_f<T>(sum[i]);
+    data[v] = out;
+  }
   if (threadIdx.x == 0) p.epochs[block] = epoch;
 }
 
@@ -67,21 +84,27 @@ __global__ void __launch_bounds__(kThreads)
 cudaError_t all_reduce_peers(const Launch& l, Elem t, void* data, int64_t count,
                              const AllReducePeers& peers) {
   if (count <= 0) return cudaSuccess;
-  if (peers.ranks < 2 || peers.ranks > kAllReduceMaxRanks) return cudaErrorInvalidValue;
-  // Blocks of a few thousand elements: enough to keep several SMs reading peers at once.
-  const auto blocks = static_cast<unsigned>(
-      ceil_div(count, 2048) < kAllReduceMaxBlocks ? ceil_div(count, 2048) : kAllReduceMaxBlocks);
+  const int64_t bytes = count * static_cast<int64_t>(elem_size(t));
+  if (peers.ranks < 2 || peers.ranks > kAllReduceMaxRanks || bytes % 16 != 0 ||
+      bytes > peers.slot_bytes || reinterpret_cast<uintptr_t>(data) % 16 != 0) {
+    return cudaErrorInvalidValue;
+  }
+  const int64_t vectors = bytes / 16;
+  const auto blocks = static_cast<unsigned>(ceil_div(vectors, kThreads) < kAllReduceMaxBlocks
+                                                ? ceil_div(vectors, kThreads)
+                                                : kAllReduceMaxBlocks);
   const Launch plain{l.stream, false, l.sm_count};  // spins: never starts early (PDL)
+  auto* v = static_cast<uint4*>(data);
   switch (t) {
     case Elem::kF16:
-      return launch_kernel(plain, all_reduce_kernel<__half>, dim3(blocks), dim3(kThreads), 0,
-                           static_cast<__half*>(data), count, peers);
+      return launch_kernel(plain, all_reduce_kernel<__half>, dim3(blocks), dim3(kThreads), 0, v,
+                           vectors, peers);
     case Elem::kBF16:
       return launch_kernel(plain, all_reduce_kernel<__nv_bfloat16>, dim3(blocks), dim3(kThreads), 0,
-                           static_cast<__nv_bfloat16*>(data), count, peers);
+                           v, vectors, peers);
     case Elem::kF32:
-      return launch_kernel(plain, all_reduce_kernel<float>, dim3(blocks), dim3(kThreads), 0,
-                           static_cast<float*>(data), count, peers);
+      return launch_kernel(plain, all_reduce_kernel<float>, dim3(blocks), dim3(kThreads), 0, v,
+                           vectors, peers);
   }
   return cudaErrorInvalidValue;
 }

@@ -161,11 +161,12 @@ inline constexpr int kAllReduceMaxRanks = 8;
 inline constexpr int kAllReduceMaxBlocks = 32;
 
 // What one device's all-reduce reaches, peer access enabled between every pair: each device's
-// staging buffer (as large as the largest message) and flags ([kAllReduceMaxBlocks][2]
-// [kAllReduceMaxRanks] uint32, zeroed once), and this device's call counters
-// ([kAllReduceMaxBlocks] uint32, zeroed once).
+// staging buffer (2 × ranks slots of slot_bytes, the largest message) and flags
+// ([kAllReduceMaxBlocks][kAllReduceMaxRanks] uint32, zeroed once), and this device's call
+// counters ([kAllReduceMaxBlocks] uint32, zeroed once).
 struct AllReducePeers {
   void* staging[kAllReduceMaxRanks] = {};
+  int64_t slot_bytes = 0;
   uint32_t* flags[kAllReduceMaxRanks] = {};
   uint32_t* epochs = nullptr;
   int rank = 0;
@@ -173,8 +174,9 @@ struct AllReducePeers {
 };
 
 // data[0..count) = the sum over the devices of their data, in float in device order (the same bits
-// on every device). Every device must call it, in the same order, with the same count; it waits
-// on the others' kernels (launch them on all devices before waiting on any from the host).
+// on every device); data 16-byte aligned, a multiple of 16 bytes and at most slot_bytes. Every
+// device must call it, in the same order, with the same count; it waits on the others' kernels
+// (launch them on all devices before waiting on any from the host).
 cudaError_t all_reduce_peers(const Launch& l, Elem t, void* data, int64_t count,
                              const AllReducePeers& peers);
 

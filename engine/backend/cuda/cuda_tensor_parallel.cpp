@@ -510,12 +510,13 @@ class TensorParallelBackend final : public Backend {
       }
     }
     const size_t flag_bytes =
-        sizeof(uint32_t) * kernels::kAllReduceMaxBlocks * 2 * kernels::kAllReduceMaxRanks;
+        sizeof(uint32_t) * kernels::kAllReduceMaxBlocks * kernels::kAllReduceMaxRanks;
     const size_t epoch_bytes = sizeof(uint32_t) * kernels::kAllReduceMaxBlocks;
     for (int d = 0; d < devices(); ++d) {
       cuda::DeviceGuard guard(devices_[d]);
       CudaBackend& r = rank(d);
-      staging_.push_back(r.alloc_workspace(kPeerAllReduceMaxBytes, "all-reduce staging"));
+      staging_.push_back(
+          r.alloc_workspace(kPeerAllReduceMaxBytes * 2 * ranks_.size(), "all-reduce staging"));
       flags_.push_back(r.alloc_workspace(flag_bytes, "all-reduce flags"));
       epochs_buffers_.push_back(r.alloc_workspace(epoch_bytes, "all-reduce counters"));
       cuda::check_cuda(cudaMemset(flags_.back().get(), 0, flag_bytes), "clearing all-reduce flags");
@@ -530,6 +531,7 @@ class TensorParallelBackend final : public Backend {
         p.staging[r] = staging_[static_cast<size_t>(r)].get();
         p.flags[r] = static_cast<uint32_t*>(flags_[static_cast<size_t>(r)].get());
       }
+      p.slot_bytes = static_cast<int64_t>(kPeerAllReduceMaxBytes);
       p.epochs = static_cast<uint32_t*>(epochs_buffers_[static_cast<size_t>(d)].get());
       p.rank = d;
       p.ranks = devices();
@@ -540,7 +542,8 @@ class TensorParallelBackend final : public Backend {
   // small ones (decode steps) by the peer kernel, larger ones by NCCL.
   void all_reduce(const DeviceTensor& t) {
     for (CudaBackend* r : ranks_) r->flush_queued();
-    if (!peers_.empty() && !force_nccl_ && t.nbytes() <= kPeerAllReduceMaxBytes) {
+    if (!peers_.empty() && !force_nccl_ && t.nbytes() <= kPeerAllReduceMaxBytes &&
+        t.nbytes() % 16 == 0) {
       for (int d = 0; d < devices(); ++d) {
         cuda::DeviceGuard guard(devices_[static_cast<size_t>(d)]);
         const kernels::Launch launch{rank(d).stream(), false, 0};
