@@ -895,8 +895,8 @@
             <translation>Tensorparallel</translation>
         </message>
         <message>
-            <source>Not available yet: split by layers instead.</source>
-            <translation>Noch nicht verfügbar: Teilen Sie stattdessen nach Schichten auf.</translation>
+            <source>Every GPU runs its share of each layer&apos;s heads and MLP at the same time: faster generation, the cache divided between the cards.</source>
+            <translation>Jede GPU berechnet gleichzeitig ihren Anteil an den Köpfen und dem MLP jeder Schicht: schnellere Generierung, der Cache auf die Karten verteilt.</translation>
         </message>
         <message>
             <source>Use %1</source>

@@ -894,8 +894,8 @@
             <translation>张量并行</translation>
         </message>
         <message>
-            <source>Not available yet: split by layers instead.</source>
-            <translation>尚不可用：请改为按层拆分。</translation>
+            <source>Every GPU runs its share of each layer&apos;s heads and MLP at the same time: faster generation, the cache divided between the cards.</source>
+            <translation>每块 GPU 同时计算每一层的一部分注意力头和 MLP：生成更快，缓存分布在各张卡上。</translation>
         </message>
         <message>
             <source>Use %1</source>

@@ -271,10 +271,12 @@ Pane {
                     ToolTip.text: qsTr("Each GPU runs a run of consecutive layers and keeps their cache: models larger than one card fit, at about one card's speed.")
                 }
                 RadioButton {
+                    objectName: "gpuSplitTensor"
                     text: qsTr("Tensor parallel")
-                    enabled: false
+                    checked: panel.gpuSplit === "tensor"
+                    onClicked: { panel.gpuSplit = "tensor"; AppSettings.gpuSplit = "tensor" }
                     ToolTip.visible: hovered
-                    ToolTip.text: qsTr("Not available yet: split by layers instead.")
+                    ToolTip.text: qsTr("Every GPU runs its share of each layer's heads and MLP at the same time: faster generation, the cache divided between the cards.")
                 }
             }
             Repeater {
