@@ -520,17 +520,9 @@ int64_t Engine::max_seq_len() const {
 
 MemoryUsage Engine::memory_usage() const {
   require_loaded(impl_.get());
-  // A layer split's GPUs together.
+  // A layer split's GPUs together (a tensor-parallel backend sums its own).
   MemoryUsage total;
-  for (const auto& backend : impl_->backends) {
-    const MemoryUsage m = backend->memory_usage();
-    total.weights += m.weights;
-    total.kv_cache += m.kv_cache;
-    total.activations += m.activations;
-    total.workspace += m.workspace;
-    total.device_free += m.device_free;
-    total.device_total += m.device_total;
-  }
+  for (const auto& backend : impl_->backends) total += backend->memory_usage();
   return total;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include "engine/backend/tensor_parallel_split.h"
@@ -102,6 +103,55 @@ std::vector<int64_t> assign_layers(const std::vector<size_t>& layer_cost,
   return counts;
 }
 
+// What GPU g may take (its free memory, or its gpu_split_gib size) and whether its share fits.
+void judge_share(GpuShare& s, const LoadOptions& options, size_t g, bool manual) {
+  s.limit = manual ? static_cast<size_t>(options.gpu_split_gib[g] * double(size_t{1} << 30))
+                   : s.device_free;
+  s.fits =
+      s.needed() + options.gpu_reserve_bytes <= s.device_free && (!manual || s.needed() <= s.limit);
+}
+
+// Replaces the plan's totals with the sums of its GPUs' shares, and each cache choice's tokens
+// with what the tightest GPU allows, GPU g holding per_token(g, bytes) of each token's bytes.
+void total_shares(MemoryPlan& plan, const LoadOptions& options,
+                  const std::function<size_t(size_t g, size_t bytes_per_token)>& per_token) {
+  plan.weights = plan.kv_cache = plan.activations = plan.workspace = plan.adapters = 0;
+  plan.device_free = plan.device_total = 0;
+  plan.device_name.clear();
+  plan.fits = true;
+  plan.advice.clear();
+  for (const GpuShare& s : plan.gpus) {
+    plan.weights += s.weights;
+    plan.kv_cache += s.kv_cache;
+    plan.activations += s.activations;
+    plan.workspace += s.workspace;
+    plan.adapters += s.adapters;
+    plan.device_free += s.device_free;
+    plan.device_total += s.device_total;
+    plan.device_name += (plan.device_name.empty() ? "" : " + ") + s.name;
+    plan.fits = plan.fits && s.fits;
+  }
+  for (CacheChoice& choice : plan.cache_choices) {
+    int64_t tokens = INT64_MAX;
+    for (size_t g = 0; g < plan.gpus.size(); ++g) {
+      const GpuShare& s = plan.gpus[g];
+      const size_t besides = options.gpu_reserve_bytes + s.needed() - s.kv_cache;
+      const size_t bytes = per_token(g, choice.bytes_per_token);
+      const size_t free = s.device_free > besides ? s.device_free - besides : 0;
+      tokens = std::min<int64_t>(tokens, bytes ? static_cast<int64_t>(free / bytes) : 0);
+    }
+    choice.tokens_that_fit = tokens == INT64_MAX ? 0 : tokens;
+  }
+}
+
+// Why a share that does not fit fails: the GPU split's size, or the free memory and reserve.
+std::string shortfall(const GpuShare& s, const LoadOptions& options, bool manual) {
+  return manual && s.needed() > s.limit
+             ? "its GPU split allows " + format_bytes(s.limit) + "."
+             : format_bytes(s.device_free) + " is free, " +
+                   format_bytes(options.gpu_reserve_bytes) + " of it kept in reserve.";
+}
+
 }  // namespace
 
 void place_on_gpus(MemoryPlan& plan, const LoadOptions& options, const ModelInfo& info,
@@ -188,40 +238,13 @@ void place_on_gpus(MemoryPlan& plan, const LoadOptions& options, const ModelInfo
     }
     s.device_free = devices[g].free_bytes;
     s.device_total = devices[g].total_bytes;
-    s.limit = manual ? static_cast<size_t>(options.gpu_split_gib[g] * double(size_t{1} << 30))
-                     : s.device_free;
-    s.fits = s.needed() + options.gpu_reserve_bytes <= s.device_free &&
-             (!manual || s.needed() <= s.limit);
+    judge_share(s, options, g, manual);
     plan.gpus.push_back(std::move(s));
   }
-  plan.weights = plan.kv_cache = plan.activations = plan.workspace = plan.adapters = 0;
-  plan.device_free = plan.device_total = 0;
-  plan.device_name.clear();
-  plan.fits = true;
-  plan.advice.clear();
-  for (const GpuShare& s : plan.gpus) {
-    plan.weights += s.weights;
-    plan.kv_cache += s.kv_cache;
-    plan.activations += s.activations;
-    plan.workspace += s.workspace;
-    plan.adapters += s.adapters;
-    plan.device_free += s.device_free;
-    plan.device_total += s.device_total;
-    plan.device_name += (plan.device_name.empty() ? "" : " + ") + s.name;
-    plan.fits = plan.fits && s.fits;
-  }
-  // Cache tokens per choice: what the tightest GPU allows for its share of the layers.
-  for (CacheChoice& choice : plan.cache_choices) {
-    int64_t tokens = INT64_MAX;
-    for (const GpuShare& s : plan.gpus) {
-      const size_t besides = options.gpu_reserve_bytes + s.needed() - s.kv_cache;
-      const size_t per_token =
-          choice.bytes_per_token * static_cast<size_t>(s.layers) / std::max<size_t>(L, 1);
-      const size_t free = s.device_free > besides ? s.device_free - besides : 0;
-      tokens = std::min<int64_t>(tokens, per_token ? static_cast<int64_t>(free / per_token) : 0);
-    }
-    choice.tokens_that_fit = tokens == INT64_MAX ? 0 : tokens;
-  }
+  // A GPU's cache holds its share of the layers.
+  total_shares(plan, options, [&](size_t g, size_t bytes) {
+    return bytes * static_cast<size_t>(plan.gpus[g].layers) / std::max<size_t>(L, 1);
+  });
   if (plan.fits) return;
   for (const GpuShare& s : plan.gpus) {
     if (s.fits) continue;
@@ -229,10 +252,7 @@ void place_on_gpus(MemoryPlan& plan, const LoadOptions& options, const ModelInfo
                   std::to_string(s.first_layer) + "–" +
                   std::to_string(s.first_layer + s.layers - 1) + " (weights " +
                   format_bytes(s.weights) + ", cache " + format_bytes(s.kv_cache) + ") but " +
-                  (manual && s.needed() > s.limit
-                       ? "its GPU split allows " + format_bytes(s.limit) + "."
-                       : format_bytes(s.device_free) + " is free, " +
-                             format_bytes(options.gpu_reserve_bytes) + " of it kept in reserve.") +
+                  shortfall(s, options, manual) +
                   (manual ? " Give it fewer layers (a smaller GPU split size there, larger on "
                             "the others), add a GPU, lower max_seq_len or the cache size, or "
                             "choose a smaller quantization."
@@ -284,51 +304,21 @@ void place_tensor_parallel(MemoryPlan& plan, const LoadOptions& options, const M
     s.workspace = plan.workspace;
     s.device_free = devices[static_cast<size_t>(g)].free_bytes;
     s.device_total = devices[static_cast<size_t>(g)].total_bytes;
-    s.limit = manual ? static_cast<size_t>(options.gpu_split_gib[static_cast<size_t>(g)] *
-                                           double(size_t{1} << 30))
-                     : s.device_free;
-    s.fits = s.needed() + options.gpu_reserve_bytes <= s.device_free &&
-             (!manual || s.needed() <= s.limit);
+    judge_share(s, options, static_cast<size_t>(g), manual);
     plan.gpus.push_back(std::move(s));
   }
-  plan.weights = plan.kv_cache = plan.activations = plan.workspace = 0;
-  plan.device_free = plan.device_total = 0;
-  plan.device_name.clear();
-  plan.fits = true;
-  plan.advice.clear();
-  for (const GpuShare& s : plan.gpus) {
-    plan.weights += s.weights;
-    plan.kv_cache += s.kv_cache;
-    plan.activations += s.activations;
-    plan.workspace += s.workspace;
-    plan.device_free += s.device_free;
-    plan.device_total += s.device_total;
-    plan.device_name += (plan.device_name.empty() ? "" : " + ") + s.name;
-    plan.fits = plan.fits && s.fits;
-  }
-  for (CacheChoice& choice : plan.cache_choices) {
-    int64_t tokens = INT64_MAX;
-    for (int g = 0; g < n; ++g) {
-      const GpuShare& s = plan.gpus[static_cast<size_t>(g)];
-      const size_t besides = options.gpu_reserve_bytes + s.needed() - s.kv_cache;
-      const auto per_token = static_cast<size_t>(
-          static_cast<double>(choice.bytes_per_token) *
-          static_cast<double>(split.kv_heads[g + 1] - split.kv_heads[g]) / kv_total);
-      const size_t free = s.device_free > besides ? s.device_free - besides : 0;
-      tokens = std::min<int64_t>(tokens, per_token ? static_cast<int64_t>(free / per_token) : 0);
-    }
-    choice.tokens_that_fit = tokens == INT64_MAX ? 0 : tokens;
-  }
+  // A GPU's cache holds its key/value heads.
+  total_shares(plan, options, [&](size_t g, size_t bytes) {
+    return static_cast<size_t>(static_cast<double>(bytes) *
+                               static_cast<double>(split.kv_heads[g + 1] - split.kv_heads[g]) /
+                               kv_total);
+  });
   if (plan.fits) return;
   for (const GpuShare& s : plan.gpus) {
     if (s.fits) continue;
     plan.advice = s.name + " needs " + format_bytes(s.needed()) + " for its share of every layer " +
                   "(weights " + format_bytes(s.weights) + ", cache " + format_bytes(s.kv_cache) +
-                  ") but " +
-                  (manual && s.needed() > s.limit
-                       ? "its GPU split allows " + format_bytes(s.limit) + "."
-                       : format_bytes(s.device_free) + " is free, " +
-                             format_bytes(options.gpu_reserve_bytes) + " of it kept in reserve.") +
+                  ") but " + shortfall(s, options, manual) +
                   " Add a GPU, lower max_seq_len or the cache size, choose a quantized KV cache, "
                   "or a smaller quantization.";
     break;

@@ -169,6 +169,17 @@ struct MemoryUsage {
   size_t workspace = 0;
   size_t device_free = 0;   // whole device, now
   size_t device_total = 0;  // whole device
+
+  // Adds another device's usage (several GPUs together).
+  MemoryUsage& operator+=(const MemoryUsage& other) {
+    weights += other.weights;
+    kv_cache += other.kv_cache;
+    activations += other.activations;
+    workspace += other.workspace;
+    device_free += other.device_free;
+    device_total += other.device_total;
+    return *this;
+  }
 };
 
 class Backend {

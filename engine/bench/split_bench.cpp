@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -152,6 +153,29 @@ json handoff_times(CudaBackend& from, CudaBackend& to, int64_t hidden) {
   return out;
 }
 
+// One run's line of the report (and its all-reduce times, for tensor parallelism).
+std::string describe_run(const std::string& key, const json& r) {
+  std::string text = key + ": ";
+  if (r.contains("error")) return text + r["error"].get<std::string>() + "\n";
+  for (const json& p : r["prefill"]) {
+    text += "prefill " + fmt("%.0f", p["tokens"].get<double>()) + " " +
+            fmt("%.0f tok/s", p["tokens_per_s"].get<double>()) + "; ";
+  }
+  for (const json& d : r["decode"]) {
+    text += "batch " + fmt("%.0f", d["batch"].get<double>()) + " " +
+            fmt("%.1f tok/s", d["tokens_per_s"].get<double>()) + "; ";
+  }
+  text += "load " + fmt("%.1f s", r["load_seconds"].get<double>()) + "\n";
+  if (!r.contains("all_reduce")) return text;
+  for (const json& a : r["all_reduce"]) {
+    text += "all-reduce of " + fmt("%.0f", a["rows"].get<double>()) +
+            " rows: " + fmt("%.1f us", a["microseconds"].get<double>()) + "; NCCL alone " +
+            fmt("%.1f us", a["nccl_microseconds"].get<double>()) + " (" +
+            fmt("%.1f GB/s bus", a["nccl_bus_gb_per_s"].get<double>()) + ")\n";
+  }
+  return text;
+}
+
 }  // namespace
 
 SplitBenchReport run_layer_split_benchmark(const SplitBenchOptions& o) {
@@ -189,67 +213,35 @@ SplitBenchReport run_layer_split_benchmark(const SplitBenchOptions& o) {
     report.text += "hand-over of " + fmt("%.0f", h["rows"].get<double>()) +
                    " rows: " + fmt("%.1f us", h["microseconds"].get<double>()) + "\n";
   }
-  auto run = [&](const std::vector<CudaBackend*>& use, const char* key) {
+  // Runs one way of placing the model, unless its weights cannot fit the GPUs it uses (loading
+  // only to run out of memory would take minutes on the largest shapes).
+  auto run = [&](const char* key, const std::vector<int>& devices,
+                 const std::function<json()>& body) {
     try {
-      // Loading only to run out of memory would take minutes on the largest shapes.
       size_t free = 0;
-      for (CudaBackend* b : use) free += cuda_free_memory(b->device());
+      for (int d : devices) free += cuda_free_memory(d);
       if (weights->file_bytes() > free) {
         fail(ErrorCode::kOutOfMemory, "the weights (" +
                                           fmt("%.1f GB", weights->file_bytes() / 1e9) +
                                           ") exceed the free memory");
       }
-      report.json[key] = run_placement(use, config, *weights, o);
+      report.json[key] = body();
     } catch (const Error& e) {
       report.json[key] = {{"error", e.what()}};
     }
-    const json& r = report.json[key];
-    report.text += std::string(key) + ": ";
-    if (r.contains("error")) {
-      report.text += r["error"].get<std::string>() + "\n";
-      return;
-    }
-    for (const json& p : r["prefill"]) {
-      report.text += "prefill " + fmt("%.0f", p["tokens"].get<double>()) + " " +
-                     fmt("%.0f tok/s", p["tokens_per_s"].get<double>()) + "; ";
-    }
-    for (const json& d : r["decode"]) {
-      report.text += "batch " + fmt("%.0f", d["batch"].get<double>()) + " " +
-                     fmt("%.1f tok/s", d["tokens_per_s"].get<double>()) + "; ";
-    }
-    report.text += "load " + fmt("%.1f s", r["load_seconds"].get<double>()) + "\n";
+    report.text += describe_run(key, report.json[key]);
   };
-  if (o.single_gpu) run({backends[0]}, "one_gpu");
-  if (o.layer_split) run(backends, "layer_split");
+  if (o.single_gpu) {
+    run("one_gpu", {o.gpus[0]}, [&] { return run_placement({backends[0]}, config, *weights, o); });
+  }
+  if (o.layer_split) {
+    run("layer_split", o.gpus, [&] { return run_placement(backends, config, *weights, o); });
+  }
   if (o.tensor_parallel) {
     owned.clear();  // the tensor-parallel backend makes its own
     backends.clear();
-    try {
-      report.json["tensor_parallel"] = run_tensor_parallel(o.gpus, config, *weights, o);
-    } catch (const Error& e) {
-      report.json["tensor_parallel"] = {{"error", e.what()}};
-    }
-    const json& r = report.json["tensor_parallel"];
-    report.text += "tensor_parallel: ";
-    if (r.contains("error")) {
-      report.text += r["error"].get<std::string>() + "\n";
-    } else {
-      for (const json& p : r["prefill"]) {
-        report.text += "prefill " + fmt("%.0f", p["tokens"].get<double>()) + " " +
-                       fmt("%.0f tok/s", p["tokens_per_s"].get<double>()) + "; ";
-      }
-      for (const json& d : r["decode"]) {
-        report.text += "batch " + fmt("%.0f", d["batch"].get<double>()) + " " +
-                       fmt("%.1f tok/s", d["tokens_per_s"].get<double>()) + "; ";
-      }
-      report.text += "load " + fmt("%.1f s", r["load_seconds"].get<double>()) + "\n";
-      for (const json& a : r["all_reduce"]) {
-        report.text += "all-reduce of " + fmt("%.0f", a["rows"].get<double>()) +
-                       " rows: " + fmt("%.1f us", a["microseconds"].get<double>()) +
-                       "; NCCL alone " + fmt("%.1f us", a["nccl_microseconds"].get<double>()) +
-                       " (" + fmt("%.1f GB/s bus", a["nccl_bus_gb_per_s"].get<double>()) + ")\n";
-      }
-    }
+    run("tensor_parallel", o.gpus,
+        [&] { return run_tensor_parallel(o.gpus, config, *weights, o); });
   }
   return report;
 }

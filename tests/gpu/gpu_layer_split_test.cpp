@@ -18,35 +18,22 @@
 #include "engine/model/llama_model.h"
 #include "engine/model/model_loader.h"
 #include "tests/common/test_paths.h"
+#include "tests/gpu/multi_gpu_test_util.h"
 
 namespace hearth {
 namespace {
 
-constexpr int64_t kPage = 64;
-
-#define HEARTH_REQUIRE_TWO_GPUS()                                   \
-  do {                                                              \
-    if (cuda_device_count() < 2) GTEST_SKIP() << "skipped: no GPU"; \
-  } while (0)
-
-LlamaModelOptions model_options() {
-  LlamaModelOptions o;
-  o.max_seq_len = 1024;
-  o.max_batch_tokens = 512;
-  o.max_logit_rows = 16;
-  return o;
-}
+using multi_gpu_test::kPage;
+using multi_gpu_test::kPages;
+using multi_gpu_test::model_options;
+using multi_gpu_test::three_prompts;
 
 // Logits of a prompt step (three prompts of different lengths, one wanting every row), then of
 // `steps` decode steps of all three (the first runs directly, the next are captured and replayed).
 std::vector<std::vector<float>> run_steps(LlamaModel& model, int steps = 6) {
-  auto cache = model.create_kv_cache(32, kPage);
+  auto cache = model.create_kv_cache(kPages, kPage);
   const int64_t vocab = model.config().vocab_size;
-  std::vector<std::vector<int32_t>> prompts = {{}, {}, {}};
-  for (int i = 0; i < 7; ++i) prompts[0].push_back(static_cast<int32_t>((i * 37 + 5) % vocab));
-  for (int i = 0; i < 130; ++i) prompts[1].push_back(static_cast<int32_t>((i * 91 + 2) % vocab));
-  prompts[2] = {static_cast<int32_t>(17 % vocab)};  // a one-token prompt
-  const std::vector<std::vector<int32_t>> pages = {{0, 1, 2}, {3, 4, 5, 6}, {7, 8}};
+  const auto [prompts, pages] = three_prompts(vocab);
   std::vector<std::vector<float>> out;
   BatchDesc prompt;
   for (size_t s = 0; s < 3; ++s) prompt.seqs.push_back({prompts[s], 0, pages[s], s == 0, {}});

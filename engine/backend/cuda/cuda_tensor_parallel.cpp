@@ -215,15 +215,7 @@ class TensorParallelBackend final : public Backend {
 
   MemoryUsage memory_usage() const override {
     MemoryUsage total;
-    for (const CudaBackend* r : ranks_) {
-      const MemoryUsage m = r->memory_usage();
-      total.weights += m.weights;
-      total.kv_cache += m.kv_cache;
-      total.activations += m.activations;
-      total.workspace += m.workspace;
-      total.device_free += m.device_free;
-      total.device_total += m.device_total;
-    }
+    for (const CudaBackend* r : ranks_) total += r->memory_usage();
     return total;
   }
 
