@@ -1,8 +1,6 @@
 // cuBLAS, loaded when the CUDA backend or the quantizer's GPU math first needs it instead of
 // linked: Hearth then starts on machines without it (no NVIDIA driver, no CUDA toolkit), and the
-// package ships the library in its own folder. Searched, in order: $HEARTH_CUDA_LIB_DIR, the
-// folder the package installs it to (lib/<multiarch>/hearth beside the executable's bin/), the
-// system's library path, and the CUDA toolkit Hearth was built with.
+// package ships the library in its own folder. Where it is searched: runtime_library.h.
 #pragma once
 
 #include <cublas_v2.h>

@@ -1,7 +1,6 @@
 // NCCL, loaded when a tensor-parallel backend first needs it instead of linked, as cuBLAS is
-// (cublas_api.h): Hearth then starts on machines without it. Searched, in order:
-// $HEARTH_CUDA_LIB_DIR, the package's private library folder, the system's library path, the
-// CUDA toolkit Hearth was built with, and the folder NCCL was found in at build time.
+// (cublas_api.h): Hearth then starts on machines without it. Searched where runtime_library.h
+// says, then in the folder NCCL was found in at build time.
 #pragma once
 
 #include <nccl.h>
