@@ -139,6 +139,40 @@ HEARTH_QHD void decode_lane(const uint32_t* w, uint32_t* pairs) {
   pairs[15] = decode_pair<B, 15>(w);
 }
 
+// The same for a width known only at run time (host code).
+inline void encode_lane_bits(int bits, const uint32_t* codes, uint32_t* words) {
+  switch (bits) {
+    case 2:
+      return encode_lane<2>(codes, words);
+    case 3:
+      return encode_lane<3>(codes, words);
+    case 4:
+      return encode_lane<4>(codes, words);
+    case 5:
+      return encode_lane<5>(codes, words);
+    case 6:
+      return encode_lane<6>(codes, words);
+    default:
+      return encode_lane<8>(codes, words);
+  }
+}
+inline void decode_lane_bits(int bits, const uint32_t* words, uint32_t* pairs) {
+  switch (bits) {
+    case 2:
+      return decode_lane<2>(words, pairs);
+    case 3:
+      return decode_lane<3>(words, pairs);
+    case 4:
+      return decode_lane<4>(words, pairs);
+    case 5:
+      return decode_lane<5>(words, pairs);
+    case 6:
+      return decode_lane<6>(words, pairs);
+    default:
+      return decode_lane<8>(words, pairs);
+  }
+}
+
 // Per-chunk metadata word: bits in the low byte, group index above.
 HEARTH_QHD uint32_t chunk_info(int bits, uint32_t group) {
   return static_cast<uint32_t>(bits) | (group << 8);

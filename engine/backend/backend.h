@@ -63,6 +63,10 @@ struct LinearSource {
   std::optional<HostTensor> bias;                    // [out]
   std::shared_ptr<const QuantizedWeight> quantized;  // EXL2 / GPTQ weights, when quantized
   LinearShard shard = LinearShard::kWhole;
+  // For the MLP's linears (kMlpColumns, kFromMlp): the layer's down projection when it is
+  // quantized. A tensor-parallel backend numbers the MLP features in the order down stores its
+  // rows, so that an act-order down divides into whole chunks.
+  std::shared_ptr<const QuantizedWeight> mlp_down;
 };
 
 // One sequence's part of a forward pass.

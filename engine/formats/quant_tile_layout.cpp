@@ -62,40 +62,6 @@ void read_codes(int bits, const uint32_t* words, int64_t stride, int64_t count, 
   }
 }
 
-void encode(int bits, const uint32_t* codes, uint32_t* words) {
-  switch (bits) {
-    case 2:
-      return qtile::encode_lane<2>(codes, words);
-    case 3:
-      return qtile::encode_lane<3>(codes, words);
-    case 4:
-      return qtile::encode_lane<4>(codes, words);
-    case 5:
-      return qtile::encode_lane<5>(codes, words);
-    case 6:
-      return qtile::encode_lane<6>(codes, words);
-    default:
-      return qtile::encode_lane<8>(codes, words);
-  }
-}
-
-void decode(int bits, const uint32_t* words, uint32_t* pairs) {
-  switch (bits) {
-    case 2:
-      return qtile::decode_lane<2>(words, pairs);
-    case 3:
-      return qtile::decode_lane<3>(words, pairs);
-    case 4:
-      return qtile::decode_lane<4>(words, pairs);
-    case 5:
-      return qtile::decode_lane<5>(words, pairs);
-    case 6:
-      return qtile::decode_lane<6>(words, pairs);
-    default:
-      return qtile::decode_lane<8>(words, pairs);
-  }
-}
-
 // Chunk bookkeeping shared by both formats: appends a segment of `rows` stored rows (one group,
 // one width) starting on a chunk boundary, padded to whole chunks.
 struct ChunkPlan {
@@ -128,7 +94,7 @@ void pack_blocks(QuantTileLayout& L, int threads, CodesOf&& codes_of) {
           codes[2 * p] = chunk[qtile::pair_row(p, lane, 0) * kOut + o];
           codes[2 * p + 1] = chunk[qtile::pair_row(p, lane, 1) * kOut + o];
         }
-        encode(bits, codes, words);
+        qtile::encode_lane_bits(bits, codes, words);
         for (int i = 0; i < bits; ++i) {
           L.qweight[static_cast<size_t>((line0 + i) * 32 + lane)] = words[i];
         }
@@ -421,7 +387,7 @@ void emulate_quant_tile_gemm(const QuantTileLayout& L, const float* x, int64_t r
           words[i] = L.qweight[static_cast<size_t>(
               (nb * L.lines + L.chunk_line[static_cast<size_t>(c)] + i) * 32 + lane)];
         }
-        decode(bits, words, pairs);
+        qtile::decode_lane_bits(bits, words, pairs);
         const int gi = lane >> 2;
         for (int p = 0; p < qtile::kPairs; ++p) {
           const int slot = qtile::pair_output_slot(p);

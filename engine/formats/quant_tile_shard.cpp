@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/thread_pool.h"
 #include "kernels/quant_tile_codec.cuh"
 
 namespace hearth {
@@ -19,6 +20,11 @@ std::vector<T> blocks_of(const std::vector<T>& all, int64_t blocks, int64_t b0, 
   if (all.empty()) return {};
   const auto per_block = static_cast<int64_t>(all.size()) / blocks;
   return {all.begin() + b0 * per_block, all.begin() + b1 * per_block};
+}
+
+// The pair of a lane that holds rows 2q, 2q + 1 (of its row set) of its output slot j.
+int slot_pair(int j, int q) {
+  return ((j >> 1) << 3) | (q << 1) | (j & 1);
 }
 
 }  // namespace
@@ -43,24 +49,131 @@ QuantTileLayout slice_tile_columns(const QuantTileLayout& L, int64_t n_begin, in
   return S;
 }
 
+QuantTileLayout gather_tile_columns(const QuantTileLayout& L, std::span<const int64_t> columns,
+                                    int threads) {
+  for (int64_t n : columns) {
+    if (n < 0 || n >= L.out_features) {
+      fail(ErrorCode::kInvalidArgument, L.name + ": output " + std::to_string(n) +
+                                            " is not one of its " + std::to_string(L.out_features));
+    }
+  }
+  if (columns.empty()) fail(ErrorCode::kInvalidArgument, L.name + ": no outputs to gather");
+  QuantTileLayout S = L;  // chunk facts, row order and per-group values stay as they are
+  S.out_features = static_cast<int64_t>(columns.size());
+  S.blocks = (S.out_features + kOut - 1) / kOut;
+  S.qweight.assign(static_cast<size_t>(S.blocks * L.lines * 32), 0);
+  // Per-output records, [blocks][per_block]: an output i + 8j of a block is entry i·4 + j of each
+  // group's (or super-block's) 32, or nibble j of entry i of EXL2's 8 scale codes.
+  auto fresh = [&](auto& v, const auto& from) {
+    v.assign(from.empty() ? 0 : from.size() / static_cast<size_t>(L.blocks) * S.blocks, 0);
+  };
+  fresh(S.scale_codes, L.scale_codes);
+  fresh(S.scales, L.scales);
+  fresh(S.zeros, L.zeros);
+  fresh(S.super_records, L.super_records);
+  fresh(S.sub_records, L.sub_records);
+  auto move_records = [&](auto& to, const auto& from, int64_t per_block, int64_t sb, int si,
+                          int64_t db, int di) {
+    if (from.empty()) return;
+    for (int64_t r = 0; r < per_block; ++r) {
+      to[static_cast<size_t>((db * per_block + r) * 32 + (di % 8) * 4 + di / 8)] =
+          from[static_cast<size_t>((sb * per_block + r) * 32 + (si % 8) * 4 + si / 8)];
+    }
+  };
+
+  ThreadPool pool(threads);
+  pool.parallel_for(S.blocks, 1, [&](int64_t b0, int64_t b1) {
+    uint32_t codes[32][2 * qtile::kPairs], words[8], pairs[qtile::kPairs];
+    for (int64_t db = b0; db < b1; ++db) {
+      const int outs = static_cast<int>(std::min<int64_t>(kOut, S.out_features - db * kOut));
+      for (int64_t c = 0; c < L.chunks; ++c) {
+        const int bits = qtile::chunk_bits(L.chunk_info[static_cast<size_t>(c)]);
+        const int64_t line = L.chunk_line[static_cast<size_t>(c)];
+        std::fill(&codes[0][0], &codes[0][0] + 32 * 2 * qtile::kPairs, 0u);
+        for (int di = 0; di < outs; ++di) {
+          const int64_t src = columns[static_cast<size_t>(db * kOut + di)];
+          const int64_t sb = src / kOut;
+          const int si = static_cast<int>(src % kOut);
+          // Output i + 8j sits in slot j of lanes 4i .. 4i + 3 (one per row quarter t).
+          for (int t = 0; t < 4; ++t) {
+            const int lane = 4 * (si % 8) + t;
+            for (int w = 0; w < bits; ++w) {
+              words[w] = L.qweight[static_cast<size_t>((sb * L.lines + line + w) * 32 + lane)];
+            }
+            qtile::decode_lane_bits(bits, words, pairs);
+            uint32_t* to = codes[4 * (di % 8) + t];
+            for (int q = 0; q < 4; ++q) {
+              const uint32_t v = pairs[slot_pair(si / 8, q)];
+              const int pd = slot_pair(di / 8, q);
+              to[2 * pd] = v & 0x3ffu;  // the mantissa of fp16 1024 + code
+              to[2 * pd + 1] = (v >> 16) & 0x3ffu;
+            }
+          }
+        }
+        for (int lane = 0; lane < 32; ++lane) {
+          qtile::encode_lane_bits(bits, codes[lane], words);
+          for (int w = 0; w < bits; ++w) {
+            S.qweight[static_cast<size_t>((db * L.lines + line + w) * 32 + lane)] = words[w];
+          }
+        }
+      }
+      for (int di = 0; di < outs; ++di) {
+        const int64_t src = columns[static_cast<size_t>(db * kOut + di)];
+        const int64_t sb = src / kOut;
+        const int si = static_cast<int>(src % kOut);
+        for (int64_t g = 0; g < L.groups && !L.scale_codes.empty(); ++g) {
+          const uint16_t nib =
+              (L.scale_codes[static_cast<size_t>((sb * L.groups + g) * 8 + si % 8)] >>
+               (4 * (si / 8))) &
+              15u;
+          S.scale_codes[static_cast<size_t>((db * L.groups + g) * 8 + di % 8)] |=
+              static_cast<uint16_t>(nib << (4 * (di / 8)));
+        }
+        move_records(S.scales, L.scales, L.groups, sb, si, db, di);
+        move_records(S.zeros, L.zeros, L.groups, sb, si, db, di);
+        move_records(S.sub_records, L.sub_records, L.groups, sb, si, db, di);
+        move_records(S.super_records, L.super_records, L.supers, sb, si, db, di);
+      }
+    }
+  });
+  return S;
+}
+
 QuantTileLayout slice_tile_rows(const QuantTileLayout& L, int64_t k_begin, int64_t k_end) {
   if (k_begin < 0 || k_end > L.in_features || k_begin >= k_end) {
     fail(ErrorCode::kInvalidArgument, L.name + ": inputs [" + std::to_string(k_begin) + ", " +
                                           std::to_string(k_end) + ") are not a range of its " +
                                           std::to_string(L.in_features));
   }
+  std::vector<int64_t> features(static_cast<size_t>(k_end - k_begin));
+  for (size_t i = 0; i < features.size(); ++i) features[i] = k_begin + static_cast<int64_t>(i);
+  return slice_tile_rows(L, features);
+}
+
+QuantTileLayout slice_tile_rows(const QuantTileLayout& L, std::span<const int64_t> features) {
+  // local[f]: the input number feature f gets in the shard, −1 where it is not in it.
+  std::vector<int32_t> local(static_cast<size_t>(L.in_features), -1);
+  for (size_t i = 0; i < features.size(); ++i) {
+    const int64_t f = features[i];
+    if (f < 0 || f >= L.in_features || local[static_cast<size_t>(f)] >= 0) {
+      fail(ErrorCode::kInvalidArgument, L.name + ": input " + std::to_string(f) +
+                                            " is out of range or listed twice in a row shard");
+    }
+    local[static_cast<size_t>(f)] = static_cast<int32_t>(i);
+  }
+  if (features.empty()) fail(ErrorCode::kInvalidArgument, L.name + ": a row shard without inputs");
+  auto local_of = [&](int32_t src) { return src < 0 ? -1 : local[static_cast<size_t>(src)]; };
   std::vector<int64_t> kept;
   for (int64_t c = 0; c < L.chunks; ++c) {
     for (int64_t r = 0; r < kRows; ++r) {
-      const int32_t src = L.row_src[static_cast<size_t>(c * kRows + r)];
-      if (src >= k_begin && src < k_end) {
+      if (local_of(L.row_src[static_cast<size_t>(c * kRows + r)]) >= 0) {
         kept.push_back(c);
         break;
       }
     }
   }
   QuantTileLayout S = L;
-  S.in_features = k_end - k_begin;
+  S.in_features = static_cast<int64_t>(features.size());
   S.chunks = static_cast<int64_t>(kept.size());
   S.chunk_info.clear();
   S.row_src.clear();
@@ -73,8 +186,7 @@ QuantTileLayout slice_tile_rows(const QuantTileLayout& L, int64_t k_begin, int64
     S.chunk_line.push_back(S.chunk_line.back() + bits);
     S.bits_mask |= 1u << (bits - 1);
     for (int64_t r = 0; r < kRows; ++r) {
-      const int32_t src = L.row_src[static_cast<size_t>(c * kRows + r)];
-      S.row_src.push_back(src >= k_begin && src < k_end ? static_cast<int32_t>(src - k_begin) : -1);
+      S.row_src.push_back(local_of(L.row_src[static_cast<size_t>(c * kRows + r)]));
     }
   }
   S.lines = S.chunk_line.back();
@@ -95,6 +207,15 @@ QuantTileLayout slice_tile_rows(const QuantTileLayout& L, int64_t k_begin, int64
     if (S.row_src[static_cast<size_t>(s)] != want) S.rows_in_order = false;
   }
   return S;
+}
+
+std::vector<int64_t> stored_feature_order(const QuantTileLayout& L) {
+  std::vector<int64_t> order;
+  order.reserve(static_cast<size_t>(L.in_features));
+  for (int32_t src : L.row_src) {
+    if (src >= 0) order.push_back(src);
+  }
+  return order;
 }
 
 void TileLayoutWeight::dequantize_rows(int64_t n_begin, int64_t n_end, float* out) const {

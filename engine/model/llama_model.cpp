@@ -260,11 +260,19 @@ LlamaModel::LlamaModel(const ModelConfig& config, const LayerPlacement& placemen
   for (int64_t i = 0; i < config_.num_layers; ++i) {
     Layer& L = layers_[static_cast<size_t>(i)];
     Backend& backend = *stage_of_layer(i).backend;
+    // Read first, so that gate and up can name it (LinearSource::mlp_down).
+    const LinearSource down =
+        read_linear(weights, layer_prefix(i) + "mlp.down_proj", H, I, config_);
     for (const LayerWeight& w : layer_weights) {
       const std::string name = layer_prefix(i) + w.name;
       if (w.linear) {
-        LinearSource source = read_linear(weights, name, w.shape[0], w.shape[1], config_);
+        LinearSource source = w.slot == &Layer::down
+                                  ? down
+                                  : read_linear(weights, name, w.shape[0], w.shape[1], config_);
         source.shard = w.shard;
+        if (w.shard == LinearShard::kMlpColumns || w.shard == LinearShard::kFromMlp) {
+          source.mlp_down = down.quantized;
+        }
         L.*w.slot = backend.upload_linear(source);
       } else {
         L.*w.slot = backend.upload(read_tensor(weights, name, w.shape));

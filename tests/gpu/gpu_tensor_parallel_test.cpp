@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/api/engine.h"
@@ -22,6 +23,7 @@
 #include "engine/bench/synthetic_quant_source.h"
 #include "engine/bench/synthetic_source.h"
 #include "engine/core/error.h"
+#include "engine/formats/quantized_linear_loader.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/model_loader.h"
 #include "tests/common/test_paths.h"
@@ -161,6 +163,48 @@ TEST_F(GpuTensorParallel, QuantizedLogitsMatchOneGpu) {
     SyntheticQuantSource weights(config, so);
     config.quantization_config_json = weights.quantization_config_json();
     expect_close(config, weights, format);
+  }
+}
+
+// Act-order rows are scattered over down's chunks, so dividing the MLP features by their own
+// order would leave each GPU nearly all of down. Numbered in down's stored row order (gate and up
+// gathered to match) each GPU holds half of each MLP linear.
+TEST_F(GpuTensorParallel, ActOrderMlpDividesWithoutOverlap) {
+  for (const char* format : {"exl2", "gptq"}) {
+    ModelConfig config = synthetic_model_config("tiny");
+    SyntheticQuantSource::Options so;
+    so.format = format;
+    SyntheticQuantSource weights(config, so);
+    QuantizedLinearOptions q;
+    q.quantization_config_json = weights.quantization_config_json();
+    const int64_t H = config.hidden_size, I = config.intermediate_size;
+    auto linear = [&](const char* name, int64_t out, int64_t in, LinearShard shard) {
+      LinearSource s;
+      s.name = std::string("model.layers.0.mlp.") + name;
+      q.out_features = out;
+      q.in_features = in;
+      s.quantized = load_quantized_linear(weights, s.name, q);
+      s.shard = shard;
+      return s;
+    };
+    const LinearSource down = linear("down_proj", H, I, LinearShard::kFromMlp);
+    const LinearSource gate = linear("gate_proj", I, H, LinearShard::kMlpColumns);
+    auto tp = create_tensor_parallel_backend(
+        {0, 1}, {config.num_heads, config.num_kv_heads, config.head_dim, I});
+    auto bytes = [&](Backend& b, LinearSource s, bool ordered) {
+      if (ordered) s.mlp_down = down.quantized;
+      return static_cast<double>(b.upload_linear(s)->device_bytes());
+    };
+    const double whole_down = bytes(*one_, down, false), whole_gate = bytes(*one_, gate, false);
+    const double by_features = bytes(*tp, down, false);
+    const double ordered_gate = bytes(*tp, gate, true), ordered_down = bytes(*tp, down, true);
+    std::printf(
+        "%s: down on one GPU %.0f bytes, over two %.0f (features in order) / %.0f "
+        "(down's order); gate %.0f / %.0f\n",
+        format, whole_down, by_features, ordered_down, whole_gate, ordered_gate);
+    EXPECT_GT(by_features, 1.5 * whole_down) << format << ": act-order rows overlap";
+    EXPECT_LT(ordered_down, 1.1 * whole_down) << format;
+    EXPECT_LT(ordered_gate, 1.1 * whole_gate) << format;
   }
 }
 

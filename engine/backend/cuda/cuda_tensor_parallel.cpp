@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
+#include <span>
 #include <string>
 
 #include "engine/backend/cuda/cuda_backend_impl.h"
@@ -57,28 +59,35 @@ class ShardedKvCache final : public KvCacheStorage {
   std::vector<std::unique_ptr<KvCacheStorage>> parts_;
 };
 
-// Rows [0, rows) × columns [k_begin, k_end) of a 2-D host tensor, as a tensor of its own.
-HostTensor column_slice(const HostTensor& t, int64_t k_begin, int64_t k_end) {
-  const int64_t rows = t.shape[0], cols = t.shape[1], width = k_end - k_begin;
+// Columns `cols` (in that order) of every row of a 2-D host tensor, as a tensor of its own.
+HostTensor gather_columns(const HostTensor& t, std::span<const int64_t> cols) {
+  const int64_t rows = t.shape[0], width = static_cast<int64_t>(cols.size());
   HostTensor out = HostTensor::allocate(t.dtype, {rows, width});
   const size_t elem = dtype_size(t.dtype);
   const auto* src = static_cast<const std::byte*>(t.data);
   auto* dst = static_cast<std::byte*>(out.mutable_data());
   for (int64_t r = 0; r < rows; ++r) {
-    std::memcpy(dst + static_cast<size_t>(r * width) * elem,
-                src + static_cast<size_t>(r * cols + k_begin) * elem,
-                static_cast<size_t>(width) * elem);
+    for (int64_t i = 0; i < width; ++i) {
+      std::memcpy(dst + static_cast<size_t>(r * width + i) * elem,
+                  src + static_cast<size_t>(r * t.shape[1] + cols[static_cast<size_t>(i)]) * elem,
+                  elem);
+    }
   }
   return out;
 }
 
-// Rows [n_begin, n_end) of a 2-D or 1-D host tensor: a view sharing its storage.
-HostTensor row_slice(const HostTensor& t, int64_t n_begin, int64_t n_end) {
+// Rows `rows` (in that order) of a 2-D or 1-D host tensor, as a tensor of its own.
+HostTensor gather_rows(const HostTensor& t, std::span<const int64_t> rows) {
   const int64_t row_elems = t.shape.size() == 2 ? t.shape[1] : 1;
-  HostTensor out = t;
-  out.shape[0] = n_end - n_begin;
-  out.data = static_cast<const std::byte*>(t.data) +
-             static_cast<size_t>(n_begin * row_elems) * dtype_size(t.dtype);
+  std::vector<int64_t> shape = t.shape;
+  shape[0] = static_cast<int64_t>(rows.size());
+  HostTensor out = HostTensor::allocate(t.dtype, shape);
+  const size_t bytes = static_cast<size_t>(row_elems) * dtype_size(t.dtype);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(static_cast<std::byte*>(out.mutable_data()) + i * bytes,
+                static_cast<const std::byte*>(t.data) + static_cast<size_t>(rows[i]) * bytes,
+                bytes);
+  }
   return out;
 }
 
@@ -152,11 +161,20 @@ class TensorParallelBackend final : public Backend {
       return w;
     }
     const bool row = is_row_parallel(source.shard);
+    MlpOrder* mlp = source.mlp_down && (source.shard == LinearShard::kMlpColumns ||
+                                        source.shard == LinearShard::kFromMlp)
+                        ? &mlp_order(source.mlp_down)
+                        : nullptr;
     // The quantized kernels' layout is built once and cut per device.
     std::optional<QuantTileLayout> layout;
     if (source.quantized && runs_packed_on_gpu(*source.quantized) &&
         activation_dtype() == DType::kF16) {
-      layout = build_quant_tile_layout(*source.quantized);
+      if (mlp && mlp->down_layout && source.quantized == source.mlp_down) {
+        layout = std::move(mlp->down_layout);
+        mlp->down_layout.reset();
+      } else {
+        layout = build_quant_tile_layout(*source.quantized);
+      }
     }
     // Packed weights without those kernels are expanded on the host, as the CUDA backend does.
     HostTensor dense = source.weight;
@@ -166,22 +184,33 @@ class TensorParallelBackend final : public Backend {
       q.dequantize_rows(0, q.out_features(), static_cast<float*>(dense.mutable_data()));
     }
     for (int d = 0; d < devices(); ++d) {
+      // The features device d holds: its range, or its part of the MLP's feature order.
       const auto [begin, end] = range(source.shard, d);
+      std::vector<int64_t> features;
+      if (mlp && !mlp->order.empty()) {
+        features.assign(mlp->order.begin() + begin, mlp->order.begin() + end);
+      } else {
+        for (int64_t f = begin; f < end; ++f) features.push_back(f);
+      }
+      const bool in_order = !mlp || mlp->order.empty();
       LinearSource part;
       part.name = source.name + " (GPU " + std::to_string(devices_[static_cast<size_t>(d)]) + ")";
       if (layout) {
-        QuantTileLayout shard =
-            row ? slice_tile_rows(*layout, begin, end) : slice_tile_columns(*layout, begin, end);
+        QuantTileLayout shard = row        ? slice_tile_rows(*layout, features)
+                                : in_order ? slice_tile_columns(*layout, begin, end)
+                                           : gather_tile_columns(*layout, features);
         part.quantized = std::make_shared<TileLayoutWeight>(std::move(shard),
                                                             source.quantized->bits_per_weight());
       } else {
-        part.weight = row ? column_slice(dense, begin, end) : row_slice(dense, begin, end);
+        part.weight = row ? gather_columns(dense, features) : gather_rows(dense, features);
       }
       // A row-parallel layer's bias joins the sum once.
-      if (source.bias && !row) part.bias = row_slice(*source.bias, begin, end);
+      if (source.bias && !row) part.bias = gather_rows(*source.bias, features);
       if (source.bias && row && d == 0) part.bias = source.bias;
       w->parts.push_back(ranks_[static_cast<size_t>(d)]->upload_linear(part));
     }
+    // The MLP's three linears share one order; it goes with the last of them.
+    if (mlp && ++mlp->uses == 3) mlp_orders_.erase(source.mlp_down.get());
     return w;
   }
 
@@ -433,6 +462,31 @@ class TensorParallelBackend final : public Backend {
     for (CudaBackend* r : ranks_) r->flush_queued();
   }
 
+  // The MLP features of one layer in the order this backend numbers them before dividing them
+  // (empty: their own order), from its down projection: the order down stores its rows in, so
+  // that each device's share of an act-order down is whole chunks rather than nearly all of
+  // them. Down's layout is kept for its own upload.
+  struct MlpOrder {
+    std::shared_ptr<const QuantizedWeight> down;  // keeps the key's address in use
+    std::vector<int64_t> order;
+    std::optional<QuantTileLayout> down_layout;
+    int uses = 0;
+  };
+  MlpOrder& mlp_order(const std::shared_ptr<const QuantizedWeight>& down) {
+    auto [it, added] = mlp_orders_.try_emplace(down.get());
+    MlpOrder& o = it->second;
+    if (!added) return o;
+    o.down = down;
+    if (runs_packed_on_gpu(*down) && activation_dtype() == DType::kF16) {
+      o.down_layout = build_quant_tile_layout(*down);
+      o.order = stored_feature_order(*o.down_layout);
+      bool natural = true;
+      for (size_t f = 0; f < o.order.size(); ++f) natural = natural && o.order[f] == int64_t(f);
+      if (natural) o.order.clear();
+    }
+    return o;
+  }
+
   // The features of a sharded linear that device d holds: outputs of a column-parallel one,
   // inputs of a row-parallel one.
   std::pair<int64_t, int64_t> range(LinearShard shard, int d) const {
@@ -590,6 +644,7 @@ class TensorParallelBackend final : public Backend {
   std::string name_;
   bool cuda_graphs_ = true;
   std::map<uintptr_t, std::vector<DeviceTensor>> activations_;
+  std::map<const QuantizedWeight*, MlpOrder> mlp_orders_;
   std::map<int64_t, std::vector<cudaGraphExec_t>> graphs_;
   std::set<int64_t> warmed_keys_;
   std::vector<uint64_t> epochs_;

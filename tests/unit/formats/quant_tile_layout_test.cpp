@@ -215,17 +215,6 @@ constexpr GgmlType kPackedGgufTypes[] = {GgmlType::kQ4_0, GgmlType::kQ5_0,   Ggm
                                          GgmlType::kQ3_K, GgmlType::kQ4_K,   GgmlType::kQ5_K,
                                          GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS};
 
-// A parsed GGUF image of one random [N, K] block tensor (its weights read the image's bytes).
-struct RandomGguf {
-  RandomGguf(GgmlType type, int64_t K, int64_t N, uint32_t seed, bool tiny_minimums = false)
-      : image(random_block_tensor(type, K, N, seed, tiny_minimums)),
-        file(std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(image)))) {
-  }
-  const GgufTensorInfo& tensor() const { return file->tensors().at(0); }
-  Bytes image;
-  std::shared_ptr<const GgufFile> file;
-};
-
 // Weights the kernels decode (emulated, through one-hot x rows) that differ from the fp16 of
 // the reference dequantization.
 int64_t emulated_mismatches(const GgufBlockWeight& w, const QuantTileLayout& L) {

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cmath>
+#include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -180,5 +182,16 @@ inline GgufBuilder tiny_llama_gguf(bool tied = true) {
   if (!tied) add("output.weight", {16, 8});
   return b;
 }
+
+// A parsed GGUF image of one random [N, K] block tensor (its weights read the image's bytes).
+struct RandomGguf {
+  RandomGguf(GgmlType type, int64_t K, int64_t N, uint32_t seed, bool tiny_minimums = false)
+      : image(random_block_tensor(type, K, N, seed, tiny_minimums)),
+        file(std::make_shared<const GgufFile>(GgufFile::parse(std::span<const std::byte>(image)))) {
+  }
+  const GgufTensorInfo& tensor() const { return file->tensors().at(0); }
+  Bytes image;
+  std::shared_ptr<const GgufFile> file;
+};
 
 }  // namespace hearth::test
