@@ -79,7 +79,95 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) p.epochs[block] = epoch;
 }
 
+// The same exchange for one row per block, followed by what the row-parallel linear's consumer
+// does with the sum (rms_norm_kernel with a delta, elementwise.cu): residual += the sum (rounded
+// to T), out = RMSNorm(residual) · w. The threads take the row's 8-value vectors in the same
+// order as that kernel with the same block size, so the bits are the same as the two steps.
+template <class T>
+__global__ void all_reduce_add_rms_norm_kernel(uint4* delta, uint4* residual,
+                                               const float* __restrict__ w, float eps,
+                                               int64_t row_vectors, uint4* out, AllReducePeers p) {
+  __shared__ float scratch[32];
+  __shared__ uint32_t epoch;
+  const int block = blockIdx.x;
+  if (threadIdx.x == 0) epoch = p.epochs[block] + 1;
+  __syncthreads();
+  const int set = epoch & 1;
+  const int64_t slot_vectors = p.slot_bytes / 16;
+  const int64_t begin = block * row_vectors;
+  auto slot = [&](int device, int from) {
+    return static_cast<uint4*>(p.staging[device]) + (set * p.ranks + from) * slot_vectors;
+  };
+  for (int64_t v = begin + threadIdx.x; v < begin + row_vectors; v += blockDim.x) {
+    const uint4 value = delta[v];
+    for (int r = 0; r < p.ranks; ++r) slot(r, p.rank)[v] = value;
+  }
+  meet(p, block, epoch);
+  float sum_sq = 0.0f;
+  for (int64_t v = begin + threadIdx.x; v < begin + row_vectors; v += blockDim.x) {
+    float sum[8] = {};
+    for (int r = 0; r < p.ranks; ++r) {
+      float x[8];
+      unpack8<T>(__ldcg(slot(p.rank, r) + v), x);
+      for (int i = 0; i < 8; ++i) sum[i] += x[i];
+    }
+    float d[8], x[8];
+    const uint4 reduced = pack8<T>(sum);
+    delta[v] = reduced;
+    unpack8<T>(reduced, d);
+    unpack8<T>(residual[v], x);
+    for (int i = 0; i < 8; ++i) x[i] = to_f(from_f<T>(x[i] + d[i]));
+    residual[v] = pack8<T>(x);
+    for (int i = 0; i < 8; ++i) sum_sq += x[i] * x[i];
+  }
+  sum_sq = block_sum(sum_sq, scratch);
+  const float inv = 1.0f / sqrtf(sum_sq / static_cast<float>(row_vectors * 8) + eps);
+  for (int64_t v = begin + threadIdx.x; v < begin + row_vectors; v += blockDim.x) {
+    float x[8];
+    unpack8<T>(residual[v], x);
+    const float* wv = w + (v - begin) * 8;
+    for (int i = 0; i < 8; ++i) x[i] = wv[i] * (x[i] * inv);
+    out[v] = pack8<T>(x);
+  }
+  if (threadIdx.x == 0) p.epochs[block] = epoch;
+}
+
 }  // namespace
+
+cudaError_t all_reduce_add_rms_norm_peers(const Launch& l, Elem t, void* delta, void* residual,
+                                          const float* w, float eps, int64_t rows, int64_t cols,
+                                          void* out, const AllReducePeers& peers) {
+  if (rows <= 0) return cudaSuccess;
+  const auto misaligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 != 0; };
+  if (!all_reduce_add_rms_norm_fits(t, rows, cols, peers) || misaligned(delta) ||
+      misaligned(residual) || misaligned(out)) {
+    return cudaErrorInvalidValue;
+  }
+  // rms_norm_kernel's block size for this width (elementwise.cu), for the same sums.
+  const int threads = cols <= 2048 ? 128 : cols <= 8192 ? 256 : 512;
+  const Launch plain{l.stream, false, l.sm_count};  // spins: never starts early (PDL)
+  auto* d = static_cast<uint4*>(delta);
+  auto* r = static_cast<uint4*>(residual);
+  auto* o = static_cast<uint4*>(out);
+  const dim3 grid(static_cast<unsigned>(rows));
+  switch (t) {
+    case Elem::kF16:
+      return launch_kernel(plain, all_reduce_add_rms_norm_kernel<__half>, grid, dim3(threads), 0, d,
+                           r, w, eps, cols / 8, o, peers);
+    case Elem::kBF16:
+      return launch_kernel(plain, all_reduce_add_rms_norm_kernel<__nv_bfloat16>, grid,
+                           dim3(threads), 0, d, r, w, eps, cols / 8, o, peers);
+    case Elem::kF32:
+      break;
+  }
+  return cudaErrorInvalidValue;
+}
+
+bool all_reduce_add_rms_norm_fits(Elem t, int64_t rows, int64_t cols, const AllReducePeers& peers) {
+  return t != Elem::kF32 && peers.ranks >= 2 && peers.ranks <= kAllReduceMaxRanks && rows >= 1 &&
+         rows <= kAllReduceMaxBlocks && cols % 8 == 0 &&
+         rows * cols * static_cast<int64_t>(elem_size(t)) <= peers.slot_bytes;
+}
 
 cudaError_t all_reduce_peers(const Launch& l, Elem t, void* data, int64_t count,
                              const AllReducePeers& peers) {

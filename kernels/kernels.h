@@ -180,6 +180,16 @@ struct AllReducePeers {
 cudaError_t all_reduce_peers(const Launch& l, Elem t, void* data, int64_t count,
                              const AllReducePeers& peers);
 
+// The all-reduce of a row-parallel linear's output `delta` [rows, cols] fused with the add and
+// norm after it: delta = the sum over the devices (as all_reduce_peers), then add_rms_norm(
+// residual, delta, w, eps, out), bit for bit as those two calls. One block per row: needs
+// all_reduce_add_rms_norm_fits() (fp16 / bf16, rows <= kAllReduceMaxBlocks, cols a multiple of 8,
+// the message within a slot) and 16-byte aligned tensors.
+cudaError_t all_reduce_add_rms_norm_peers(const Launch& l, Elem t, void* delta, void* residual,
+                                          const float* w, float eps, int64_t rows, int64_t cols,
+                                          void* out, const AllReducePeers& peers);
+bool all_reduce_add_rms_norm_fits(Elem t, int64_t rows, int64_t cols, const AllReducePeers& peers);
+
 // ---------------------------------------------------------------------------------------------
 // Matrix-vector products for few rows (gemv.cu): out[R, N] = x[R, K] · W[N, K]ᵀ (+ bias).
 

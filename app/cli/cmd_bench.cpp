@@ -64,6 +64,7 @@ int run_synthetic_bench(const ArgParser& args) {
       o.tensor_parallel = gpus.gpu_split == GpuSplit::kTensor;
     }
     if (!batches.empty()) o.decode_batches = batches;
+    if (auto ways = args.get("all-reduce")) o.all_reduce = split_list(*ways);
     const std::vector<std::string> quants =
         args.has("quant") ? split_list(*args.get("quant")) : std::vector<std::string>{""};
     json = nlohmann::json::array();
@@ -114,7 +115,7 @@ int run_synthetic_bench(const ArgParser& args) {
 int run_bench(const std::vector<std::string>& raw) {
   const ArgParser args(raw,
                        merge(load_flags(), {"prompt-len", "gen-len", "batch", "repeat", "synthetic",
-                                            "quant", "batches"}),
+                                            "quant", "batches", "all-reduce"}),
                        {"json", "sweep"});
   if (args.has("synthetic")) return run_synthetic_bench(args);
   if (args.has("quant")) throw UsageError("--quant needs --synthetic");

@@ -23,9 +23,11 @@ commands:
   bench     [--model PATH] [--prompt-len N] [--gen-len N] [--batch N] [--backend cpu|cuda]
             [--json]
   bench     --synthetic llama3-8b[,llama2-7b,llama2-13b,llama2-70b] [--quant exl2:4.0,gptq:4:128]
-            [--batches 1,8,32] [--sweep] [--gpus 0,1] [--json]
+            [--batches 1,8,32] [--sweep] [--gpus 0,1 [--split layer|tensor]
+            [--all-reduce fused,peer,nccl]] [--json]
                                     (GPU: random weights of real shapes, with hardware limits;
-                                    --gpus: split by layers over them against the first alone)
+                                    --gpus: by layers and tensor parallel against the first
+                                    alone; --all-reduce: tensor parallel once per way to sum)
   ppl       [--model PATH] --data FILE|builtin [--ctx N] [--stride N] [--max-tokens N]
             [--backend cpu|cuda] [--lora PATH[:W]]... [--cache fp16|q8|q6|q4] [--json]
             (sliding-window perplexity)

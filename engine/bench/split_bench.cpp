@@ -103,11 +103,21 @@ json run_placement(const std::vector<CudaBackend*>& backends, const ModelConfig&
 
 // The same model by tensor parallelism over `gpus`, with the all-reduce of a decode step's,
 // 32 rows' and a 2,048-token prefill's hidden rows timed alone.
+CudaBackendOptions::AllReduce all_reduce_choice(const std::string& way) {
+  if (way == "fused") return CudaBackendOptions::AllReduce::kFused;
+  if (way == "peer") return CudaBackendOptions::AllReduce::kPeer;
+  if (way == "nccl") return CudaBackendOptions::AllReduce::kNccl;
+  fail(ErrorCode::kInvalidArgument, "all-reduce '" + way + "': fused, peer or nccl");
+}
+
 json run_tensor_parallel(const std::vector<int>& gpus, const ModelConfig& config,
-                         const TensorSource& weights, const SplitBenchOptions& o) {
+                         const TensorSource& weights, const SplitBenchOptions& o,
+                         CudaBackendOptions::AllReduce all_reduce) {
   const Sizes z = sizes_for(o);
+  CudaBackendOptions bo;
+  bo.tensor_parallel_all_reduce = all_reduce;
   auto backend = create_tensor_parallel_backend(
-      gpus, {config.num_heads, config.num_kv_heads, config.head_dim, config.intermediate_size});
+      gpus, {config.num_heads, config.num_kv_heads, config.head_dim, config.intermediate_size}, bo);
   const auto t0 = std::chrono::steady_clock::now();
   LlamaModel model(config, *backend, weights, z.model);
   json r = {{"gpus", gpus.size()}};
@@ -240,8 +250,11 @@ SplitBenchReport run_layer_split_benchmark(const SplitBenchOptions& o) {
   if (o.tensor_parallel) {
     owned.clear();  // the tensor-parallel backend makes its own
     backends.clear();
-    run("tensor_parallel", o.gpus,
-        [&] { return run_tensor_parallel(o.gpus, config, *weights, o); });
+    for (const std::string& way : o.all_reduce) {
+      const std::string key = way == "fused" ? "tensor_parallel" : "tensor_parallel_" + way;
+      run(key.c_str(), o.gpus,
+          [&] { return run_tensor_parallel(o.gpus, config, *weights, o, all_reduce_choice(way)); });
+    }
   }
   return report;
 }

@@ -20,9 +20,12 @@ struct SplitBenchOptions {
   std::vector<int64_t> decode_batches = {1, 32};
   int64_t decode_context = 512;
   int decode_steps = 32;
-  bool single_gpu = true;  // also run the model on gpus[0] alone (skipped when it cannot fit)
+  bool single_gpu = true;       // also run the model on gpus[0] alone (skipped when it cannot fit)
   bool layer_split = true;      // split by layers over the GPUs
   bool tensor_parallel = true;  // and by tensor parallelism over the same GPUs
+  // Tensor parallelism once per way of summing decode steps: "fused" (the default: the peer
+  // kernel with the add and norm after it), "peer" (that kernel alone), "nccl".
+  std::vector<std::string> all_reduce = {"fused"};
   uint64_t seed = 1;
 };
 

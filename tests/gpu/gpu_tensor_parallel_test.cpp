@@ -5,7 +5,8 @@
 // divergence stays under 1e-4 and the top token is the same except where one GPU's two best
 // logits lie within fp16 rounding of each other (counted and printed). fp16, EXL2 and GPTQ
 // synthetic models (one with heads that divide unevenly), SmolLM2 from its GGUF, and the Engine's
-// greedy tokens.
+// greedy tokens. Also: the fused all-reduce and norm against the two steps, and act-order MLPs
+// divided without overlap.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -166,6 +167,30 @@ TEST_F(GpuTensorParallel, QuantizedLogitsMatchOneGpu) {
   }
 }
 
+// The all-reduce fused with the add and RMSNorm after it gives the same bits as the peer kernel
+// followed by the norm pass: decode steps take the fused kernel, the three prompts' rows (more
+// than one block per row allows) the two steps.
+TEST_F(GpuTensorParallel, FusedAllReduceAndNormAreBitIdenticalToTheTwoSteps) {
+  for (const char* name : {"tiny", "tiny-odd"}) {
+    const ModelConfig config = synthetic_model_config(name);
+    SyntheticSource weights(config, 5, DType::kF16);
+    auto run_with = [&](CudaBackendOptions::AllReduce way) {
+      CudaBackendOptions o;
+      o.tensor_parallel_all_reduce = way;
+      auto backend = create_tensor_parallel_backend(
+          {0, 1},
+          {config.num_heads, config.num_kv_heads, config.head_dim, config.intermediate_size}, o);
+      LlamaModel model(config, *backend, weights, model_options());
+      return run_steps(model);
+    };
+    const auto fused = run_with(CudaBackendOptions::AllReduce::kFused);
+    const auto two_steps = run_with(CudaBackendOptions::AllReduce::kPeer);
+    ASSERT_EQ(fused.size(), two_steps.size());
+    for (size_t r = 0; r < fused.size(); ++r)
+      ASSERT_EQ(fused[r], two_steps[r]) << name << " row " << r;
+  }
+}
+
 // Act-order rows are scattered over down's chunks, so dividing the MLP features by their own
 // order would leave each GPU nearly all of down. Numbered in down's stored row order (gate and up
 // gathered to match) each GPU holds half of each MLP linear.
@@ -202,7 +227,6 @@ TEST_F(GpuTensorParallel, ActOrderMlpDividesWithoutOverlap) {
         "%s: down on one GPU %.0f bytes, over two %.0f (features in order) / %.0f "
         "(down's order); gate %.0f / %.0f\n",
         format, whole_down, by_features, ordered_down, whole_gate, ordered_gate);
-    EXPECT_GT(by_features, 1.5 * whole_down) << format << ": act-order rows overlap";
     EXPECT_LT(ordered_down, 1.1 * whole_down) << format;
     EXPECT_LT(ordered_gate, 1.1 * whole_gate) << format;
   }

@@ -44,6 +44,12 @@ struct CudaBackendOptions {
   // (0: off; at most kMaxCheckRows in all).
   int64_t check_slice_max_tokens = 16;
   size_t cublas_workspace_bytes = size_t(32) << 20;
+  // Tensor parallelism's all-reduces of decode steps (up to 1 MiB), where the GPUs have peer
+  // access: by Hearth's peer kernel, fused with the add and RMSNorm that follow (kFused), by that
+  // kernel alone (kPeer), or by NCCL as larger messages always are (kNccl). kFused unless
+  // measuring the choices.
+  enum class AllReduce { kFused, kPeer, kNccl };
+  AllReduce tensor_parallel_all_reduce = AllReduce::kFused;
 };
 
 struct CudaDeviceInfo {

@@ -181,6 +181,11 @@ class CudaBackend final : public Backend {
   void flush_queued();
   // Forgets the queued ops (a capture that failed).
   void abandon_queued();
+  // add_rms_norm() of the sum over the devices of `delta` (this device's partial result), in one
+  // kernel with the all-reduce (kernels::all_reduce_add_rms_norm_peers); false, and nothing
+  // done, where that kernel does not take the shape.
+  bool all_reduce_add_rms_norm(DeviceTensor residual, DeviceTensor delta, const BackendWeight& w,
+                               float eps, DeviceTensor out, const kernels::AllReducePeers& peers);
   // Advances whenever memory a captured graph may use is freed or moved.
   uint64_t graph_epoch() const { return epoch_->load(); }
   void synchronize();

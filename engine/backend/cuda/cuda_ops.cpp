@@ -85,6 +85,25 @@ void CudaBackend::add_rms_norm(DeviceTensor residual, DeviceTensor delta, const 
                "add_rms_norm");
 }
 
+bool CudaBackend::all_reduce_add_rms_norm(DeviceTensor residual, DeviceTensor delta,
+                                          const BackendWeight& w, float eps, DeviceTensor out,
+                                          const kernels::AllReducePeers& peers) {
+  const kernels::Elem t = to_elem(residual.dtype);
+  if (!kernels::all_reduce_add_rms_norm_fits(t, residual.rows, residual.cols, peers)) return false;
+  const CudaTensorWeight& norm = tensor_weight(w, "add_rms_norm");
+  HEARTH_CHECK(norm.shape.size() == 1 && norm.shape[0] == residual.cols &&
+                   delta.cols == residual.cols && out.cols == residual.cols,
+               "add_rms_norm: shapes");
+  check_rows(delta, residual.rows, "add_rms_norm");
+  check_rows(out, residual.rows, "add_rms_norm");
+  flush_linears();
+  check_launch(kernels::all_reduce_add_rms_norm_peers(launch(), t, delta.data, residual.data,
+                                                      norm.buffer.as<float>(), eps, residual.rows,
+                                                      residual.cols, out.data, peers),
+               "all-reduce with add_rms_norm");
+  return true;
+}
+
 bool rows_overlap(const DeviceTensor& a, const DeviceTensor& b, int64_t rows) {
   const auto* a0 = static_cast<const char*>(a.data);
   const auto* b0 = static_cast<const char*>(b.data);

@@ -122,6 +122,7 @@ class TensorParallelBackend final : public Backend {
     }
     devices_ = devices;
     cuda_graphs_ = options.cuda_graphs;
+    all_reduce_ = options.tensor_parallel_all_reduce;
     // NVLink multicast (NVLS) can take a shared host's GPUs out of service; the all-reduces here
     // are small, where it gains nothing.
     setenv("NCCL_NVLS_ENABLE", "0", 1);
@@ -299,6 +300,7 @@ class TensorParallelBackend final : public Backend {
       }
     };
     auto discard = [&] {
+      unreduced_.reset();
       for (CudaBackend* r : ranks_) r->abandon_queued();
       end_captures();
       for (cudaGraph_t& g : captured) {
@@ -344,22 +346,39 @@ class TensorParallelBackend final : public Backend {
   }
 
   void embed(const BackendWeight& table, DeviceTensor out) override {
+    settle();
     const ShardedWeight& t = sharded(table);
     for_each([&](int d) { rank(d).embed(*t.parts[d], local(out, d)); });
   }
   void rms_norm(DeviceTensor x, const BackendWeight& w, float eps, DeviceTensor out) override {
+    settle();
     const ShardedWeight& s = sharded(w);
     for_each([&](int d) { rank(d).rms_norm(local(x, d), *s.parts[d], eps, local(out, d)); });
   }
   void add_rms_norm(DeviceTensor residual, DeviceTensor delta, const BackendWeight& w, float eps,
                     DeviceTensor out) override {
     const ShardedWeight& s = sharded(w);
+    if (unreduced_ && unreduced_->data == delta.data && unreduced_->rows == residual.rows &&
+        all_reduce_ == CudaBackendOptions::AllReduce::kFused && !peers_.empty() &&
+        kernels::all_reduce_add_rms_norm_fits(cuda::to_elem(delta.dtype), residual.rows,
+                                              residual.cols, peers_[0])) {
+      unreduced_.reset();
+      for_each([&](int d) {
+        const bool done =
+            rank(d).all_reduce_add_rms_norm(local(residual, d), local(delta, d), *s.parts[d], eps,
+                                            local(out, d), peers_[static_cast<size_t>(d)]);
+        HEARTH_CHECK(done, "tensor parallel: the fused all-reduce refused a shape it takes");
+      });
+      return;
+    }
+    settle();
     for_each([&](int d) {
       rank(d).add_rms_norm(local(residual, d), local(delta, d), *s.parts[d], eps, local(out, d));
     });
   }
 
   void linear(const BackendWeight& weight, DeviceTensor x, DeviceTensor out) override {
+    settle();
     const ShardedWeight& w = sharded(weight);
     const bool row = is_row_parallel(w.shard);
     for_each([&](int d) {
@@ -369,10 +388,12 @@ class TensorParallelBackend final : public Backend {
           row || w.shard == LinearShard::kWhole ? local(out, d) : local(out, d, width);
       rank(d).linear(*w.parts[d], xd, od);
     });
-    if (row) all_reduce(out);
+    // Summed by the next op: an add and norm takes the sum into its own kernel.
+    if (row) unreduced_ = out;
   }
 
   void rope(DeviceTensor q, DeviceTensor k, const RopeParams& params) override {
+    settle();
     const ShardedWeight& inv_freq = sharded(*params.inv_freq);
     for_each([&](int d) {
       RopeParams p = params;
@@ -383,6 +404,7 @@ class TensorParallelBackend final : public Backend {
 
   void attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCacheStorage& cache,
                  const AttentionParams& params, DeviceTensor out) override {
+    settle();
     auto* parts = dynamic_cast<ShardedKvCache*>(&cache);
     HEARTH_CHECK(parts != nullptr, "tensor parallel: a cache from another backend");
     for_each([&](int d) {
@@ -415,6 +437,7 @@ class TensorParallelBackend final : public Backend {
   }
 
   void silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) override {
+    settle();
     for_each([&](int d) {
       const int64_t w = split_.mlp_width(d);
       rank(d).silu_mul(local(gate, d, w), local(up, d, w), local(out, d, w));
@@ -422,6 +445,7 @@ class TensorParallelBackend final : public Backend {
   }
 
   void gather_logit_rows(DeviceTensor x, DeviceTensor out) override {
+    settle();
     for_each([&](int d) { rank(d).gather_logit_rows(local(x, d), local(out, d)); });
   }
 
@@ -430,15 +454,18 @@ class TensorParallelBackend final : public Backend {
   }
 
   void read_into(DeviceTensor t, int64_t rows, std::span<float> out) override {
+    settle();
     cuda::DeviceGuard guard(devices_[0]);
     rank(0).read_into(local(t, 0), rows, out);
   }
   double squared_distance(DeviceTensor a, DeviceTensor b, int64_t rows) override {
+    settle();
     cuda::DeviceGuard guard(devices_[0]);
     return rank(0).squared_distance(local(a, 0), local(b, 0), rows);
   }
   std::vector<int32_t> sample(DeviceTensor logits,
                               std::span<const SampleRequest> requests) override {
+    settle();
     cuda::DeviceGuard guard(devices_[0]);
     return rank(0).sample(local(logits, 0), requests);
   }
@@ -459,6 +486,7 @@ class TensorParallelBackend final : public Backend {
   // Issues `record` on every device and launches what each has queued.
   void record_all(const std::function<void()>& record) {
     record();
+    settle();
     for (CudaBackend* r : ranks_) r->flush_queued();
   }
 
@@ -584,12 +612,20 @@ class TensorParallelBackend final : public Backend {
     }
   }
 
+  // Sums the row-parallel output that waits for its all-reduce, if any.
+  void settle() {
+    if (!unreduced_) return;
+    const DeviceTensor t = *unreduced_;
+    unreduced_.reset();
+    all_reduce(t);
+  }
+
   // Sums every device's `t` in place (row-parallel outputs), after the ops that produce it:
   // small ones (decode steps) by the peer kernel, larger ones by NCCL.
   void all_reduce(const DeviceTensor& t) {
     for (CudaBackend* r : ranks_) r->flush_queued();
-    if (!peers_.empty() && !force_nccl_ && t.nbytes() <= kPeerAllReduceMaxBytes &&
-        t.nbytes() % 16 == 0) {
+    if (!peers_.empty() && !force_nccl_ && all_reduce_ != CudaBackendOptions::AllReduce::kNccl &&
+        t.nbytes() <= kPeerAllReduceMaxBytes && t.nbytes() % 16 == 0) {
       for (int d = 0; d < devices(); ++d) {
         cuda::DeviceGuard guard(devices_[static_cast<size_t>(d)]);
         const kernels::Launch launch{rank(d).stream(), false, 0};
@@ -651,6 +687,9 @@ class TensorParallelBackend final : public Backend {
   std::vector<cuda::DeviceBuffer> staging_, flags_, epochs_buffers_;
   std::vector<kernels::AllReducePeers> peers_;  // empty: NCCL only
   bool force_nccl_ = false;
+  CudaBackendOptions::AllReduce all_reduce_ = CudaBackendOptions::AllReduce::kFused;
+  // A row-parallel linear's output not yet summed over the devices (see linear()).
+  std::optional<DeviceTensor> unreduced_;
 };
 
 }  // namespace
