@@ -47,6 +47,9 @@ template <class T>
 __global__ void __launch_bounds__(kThreads)
     all_reduce_kernel(uint4* data, int64_t vectors, AllReducePeers p) {
   constexpr int kPerVector = 16 / sizeof(T);
+  // The next kernel may start its own set-up now; this one's inputs come from the one before.
+  pdl_launch_dependents();
+  pdl_wait();
   const int block = blockIdx.x;
   const int64_t per_block = (vectors + gridDim.x - 1) / gridDim.x;
   const int64_t begin = block * per_block;
@@ -89,6 +92,8 @@ __global__ void all_reduce_add_rms_norm_kernel(uint4* delta, uint4* residual,
                                                int64_t row_vectors, uint4* out, AllReducePeers p) {
   __shared__ float scratch[32];
   __shared__ uint32_t epoch;
+  pdl_launch_dependents();
+  pdl_wait();
   const int block = blockIdx.x;
   if (threadIdx.x == 0) epoch = p.epochs[block] + 1;
   __syncthreads();
@@ -145,18 +150,17 @@ cudaError_t all_reduce_add_rms_norm_peers(const Launch& l, Elem t, void* delta, 
   }
   // rms_norm_kernel's block size for this width (elementwise.cu), for the same sums.
   const int threads = cols <= 2048 ? 128 : cols <= 8192 ? 256 : 512;
-  const Launch plain{l.stream, false, l.sm_count};  // spins: never starts early (PDL)
   auto* d = static_cast<uint4*>(delta);
   auto* r = static_cast<uint4*>(residual);
   auto* o = static_cast<uint4*>(out);
   const dim3 grid(static_cast<unsigned>(rows));
   switch (t) {
     case Elem::kF16:
-      return launch_kernel(plain, all_reduce_add_rms_norm_kernel<__half>, grid, dim3(threads), 0, d,
-                           r, w, eps, cols / 8, o, peers);
+      return launch_kernel(l, all_reduce_add_rms_norm_kernel<__half>, grid, dim3(threads), 0, d, r,
+                           w, eps, cols / 8, o, peers);
     case Elem::kBF16:
-      return launch_kernel(plain, all_reduce_add_rms_norm_kernel<__nv_bfloat16>, grid,
-                           dim3(threads), 0, d, r, w, eps, cols / 8, o, peers);
+      return launch_kernel(l, all_reduce_add_rms_norm_kernel<__nv_bfloat16>, grid, dim3(threads), 0,
+                           d, r, w, eps, cols / 8, o, peers);
     case Elem::kF32:
       break;
   }
@@ -181,18 +185,17 @@ cudaError_t all_reduce_peers(const Launch& l, Elem t, void* data, int64_t count,
   const auto blocks = static_cast<unsigned>(ceil_div(vectors, kThreads) < kAllReduceMaxBlocks
                                                 ? ceil_div(vectors, kThreads)
                                                 : kAllReduceMaxBlocks);
-  const Launch plain{l.stream, false, l.sm_count};  // spins: never starts early (PDL)
   auto* v = static_cast<uint4*>(data);
   switch (t) {
     case Elem::kF16:
-      return launch_kernel(plain, all_reduce_kernel<__half>, dim3(blocks), dim3(kThreads), 0, v,
+      return launch_kernel(l, all_reduce_kernel<__half>, dim3(blocks), dim3(kThreads), 0, v,
                            vectors, peers);
     case Elem::kBF16:
-      return launch_kernel(plain, all_reduce_kernel<__nv_bfloat16>, dim3(blocks), dim3(kThreads), 0,
-                           v, vectors, peers);
-    case Elem::kF32:
-      return launch_kernel(plain, all_reduce_kernel<float>, dim3(blocks), dim3(kThreads), 0, v,
+      return launch_kernel(l, all_reduce_kernel<__nv_bfloat16>, dim3(blocks), dim3(kThreads), 0, v,
                            vectors, peers);
+    case Elem::kF32:
+      return launch_kernel(l, all_reduce_kernel<float>, dim3(blocks), dim3(kThreads), 0, v, vectors,
+                           peers);
   }
   return cudaErrorInvalidValue;
 }

@@ -181,6 +181,9 @@ class CudaBackend final : public Backend {
   void flush_queued();
   // Forgets the queued ops (a capture that failed).
   void abandon_queued();
+  // Sums every device's `t` in place by the peer kernel (kernels::all_reduce_peers), after the
+  // queued ops that produce it.
+  void all_reduce_peers(DeviceTensor t, const kernels::AllReducePeers& peers);
   // add_rms_norm() of the sum over the devices of `delta` (this device's partial result), in one
   // kernel with the all-reduce (kernels::all_reduce_add_rms_norm_peers); false, and nothing
   // done, where that kernel does not take the shape.

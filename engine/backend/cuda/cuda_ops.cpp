@@ -85,6 +85,13 @@ void CudaBackend::add_rms_norm(DeviceTensor residual, DeviceTensor delta, const 
                "add_rms_norm");
 }
 
+void CudaBackend::all_reduce_peers(DeviceTensor t, const kernels::AllReducePeers& peers) {
+  flush_linears();
+  check_launch(
+      kernels::all_reduce_peers(launch(), to_elem(t.dtype), t.data, t.rows * t.cols, peers),
+      "an all-reduce across the GPUs");
+}
+
 bool CudaBackend::all_reduce_add_rms_norm(DeviceTensor residual, DeviceTensor delta,
                                           const BackendWeight& w, float eps, DeviceTensor out,
                                           const kernels::AllReducePeers& peers) {

@@ -626,13 +626,8 @@ class TensorParallelBackend final : public Backend {
     for (CudaBackend* r : ranks_) r->flush_queued();
     if (!peers_.empty() && !force_nccl_ && all_reduce_ != CudaBackendOptions::AllReduce::kNccl &&
         t.nbytes() <= kPeerAllReduceMaxBytes && t.nbytes() % 16 == 0) {
-      for (int d = 0; d < devices(); ++d) {
-        cuda::DeviceGuard guard(devices_[static_cast<size_t>(d)]);
-        const kernels::Launch launch{rank(d).stream(), false, 0};
-        cuda::check_cuda(kernels::all_reduce_peers(launch, cuda::to_elem(t.dtype), local(t, d).data,
-                                                   t.rows * t.cols, peers_[static_cast<size_t>(d)]),
-                         "an all-reduce across the GPUs");
-      }
+      for_each(
+          [&](int d) { rank(d).all_reduce_peers(local(t, d), peers_[static_cast<size_t>(d)]); });
       return;
     }
     const cuda::NcclApi& nccl = cuda::nccl();
