@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "engine/backend/cpu/cpu_backend_impl.h"
+#include "engine/backend/cpu/cpu_gemm.h"
 #include "engine/backend/cpu/cpu_math.h"
 #include "engine/core/error.h"
 #include "engine/sampling/sampler.h"
@@ -133,6 +134,7 @@ std::string CpuBackend::name() const {
   std::string quantized = "exact quantized linears";
   if (linears_ == CpuLinears::kFast) {
     quantized = std::string("integer-dot quantized linears (") + dot_kernel_name(dot_kernel_) + ")";
+    if (cpu_gemm_available()) quantized += ", prompts on BLAS";
   }
   return "cpu (" + std::to_string(pool_.size()) + " threads" + (using_avx2() ? ", avx2" : "") +
          ", " + quantized + ")";

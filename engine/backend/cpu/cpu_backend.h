@@ -13,6 +13,9 @@ namespace hearth {
 // kFast: the codes stay 4 or 8 bits, activations are quantized to 16-bit integers per block of
 // 32 and multiplied by integer dot products (engine/backend/cpu/quant_dot.h): several times
 // faster, and close to the exact values but not bit-identical. Dense linears are exact either way.
+// In kFast, prompt-sized inputs (32 rows and more) of every linear, dense or quantized, are
+// multiplied on BLAS where the build has it (cpu_gemm.h): the weights' exact values, fp32 sums in
+// the BLAS kernel's order, so a row's bits depend on how many rows come with it.
 enum class CpuLinears { kExact, kFast };
 const char* cpu_linears_name(CpuLinears linears);  // "exact", "fast"
 

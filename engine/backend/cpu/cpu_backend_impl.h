@@ -139,6 +139,8 @@ class CpuBackend final : public Backend {
 
  private:
   void linear_fast(const CpuLinearWeight& w, const float* x, int64_t rows, float* y);
+  // The fast mode's prompt-sized linears: blocks of fp32 weights times all rows on BLAS.
+  void linear_gemm(const CpuLinearWeight& w, const float* x, int64_t rows, float* y);
 
   ThreadPool pool_;
   CpuLinears linears_;

@@ -1,11 +1,14 @@
 // out[R, N] = x[R, K] · Wᵀ + bias. Work is split over blocks of output features; each block of
 // W rows is brought to fp32 once (converted or dequantized into a small per-thread buffer) and
-// used for every input row, so quantized weights never exist whole in fp32.
+// used for every input row, so quantized weights never exist whole in fp32. In the fast mode,
+// prompt-sized inputs multiply each block by all their rows at once on BLAS (cpu_gemm.h), and
+// fewer rows of quantized weights take the integer dot products (quant_dot.h).
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "engine/backend/cpu/cpu_backend_impl.h"
+#include "engine/backend/cpu/cpu_gemm.h"
 #include "engine/backend/cpu/cpu_math.h"
 #include "engine/core/error.h"
 
@@ -13,6 +16,26 @@ namespace hearth::cpu {
 namespace {
 
 constexpr int64_t kBlock = 16;  // output features per work item
+// The fast mode's BLAS path: from this many rows, and this many output features per SGEMM.
+constexpr int64_t kGemmMinRows = 32;
+constexpr int64_t kGemmBlock = 128;
+
+// Rows [n0, n1) of a linear's weights in fp32: a pointer into them when they are F32, else
+// converted or dequantized into `buffer`.
+const float* weight_rows(const CpuLinearWeight& w, int64_t n0, int64_t n1,
+                         std::vector<float>& buffer) {
+  const int64_t K = w.in_features;
+  if (!w.quantized && w.weight.dtype == DType::kF32) return w.weight.as<float>() + n0 * K;
+  buffer.resize(static_cast<size_t>((n1 - n0) * K));
+  if (w.quantized) {
+    w.quantized->dequantize_rows(n0, n1, buffer.data());
+  } else {
+    const size_t esize = dtype_size(w.weight.dtype);
+    convert_to_float(w.weight.dtype, static_cast<const std::byte*>(w.weight.data) + n0 * K * esize,
+                     buffer.data(), static_cast<size_t>((n1 - n0) * K));
+  }
+  return buffer.data();
+}
 
 }  // namespace
 
@@ -26,28 +49,18 @@ void CpuBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTenso
   const int64_t R = x.rows;
   const float* xs = static_cast<const float*>(x.data);
   float* ys = static_cast<float*>(out.data);
+  if (linears_ == CpuLinears::kFast && R >= kGemmMinRows && cpu_gemm_available()) {
+    return linear_gemm(w, xs, R, ys);
+  }
   if (w.int8) return linear_fast(w, xs, R, ys);
-  const bool direct = !w.quantized && w.weight.dtype == DType::kF32;
   const int64_t blocks = (N + kBlock - 1) / kBlock;
 
   pool_.parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<float> buffer(direct ? 0 : static_cast<size_t>(kBlock * K));
+    std::vector<float> buffer;
     for (int64_t blk = b0; blk < b1; ++blk) {
       const int64_t n0 = blk * kBlock;
       const int64_t n1 = std::min(N, n0 + kBlock);
-      const float* rows;
-      if (direct) {
-        rows = w.weight.as<float>() + n0 * K;
-      } else if (w.quantized) {
-        w.quantized->dequantize_rows(n0, n1, buffer.data());
-        rows = buffer.data();
-      } else {
-        const size_t esize = dtype_size(w.weight.dtype);
-        convert_to_float(w.weight.dtype,
-                         static_cast<const std::byte*>(w.weight.data) + n0 * K * esize,
-                         buffer.data(), static_cast<size_t>((n1 - n0) * K));
-        rows = buffer.data();
-      }
+      const float* rows = weight_rows(w, n0, n1, buffer);
       for (int64_t r = 0; r < R; ++r) {
         const float* xr = xs + r * K;
         float* yr = ys + r * N;
@@ -60,6 +73,22 @@ void CpuBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTenso
         if (!w.bias.empty()) {
           for (int64_t j = n0; j < n1; ++j) yr[j] += w.bias[j];
         }
+      }
+    }
+  });
+}
+
+void CpuBackend::linear_gemm(const CpuLinearWeight& w, const float* x, int64_t rows, float* y) {
+  const int64_t K = w.in_features, N = w.out_features;
+  const int64_t blocks = (N + kGemmBlock - 1) / kGemmBlock;
+  pool_.parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<float> buffer;
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t n0 = blk * kGemmBlock, n1 = std::min(N, n0 + kGemmBlock);
+      gemm_x_wt(x, rows, K, weight_rows(w, n0, n1, buffer), n1 - n0, y + n0, N);
+      if (w.bias.empty()) continue;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = n0; j < n1; ++j) y[r * N + j] += w.bias[j];
       }
     }
   });

@@ -55,9 +55,9 @@ __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* 
   return s;
 }
 
-__attribute__((target("avx2,fma"))) void dot4_avx2(const float* x, const float* w0,
-                                                   const float* w1, const float* w2,
-                                                   const float* w3, int64_t n, float out[4]) {
+__attribute__((target("avx2,fma"))) void dot4_avx2(const float* x, const float* w0, const float* w1,
+                                                   const float* w2, const float* w3, int64_t n,
+                                                   float out[4]) {
   __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
   __m256 a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
   int64_t i = 0;
@@ -80,8 +80,7 @@ __attribute__((target("avx2,fma"))) void dot4_avx2(const float* x, const float* 
   }
 }
 
-__attribute__((target("avx2,fma"))) void axpy_avx2(float a, const float* x, float* y,
-                                                   int64_t n) {
+__attribute__((target("avx2,fma"))) void axpy_avx2(float a, const float* x, float* y, int64_t n) {
   const __m256 av = _mm256_set1_ps(a);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -95,14 +94,18 @@ bool detect_avx2() {
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 #else
-bool detect_avx2() { return false; }
+bool detect_avx2() {
+  return false;
+}
 #endif
 
 const bool kAvx2 = detect_avx2();
 
 }  // namespace
 
-bool using_avx2() { return kAvx2; }
+bool using_avx2() {
+  return kAvx2;
+}
 
 float dot(const float* a, const float* b, int64_t n) {
 #if defined(__x86_64__)
