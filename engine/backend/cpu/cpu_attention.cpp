@@ -1,5 +1,8 @@
 // Causal grouped-query attention over the paged KV cache, one (token, head) pair per work item:
-// scores in fp32, softmax with the maximum subtracted, then the weighted sum of values.
+// scores in fp32, softmax with the maximum subtracted, then the weighted sum of values. In the
+// fast mode a sequence with a prompt's worth of new tokens instead takes blocks of its tokens
+// against its keys and values as matrix products on BLAS (cpu_gemm.h): the same sums in
+// another order.
 // A quantized cache is read back once per (sequence, kv head) as rotated rows, and attention
 // runs in the rotated space (engine/backend/kv_cache_quant.h): q is rotated, and so is the
 // weighted sum of the values at the end.
@@ -9,11 +12,20 @@
 #include <vector>
 
 #include "engine/backend/cpu/cpu_backend_impl.h"
+#include "engine/backend/cpu/cpu_gemm.h"
 #include "engine/backend/cpu/cpu_math.h"
 #include "engine/backend/kv_cache_quant.h"
 #include "engine/core/error.h"
 
 namespace hearth::cpu {
+namespace {
+
+// The fast mode's BLAS attention: sequences with at least this many new tokens, in blocks of
+// this many tokens (their scores, tokens × query heads of a group × positions, stay small).
+constexpr int64_t kBlasAttentionMinTokens = 32;
+constexpr int64_t kBlasAttentionTokens = 64;
+
+}  // namespace
 
 void CpuBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCacheStorage& storage,
                            const AttentionParams& p, DeviceTensor out) {
@@ -83,6 +95,103 @@ void CpuBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCac
     });
   }
 
+  // Sequences whose new tokens go through matrix products, and those tokens in batch order.
+  std::vector<std::vector<int64_t>> seq_tokens(static_cast<size_t>(S));
+  for (int64_t t = 0; t < T; ++t) seq_tokens[static_cast<size_t>(batch_.token_seq[t])].push_back(t);
+  std::vector<char> by_blas(static_cast<size_t>(S), 0);
+  struct BlasItem {
+    int64_t seq, kv_head, first;
+  };
+  std::vector<BlasItem> blas_items;
+  if (linears_ == CpuLinears::kFast && cpu_gemm_available()) {
+    for (int64_t s = 0; s < S; ++s) {
+      const auto n = static_cast<int64_t>(seq_tokens[static_cast<size_t>(s)].size());
+      if (n < kBlasAttentionMinTokens) continue;
+      by_blas[static_cast<size_t>(s)] = 1;
+      for (int64_t h = 0; h < p.num_kv_heads; ++h) {
+        for (int64_t first = 0; first < n; first += kBlasAttentionTokens) {
+          blas_items.push_back({s, h, first});
+        }
+      }
+    }
+  }
+  if (!blas_items.empty()) {
+    pool_.parallel_for(static_cast<int64_t>(blas_items.size()), 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> keys, values, queries, scores, acc;
+      for (int64_t i = begin; i < end; ++i) {
+        const BlasItem& item = blas_items[static_cast<size_t>(i)];
+        const std::vector<int64_t>& tokens = seq_tokens[static_cast<size_t>(item.seq)];
+        const int64_t n =
+            std::min(kBlasAttentionTokens, static_cast<int64_t>(tokens.size()) - item.first);
+        // Keys and values up to the block's last position, contiguous.
+        int64_t len = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          len = std::max<int64_t>(len, batch_.positions[tokens[item.first + j]] + 1);
+        }
+        const float* K;
+        const float* V;
+        if (rotated) {
+          const int64_t at = item.kv_head * seq_len[item.seq] * D;
+          K = seq_keys[item.seq].data() + at;
+          V = seq_values[item.seq].data() + at;
+        } else {
+          keys.resize(static_cast<size_t>(len * D));
+          values.resize(static_cast<size_t>(len * D));
+          for (int64_t j = 0; j < len; ++j) {
+            const int64_t page = page_of(item.seq, j), slot = j % spec.page_size;
+            std::copy_n(cache.key(p.layer, page, slot, item.kv_head), D, keys.data() + j * D);
+            std::copy_n(cache.value(p.layer, page, slot, item.kv_head), D, values.data() + j * D);
+          }
+          K = keys.data();
+          V = values.data();
+        }
+        // Row r = token j of the block × query head g of the group.
+        const int64_t rows = n * group;
+        queries.resize(static_cast<size_t>(rows * D));
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t t = tokens[item.first + j];
+          for (int64_t g = 0; g < group; ++g) {
+            float* row = queries.data() + (j * group + g) * D;
+            std::copy_n(
+                static_cast<const float*>(q.data) + t * q.cols + (item.kv_head * group + g) * D, D,
+                row);
+            if (rotated) hadamard_rotate(row, D);
+          }
+        }
+        scores.resize(static_cast<size_t>(rows * len));
+        gemm_x_wt(queries.data(), rows, D, K, len, scores.data(), len);
+        std::vector<float> sums(static_cast<size_t>(rows));
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t visible = batch_.positions[tokens[item.first + r / group]] + 1;
+          float* row = scores.data() + r * len;
+          float max_score = -std::numeric_limits<float>::infinity();
+          for (int64_t j = 0; j < visible; ++j) {
+            row[j] *= p.scale;
+            max_score = std::max(max_score, row[j]);
+          }
+          float sum = 0;
+          for (int64_t j = 0; j < visible; ++j) {
+            row[j] = std::exp(row[j] - max_score);
+            sum += row[j];
+          }
+          std::fill(row + visible, row + len, 0.0f);  // causal: later positions
+          sums[static_cast<size_t>(r)] = sum;
+        }
+        acc.resize(static_cast<size_t>(rows * D));
+        gemm_x_w(scores.data(), rows, len, V, D, acc.data(), D);
+        for (int64_t r = 0; r < rows; ++r) {
+          float* row = acc.data() + r * D;
+          const float inv = 1.0f / sums[static_cast<size_t>(r)];
+          for (int64_t d = 0; d < D; ++d) row[d] *= inv;
+          if (rotated) hadamard_rotate(row, D);
+          const int64_t t = tokens[item.first + r / group];
+          const int64_t h = item.kv_head * group + r % group;
+          std::copy_n(row, D, static_cast<float*>(out.data) + t * out.cols + h * D);
+        }
+      }
+    });
+  }
+
   pool_.parallel_for(T * p.num_heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> scores;
     std::vector<float> acc(static_cast<size_t>(D));
@@ -93,6 +202,7 @@ void CpuBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCac
       const int64_t h = item % p.num_heads;
       const int64_t kvh = h / group;
       const int64_t seq = batch_.token_seq[t];
+      if (by_blas[static_cast<size_t>(seq)]) continue;
       const int64_t len = batch_.positions[t] + 1;  // causal: positions 0..pos
       const float* qv = static_cast<const float*>(q.data) + t * q.cols + h * D;
       if (rotated) {

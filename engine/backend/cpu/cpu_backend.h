@@ -14,8 +14,9 @@ namespace hearth {
 // 32 and multiplied by integer dot products (engine/backend/cpu/quant_dot.h): several times
 // faster, and close to the exact values but not bit-identical. Dense linears are exact either way.
 // In kFast, prompt-sized inputs (32 rows and more) of every linear, dense or quantized, are
-// multiplied on BLAS where the build has it (cpu_gemm.h): the weights' exact values, fp32 sums in
-// the BLAS kernel's order, so a row's bits depend on how many rows come with it.
+// multiplied on BLAS where the build has it (cpu_gemm.h), and so is the attention of a sequence
+// with 32 new tokens or more: the weights' exact values, fp32 sums in the BLAS kernel's order, so
+// a row's bits depend on how many rows come with it.
 enum class CpuLinears { kExact, kFast };
 const char* cpu_linears_name(CpuLinears linears);  // "exact", "fast"
 

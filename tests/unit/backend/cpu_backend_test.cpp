@@ -41,7 +41,8 @@ class CpuBackendTest : public ::testing::Test {
       const int64_t pages = (starts[s] + lengths[s] + page_size - 1) / page_size;
       std::vector<int32_t> table;
       // Pages handed out in a scrambled order, to catch page-table indexing bugs.
-      for (int64_t p = 0; p < pages; ++p) table.push_back(next_page + static_cast<int32_t>(pages - 1 - p));
+      for (int64_t p = 0; p < pages; ++p)
+        table.push_back(next_page + static_cast<int32_t>(pages - 1 - p));
       next_page += static_cast<int32_t>(pages);
       page_store.push_back(table);
     }
@@ -88,7 +89,8 @@ TEST_F(CpuBackendTest, LinearMatchesDoubleReferenceForEveryWeightType) {
     for (int64_t r = 0; r < R; ++r) {
       for (int64_t n = 0; n < N; ++n) {
         double ref = bias[n];
-        for (int64_t k = 0; k < K; ++k) ref += static_cast<double>(x[r * K + k]) * w_exact[n * K + k];
+        for (int64_t k = 0; k < K; ++k)
+          ref += static_cast<double>(x[r * K + k]) * w_exact[n * K + k];
         EXPECT_NEAR(y[r * N + n], ref, 1e-5 * (1 + std::fabs(ref))) << "dtype " << dtype_name(dt);
       }
     }
@@ -145,61 +147,135 @@ TEST_F(CpuBackendTest, RopeRotatesHalvesAtEachTokensPosition) {
 
 // Causal GQA attention over pages, across several forward passes: the second pass must see the
 // keys stored by the first.
-TEST_F(CpuBackendTest, PagedAttentionMatchesDenseReference) {
-  const int64_t heads = 4, kv_heads = 2, D = 16, page = 4;
-  KvCacheSpec spec{1, kv_heads, D, page, 16, KvCacheType::kF32};
-  auto cache = backend->create_kv_cache(spec);
-  AttentionParams ap{0, heads, kv_heads, D, 0.25f};
-  // All keys/values ever written per sequence, for the reference.
-  std::vector<std::vector<float>> all_k(2), all_v(2);
-  std::vector<std::vector<int32_t>> toks, pages;
+// Two passes over two sequences: a prompt each (crossing page boundaries), then a decode step
+// for one and a longer chunk for the other. The lengths take the fast mode's matrix-product
+// attention (32 new tokens and more, in blocks of 64) as well as its per-token loop. Returns the
+// inputs and each pass's outputs.
+struct AttentionRun {
+  std::vector<std::vector<float>> q, k, v, out;
+};
+
+AttentionRun run_attention(Backend& backend, KvCacheType type, const std::vector<float>& seed_q,
+                           int64_t heads, int64_t kv_heads, int64_t D) {
+  const int64_t page = 4;
+  auto cache = backend.create_kv_cache({1, kv_heads, D, page, 40, type});
+  const AttentionParams ap{0, heads, kv_heads, D, 0.25f};
+  // Pages handed out in a scrambled order, to catch page-table indexing bugs.
+  std::vector<int32_t> table0, table1;
+  for (int32_t p = 0; p < 40; ++p) (p % 3 == 1 ? table0 : table1).push_back((p * 17) % 40);
   const std::vector<std::pair<std::vector<int>, std::vector<int>>> passes = {
-      {{6, 3}, {0, 0}},  // prefill: lengths 6 and 3, crossing page boundaries
-      {{1, 5}, {6, 3}},  // decode for one, a longer chunk for the other
+      {{40, 3}, {0, 0}},
+      {{1, 70}, {40, 3}},
+  };
+  AttentionRun run;
+  size_t drawn = 0;
+  auto draw = [&](int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = seed_q[drawn++ % seed_q.size()] * (1.0f + 0.001f * (drawn % 7));
+    return v;
   };
   for (const auto& [lengths, starts] : passes) {
-    BatchDesc b = batch_of(lengths, starts, toks, pages, page);
-    // Keep the page tables of the first pass: sequences own their pages.
-    b.seqs[0].page_table = std::span<const int32_t>();
-    static std::vector<int32_t> table0 = {3, 1}, table1 = {7, 0, 5};
-    b.seqs[0].page_table = table0;
-    b.seqs[1].page_table = table1;
-    backend->prepare_batch(b);
-    const int64_t T = b.total_tokens();
-    const auto qv = random(T * heads * D), kv = random(T * kv_heads * D), vv = random(T * kv_heads * D);
-    DeviceTensor q = make(T, heads * D, qv), k = make(T, kv_heads * D, kv), v = make(T, kv_heads * D, vv);
-    DeviceTensor out = backend->alloc_activation(T, heads * D);
-    int64_t row = 0;
+    std::vector<std::vector<int32_t>> toks;
+    BatchDesc b;
+    for (size_t s = 0; s < lengths.size(); ++s) toks.emplace_back(lengths[s], int32_t(s + 1));
     for (size_t s = 0; s < lengths.size(); ++s) {
-      for (int i = 0; i < lengths[s]; ++i, ++row) {
-        all_k[s].insert(all_k[s].end(), kv.begin() + row * kv_heads * D, kv.begin() + (row + 1) * kv_heads * D);
-        all_v[s].insert(all_v[s].end(), vv.begin() + row * kv_heads * D, vv.begin() + (row + 1) * kv_heads * D);
-      }
+      b.seqs.push_back(
+          {toks[s], starts[s],
+           s == 0 ? std::span<const int32_t>(table0) : std::span<const int32_t>(table1)});
     }
-    backend->attention(q, k, v, *cache, ap, out);
-    const auto o = get(out);
-    row = 0;
-    for (size_t s = 0; s < lengths.size(); ++s) {
-      for (int i = 0; i < lengths[s]; ++i, ++row) {
-        const int pos = starts[s] + i;
-        for (int64_t h = 0; h < heads; ++h) {
-          const int64_t g = h / (heads / kv_heads);
-          std::vector<double> w(pos + 1);
-          double mx = -1e300;
-          for (int j = 0; j <= pos; ++j) {
-            double d = 0;
-            for (int64_t e = 0; e < D; ++e) d += static_cast<double>(qv[row * heads * D + h * D + e]) * all_k[s][(j * kv_heads + g) * D + e];
-            w[j] = d * 0.25;
-            mx = std::max(mx, w[j]);
-          }
-          double sum = 0;
-          for (auto& x : w) sum += (x = std::exp(x - mx));
-          for (int64_t e = 0; e < D; ++e) {
-            double ref = 0;
-            for (int j = 0; j <= pos; ++j) ref += w[j] / sum * all_v[s][(j * kv_heads + g) * D + e];
-            EXPECT_NEAR(o[row * heads * D + h * D + e], ref, 1e-5) << "seq " << s << " pos " << pos;
+    backend.prepare_batch(b);
+    const int64_t T = b.total_tokens();
+    run.q.push_back(draw(T * heads * D));
+    run.k.push_back(draw(T * kv_heads * D));
+    run.v.push_back(draw(T * kv_heads * D));
+    auto make = [&](int64_t cols, const std::vector<float>& values) {
+      DeviceTensor t = backend.alloc_activation(T, cols);
+      std::copy(values.begin(), values.end(), static_cast<float*>(t.data));
+      return t;
+    };
+    DeviceTensor q = make(heads * D, run.q.back()), k = make(kv_heads * D, run.k.back()),
+                 v = make(kv_heads * D, run.v.back());
+    DeviceTensor out = backend.alloc_activation(T, heads * D);
+    backend.attention(q, k, v, *cache, ap, out);
+    run.out.push_back(backend.read(out, T));
+  }
+  return run;
+}
+
+TEST_F(CpuBackendTest, PagedAttentionMatchesDenseReference) {
+  const int64_t heads = 4, kv_heads = 2, D = 16;
+  const std::vector<float> seed = random(997);
+  const std::vector<std::pair<std::vector<int>, std::vector<int>>> passes = {
+      {{40, 3}, {0, 0}},
+      {{1, 70}, {40, 3}},
+  };
+  for (CpuLinears mode : {CpuLinears::kExact, CpuLinears::kFast}) {
+    SCOPED_TRACE(cpu_linears_name(mode));
+    auto cpu = create_cpu_backend(2, mode);
+    const AttentionRun run = run_attention(*cpu, KvCacheType::kF32, seed, heads, kv_heads, D);
+    // All keys/values ever written per sequence, for the reference.
+    std::vector<std::vector<float>> all_k(2), all_v(2);
+    for (size_t pass = 0; pass < passes.size(); ++pass) {
+      const auto& [lengths, starts] = passes[pass];
+      const auto& qv = run.q[pass];
+      int64_t row = 0;
+      for (size_t s = 0; s < lengths.size(); ++s) {
+        for (int i = 0; i < lengths[s]; ++i, ++row) {
+          const auto& kv = run.k[pass];
+          const auto& vv = run.v[pass];
+          all_k[s].insert(all_k[s].end(), kv.begin() + row * kv_heads * D,
+                          kv.begin() + (row + 1) * kv_heads * D);
+          all_v[s].insert(all_v[s].end(), vv.begin() + row * kv_heads * D,
+                          vv.begin() + (row + 1) * kv_heads * D);
+        }
+      }
+      const auto& o = run.out[pass];
+      row = 0;
+      for (size_t s = 0; s < lengths.size(); ++s) {
+        for (int i = 0; i < lengths[s]; ++i, ++row) {
+          const int pos = starts[s] + i;
+          for (int64_t h = 0; h < heads; ++h) {
+            const int64_t g = h / (heads / kv_heads);
+            std::vector<double> w(pos + 1);
+            double mx = -1e300;
+            for (int j = 0; j <= pos; ++j) {
+              double d = 0;
+              for (int64_t e = 0; e < D; ++e) {
+                d += static_cast<double>(qv[row * heads * D + h * D + e]) *
+                     all_k[s][(j * kv_heads + g) * D + e];
+              }
+              w[j] = d * 0.25;
+              mx = std::max(mx, w[j]);
+            }
+            double sum = 0;
+            for (auto& x : w) sum += (x = std::exp(x - mx));
+            for (int64_t e = 0; e < D; ++e) {
+              double ref = 0;
+              for (int j = 0; j <= pos; ++j)
+                ref += w[j] / sum * all_v[s][(j * kv_heads + g) * D + e];
+              ASSERT_NEAR(o[row * heads * D + h * D + e], ref, 1e-5)
+                  << "seq " << s << " pos " << pos;
+            }
           }
         }
+      }
+    }
+  }
+}
+
+// With a quantized cache both modes attend in the rotated space over the same stored codes: the
+// fast mode's matrix products give the exact mode's values up to the order of the fp32 sums.
+TEST_F(CpuBackendTest, FastAttentionMatchesExactWithAQuantizedCache) {
+  const std::vector<float> seed = random(997);
+  auto exact = create_cpu_backend(2, CpuLinears::kExact);
+  auto fast = create_cpu_backend(2, CpuLinears::kFast);
+  for (KvCacheType type : {KvCacheType::kQ8, KvCacheType::kQ4}) {
+    const AttentionRun a = run_attention(*exact, type, seed, 6, 2, 64);
+    const AttentionRun b = run_attention(*fast, type, seed, 6, 2, 64);
+    for (size_t pass = 0; pass < a.out.size(); ++pass) {
+      ASSERT_EQ(a.out[pass].size(), b.out[pass].size());
+      for (size_t i = 0; i < a.out[pass].size(); ++i) {
+        ASSERT_NEAR(a.out[pass][i], b.out[pass][i], 1e-5) << kv_cache_type_name(type) << " " << i;
       }
     }
   }
@@ -235,7 +311,8 @@ TEST_F(CpuBackendTest, EmbedSiluAndLogitRows) {
   DeviceTensor at = make(2, 6, a), ut = make(2, 6, u), ot = backend->alloc_activation(2, 6);
   backend->silu_mul(at, ut, ot);
   const auto ov = get(ot);
-  for (int i = 0; i < 12; ++i) EXPECT_NEAR(ov[i], a[i] / (1 + std::exp(-static_cast<double>(a[i]))) * u[i], 1e-6);
+  for (int i = 0; i < 12; ++i)
+    EXPECT_NEAR(ov[i], a[i] / (1 + std::exp(-static_cast<double>(a[i]))) * u[i], 1e-6);
 }
 
 TEST_F(CpuBackendTest, SquaredDistanceSumsTheFirstRows) {
