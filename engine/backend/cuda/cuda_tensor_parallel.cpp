@@ -59,20 +59,37 @@ class ShardedKvCache final : public KvCacheStorage {
   std::vector<std::unique_ptr<KvCacheStorage>> parts_;
 };
 
-// Columns `cols` (in that order) of every row of a 2-D host tensor, as a tensor of its own.
+// Columns `cols` (in that order) of every row of a 2-D host tensor, as a tensor of its own. Runs
+// of consecutive columns (a whole range, in the usual case) are copied as one.
 HostTensor gather_columns(const HostTensor& t, std::span<const int64_t> cols) {
   const int64_t rows = t.shape[0], width = static_cast<int64_t>(cols.size());
   HostTensor out = HostTensor::allocate(t.dtype, {rows, width});
   const size_t elem = dtype_size(t.dtype);
   const auto* src = static_cast<const std::byte*>(t.data);
   auto* dst = static_cast<std::byte*>(out.mutable_data());
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t i = 0; i < width; ++i) {
+  for (int64_t i = 0; i < width;) {
+    int64_t run = 1;
+    while (i + run < width &&
+           cols[static_cast<size_t>(i + run)] == cols[static_cast<size_t>(i)] + run) {
+      ++run;
+    }
+    for (int64_t r = 0; r < rows; ++r) {
       std::memcpy(dst + static_cast<size_t>(r * width + i) * elem,
                   src + static_cast<size_t>(r * t.shape[1] + cols[static_cast<size_t>(i)]) * elem,
-                  elem);
+                  static_cast<size_t>(run) * elem);
     }
+    i += run;
   }
+  return out;
+}
+
+// Rows [n_begin, n_end) of a 2-D or 1-D host tensor: a view sharing its storage.
+HostTensor row_slice(const HostTensor& t, int64_t n_begin, int64_t n_end) {
+  const int64_t row_elems = t.shape.size() == 2 ? t.shape[1] : 1;
+  HostTensor out = t;
+  out.shape[0] = n_end - n_begin;
+  out.data = static_cast<const std::byte*>(t.data) +
+             static_cast<size_t>(n_begin * row_elems) * dtype_size(t.dtype);
   return out;
 }
 
@@ -202,11 +219,16 @@ class TensorParallelBackend final : public Backend {
                                            : gather_tile_columns(*layout, features);
         part.quantized = std::make_shared<TileLayoutWeight>(std::move(shard),
                                                             source.quantized->bits_per_weight());
+      } else if (row) {
+        part.weight = gather_columns(dense, features);
       } else {
-        part.weight = row ? gather_columns(dense, features) : gather_rows(dense, features);
+        part.weight = in_order ? row_slice(dense, begin, end) : gather_rows(dense, features);
       }
       // A row-parallel layer's bias joins the sum once.
-      if (source.bias && !row) part.bias = gather_rows(*source.bias, features);
+      if (source.bias && !row) {
+        part.bias =
+            in_order ? row_slice(*source.bias, begin, end) : gather_rows(*source.bias, features);
+      }
       if (source.bias && row && d == 0) part.bias = source.bias;
       w->parts.push_back(ranks_[static_cast<size_t>(d)]->upload_linear(part));
     }

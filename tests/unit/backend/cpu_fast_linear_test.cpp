@@ -197,6 +197,27 @@ double activation_rounding(const QuantizedWeight& weight, const std::vector<floa
   return std::sqrt(err / norm);
 }
 
+// The relative RMS difference of `source`'s outputs on the fast backend from the exact one's,
+// for input rows x [rows, K].
+double fast_against_exact(Backend& exact, Backend& fast, const LinearSource& source, int64_t K,
+                          int64_t N, const std::vector<float>& x, int64_t rows) {
+  std::vector<std::vector<float>> y;
+  for (Backend* b : {&exact, &fast}) {
+    const auto w = b->upload_linear(source);
+    DeviceTensor xt = b->alloc_activation(rows, K);
+    DeviceTensor yt = b->alloc_activation(rows, N);
+    std::copy(x.begin(), x.end(), static_cast<float*>(xt.data));  // CPU memory
+    b->linear(*w, xt, yt);
+    y.push_back(b->read(yt, rows));
+  }
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < y[0].size(); ++i) {
+    err += (y[1][i] - y[0][i]) * double(y[1][i] - y[0][i]);
+    norm += double(y[0][i]) * y[0][i];
+  }
+  return std::sqrt(err / norm);
+}
+
 // Through the backend: the fast linear against the exact one. On random weights its relative
 // error follows that of the rounded activations (about 3e-5 with an outlier in the row): with
 // a few dozen outputs it lands within 3 times that, plus, for EXL2/GPTQ, the fp16 rounding of
@@ -213,24 +234,12 @@ TEST(CpuFastLinear, LinearStaysCloseToTheExactPath) {
     const int64_t K = nw.weight->in_features(), N = nw.weight->out_features();
     for (int64_t rows : {1, 7}) {
       const std::vector<float> x = random_rows(rows, K, 17);
-      std::vector<std::vector<float>> y;
-      for (Backend* b : {exact.get(), fast.get()}) {
-        const auto w = b->upload_linear(source);
-        DeviceTensor xt = b->alloc_activation(rows, K);
-        DeviceTensor yt = b->alloc_activation(rows, N);
-        std::copy(x.begin(), x.end(), static_cast<float*>(xt.data));  // CPU memory
-        b->linear(*w, xt, yt);
-        y.push_back(b->read(yt, rows));
-      }
-      double err = 0, norm = 0;
-      for (size_t i = 0; i < y[0].size(); ++i) {
-        err += (y[1][i] - y[0][i]) * double(y[1][i] - y[0][i]);
-        norm += double(y[0][i]) * y[0][i];
-      }
       const double rounding = activation_rounding(*nw.weight, x, rows);
       EXPECT_GT(rounding, 0.0);
       const double fp16_products = nw.weight->format() == "gguf" ? 0.0 : 1e-3;
-      EXPECT_LT(std::sqrt(err / norm), 3 * rounding + fp16_products + 1e-6) << "rows " << rows;
+      EXPECT_LT(fast_against_exact(*exact, *fast, source, K, N, x, rows),
+                3 * rounding + fp16_products + 1e-6)
+          << "rows " << rows;
     }
   }
 }
@@ -266,24 +275,10 @@ TEST(CpuFastLinear, PromptSizedInputsRunOnBlasAtTheExactValues) {
     const int64_t K = source.quantized ? source.quantized->in_features() : DK;
     const int64_t N = source.quantized ? source.quantized->out_features() : DN;
     const int64_t rows = 40;
-    const std::vector<float> x = random_rows(rows, K, 31);
-    std::vector<std::vector<float>> y;
-    for (Backend* b : {exact.get(), fast.get()}) {
-      const auto w = b->upload_linear(source);
-      DeviceTensor xt = b->alloc_activation(rows, K);
-      DeviceTensor yt = b->alloc_activation(rows, N);
-      std::copy(x.begin(), x.end(), static_cast<float*>(xt.data));
-      b->linear(*w, xt, yt);
-      y.push_back(b->read(yt, rows));
-    }
-    double err = 0, norm = 0;
-    for (size_t i = 0; i < y[0].size(); ++i) {
-      err += (y[1][i] - y[0][i]) * double(y[1][i] - y[0][i]);
-      norm += double(y[0][i]) * y[0][i];
-    }
     // fp32 sums of a few hundred products in another order: ~1e-7 relative; the integer path's
     // 16-bit activations would give ~3e-5.
-    EXPECT_LT(std::sqrt(err / norm), 1e-6);
+    EXPECT_LT(fast_against_exact(*exact, *fast, source, K, N, random_rows(rows, K, 31), rows),
+              1e-6);
   }
 }
 
