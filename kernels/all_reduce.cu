@@ -45,10 +45,17 @@ __device__ void meet(const AllReducePeers& p, int block, uint32_t epoch) {
 // device's next flag).
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-    all_reduce_kernel(uint4* data, int64_t vectors, AllReducePeers p) {
+    all_reduce_kernel(uint4* data, int64_t vectors, int active, AllReducePeers p) {
   constexpr int kPerVector = 16 / sizeof(T);
   const int block = blockIdx.x;
-  const int64_t per_block = (vectors + gridDim.x - 1) / gridDim.x;
+  // Every call advances every block's counter, working or not: all of a device's counters then
+  // name the same call, so a call's set of slots is the same for every vector whichever block
+  // carries it (which block takes which vectors changes with the message's size).
+  if (block >= active) {
+    if (threadIdx.x == 0) p.epochs[block] += 1;
+    return;
+  }
+  const int64_t per_block = (vectors + active - 1) / active;
   const int64_t begin = block * per_block;
   const int64_t end = begin + per_block < vectors ? begin + per_block : vectors;
   __shared__ uint32_t epoch;
@@ -89,10 +96,16 @@ __global__ void __launch_bounds__(kThreads)
 template <class T>
 __global__ void all_reduce_add_rms_norm_kernel(uint4* delta, uint4* residual,
                                                const float* __restrict__ w, float eps,
-                                               int64_t row_vectors, uint4* out, AllReducePeers p) {
+                                               int64_t row_vectors, uint4* out, int active,
+                                               AllReducePeers p) {
   __shared__ float scratch[32];
   __shared__ uint32_t epoch;
   const int block = blockIdx.x;
+  // As in all_reduce_kernel: every call advances every block's counter, working or not.
+  if (block >= active) {
+    if (threadIdx.x == 0) p.epochs[block] += 1;
+    return;
+  }
   if (threadIdx.x == 0) epoch = p.epochs[block] + 1;
   __syncthreads();
   const int set = epoch & 1;
@@ -156,14 +169,15 @@ cudaError_t all_reduce_add_rms_norm_peers(const Launch& l, Elem t, void* delta, 
   auto* d = static_cast<uint4*>(delta);
   auto* r = static_cast<uint4*>(residual);
   auto* o = static_cast<uint4*>(out);
-  const dim3 grid(static_cast<unsigned>(rows));
+  const dim3 grid(kAllReduceMaxBlocks);  // blocks past `rows` only count the call
   switch (t) {
     case Elem::kF16:
       return launch_kernel(plain, all_reduce_add_rms_norm_kernel<__half>, grid, dim3(threads), 0, d,
-                           r, w, eps, cols / 8, o, peers);
+                           r, w, eps, cols / 8, o, static_cast<int>(rows), peers);
     case Elem::kBF16:
       return launch_kernel(plain, all_reduce_add_rms_norm_kernel<__nv_bfloat16>, grid,
-                           dim3(threads), 0, d, r, w, eps, cols / 8, o, peers);
+                           dim3(threads), 0, d, r, w, eps, cols / 8, o, static_cast<int>(rows),
+                           peers);
     case Elem::kF32:
       break;
   }
@@ -185,21 +199,22 @@ cudaError_t all_reduce_peers(const Launch& l, Elem t, void* data, int64_t count,
     return cudaErrorInvalidValue;
   }
   const int64_t vectors = bytes / 16;
-  const auto blocks = static_cast<unsigned>(ceil_div(vectors, kThreads) < kAllReduceMaxBlocks
-                                                ? ceil_div(vectors, kThreads)
-                                                : kAllReduceMaxBlocks);
+  const auto active = static_cast<int>(ceil_div(vectors, kThreads) < kAllReduceMaxBlocks
+                                           ? ceil_div(vectors, kThreads)
+                                           : kAllReduceMaxBlocks);
+  const dim3 blocks(kAllReduceMaxBlocks);           // past `active` they only count the call
   const Launch plain{l.stream, false, l.sm_count};  // as above
   auto* v = static_cast<uint4*>(data);
   switch (t) {
     case Elem::kF16:
-      return launch_kernel(plain, all_reduce_kernel<__half>, dim3(blocks), dim3(kThreads), 0, v,
-                           vectors, peers);
+      return launch_kernel(plain, all_reduce_kernel<__half>, blocks, dim3(kThreads), 0, v, vectors,
+                           active, peers);
     case Elem::kBF16:
-      return launch_kernel(plain, all_reduce_kernel<__nv_bfloat16>, dim3(blocks), dim3(kThreads), 0,
-                           v, vectors, peers);
+      return launch_kernel(plain, all_reduce_kernel<__nv_bfloat16>, blocks, dim3(kThreads), 0, v,
+                           vectors, active, peers);
     case Elem::kF32:
-      return launch_kernel(plain, all_reduce_kernel<float>, dim3(blocks), dim3(kThreads), 0, v,
-                           vectors, peers);
+      return launch_kernel(plain, all_reduce_kernel<float>, blocks, dim3(kThreads), 0, v, vectors,
+                           active, peers);
   }
   return cudaErrorInvalidValue;
 }
