@@ -7,6 +7,7 @@
 
 #include "engine/backend/tensor_parallel_split.h"
 #include "engine/core/error.h"
+#include "engine/formats/gptq_config.h"
 
 namespace hearth {
 
@@ -262,6 +263,22 @@ void place_on_gpus(MemoryPlan& plan, const LoadOptions& options, const ModelInfo
   }
 }
 
+namespace {
+
+// Whether the model's quantized layers store their rows in act-order (every EXL2 layer; GPTQ
+// with desc_act).
+bool act_order_rows(const ModelInfo& info) {
+  if (info.format == ModelFormat::kExl2) return true;
+  if (info.format != ModelFormat::kGptq) return false;
+  try {
+    return parse_gptq_config(info.quantization, info.name).desc_act.value_or(false);
+  } catch (const Error&) {
+    return false;  // the load reports a bad config; the plan only sizes
+  }
+}
+
+}  // namespace
+
 void place_tensor_parallel(MemoryPlan& plan, const LoadOptions& options, const ModelInfo& info,
                            const ResolvedLoad& r, const std::vector<DeviceMemoryInfo>& devices,
                            const std::vector<int>& gpus) {
@@ -289,10 +306,15 @@ void place_tensor_parallel(MemoryPlan& plan, const LoadOptions& options, const M
         static_cast<double>(split.mlp_width(g)) / static_cast<double>(c.intermediate_size);
     const double kv_share =
         static_cast<double>(split.kv_heads[g + 1] - split.kv_heads[g]) / kv_total;
+    // q, k, v and o by the GPU's heads, except an act-order o: its stored rows mix every head's
+    // inputs, so each GPU's shard keeps nearly all of it (the MLP is renumbered to avoid that;
+    // o cannot be).
     const double mlp_weights = 3.0 * static_cast<double>(c.intermediate_size);
-    const double attn_weights = 2.0 * static_cast<double>(c.q_dim() + c.kv_dim());
-    const double share =
-        (mlp_weights * mlp_share + attn_weights * kv_share) / (mlp_weights + attn_weights);
+    const double qkv_weights = static_cast<double>(c.q_dim() + 2 * c.kv_dim());
+    const double o_weights = static_cast<double>(c.q_dim());
+    const double o_share = act_order_rows(info) ? 1.0 : kv_share;
+    const double share = (mlp_weights * mlp_share + qkv_weights * kv_share + o_weights * o_share) /
+                         (mlp_weights + qkv_weights + o_weights);
     GpuShare s;
     s.device = gpus[static_cast<size_t>(g)];
     s.name = devices[static_cast<size_t>(g)].name;

@@ -207,6 +207,15 @@ TEST(GpuSplitPlan, TensorParallelGivesEveryGpuItsShareOfEveryLayer) {
   EXPECT_FALSE(small.fits);
   EXPECT_NE(small.advice.find("cuda:0 Test GPU"), std::string::npos) << small.advice;
   EXPECT_NE(small.advice.find("share of every layer"), std::string::npos) << small.advice;
+  // An act-order o (every EXL2 layer) stays nearly whole on each GPU: half of the rest of the
+  // layers, all of o (4096 × 4096 per layer).
+  ModelInfo exl2 = info;
+  exl2.format = ModelFormat::kExl2;
+  MemoryPlan act_order = whole;
+  place_tensor_parallel(act_order, o, exl2, r, {gpu(0, 80), gpu(1, 80)}, o.gpus);
+  const double o_bytes = double(layers) * (4096.0 * 4096) /
+                         (2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 * 14336);
+  EXPECT_NEAR(double(act_order.gpus[0].weights), double(plan.gpus[0].weights) + o_bytes / 2, 1e6);
   // Two key/value heads cannot be divided over three GPUs.
   ModelInfo narrow = info;
   narrow.config.num_kv_heads = 2;
