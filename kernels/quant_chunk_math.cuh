@@ -326,6 +326,35 @@ __device__ __forceinline__ float sum_slices(const float* p, int64_t stride, int 
   return sum;
 }
 
+// sum_slices for up to R rows at once (row r from p + r · row_stride, the first `rows` of them),
+// each added in the same slice order, so each row gets sum_slices' bits: R · 8 loads in flight
+// instead of 16, so that several rows' sums do not each cost their own round trips to L2.
+template <int R>
+__device__ __forceinline__ void sum_slices_rows(const float* p, int64_t row_stride, int rows,
+                                                int64_t stride, int count, float sum[R]) {
+  constexpr int kBatch = 8;
+#pragma unroll
+  for (int r = 0; r < R; ++r) sum[r] = 0.0f;
+  for (int s = 0; s < count; s += kBatch) {
+    float v[R][kBatch];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const float* at = p + r * row_stride + int64_t(s) * stride;
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i, at += stride) {
+        v[r][i] = r < rows && s + i < count ? __ldcg(at) : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        if (s + i < count) sum[r] += v[r][i];
+      }
+    }
+  }
+}
+
 // Chunks per K slice, from the shape only (so results do not depend on the batch size): enough
 // slices to fill the GPU several times over, as few as that allows (thresholds counted in tiles of
 // 4 × 32 outputs, measured: 16-chunk slices for the gate/up/down shapes, 8 for q/o, 4 for k/v).

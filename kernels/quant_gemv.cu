@@ -164,23 +164,40 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
   const int N = static_cast<int>(part.m.out_features);
   const int o = column_group * kQuantNormSlotColumns + static_cast<int>(threadIdx.x);
   const bool to_residual = part.residual != nullptr;
-  for (int tok = 0; tok < rows; ++tok) {
-    float sq = 0.0f;
+  // Rows two at a time: their slices' and residual's loads in flight together (four made the
+  // one-tile kernel spill within its 64 registers).
+  constexpr int kRowsAtOnce = 2;
+  for (int tok0 = 0; tok0 < rows; tok0 += kRowsAtOnce) {
+    const int here = min(kRowsAtOnce, rows - tok0);
+    float sums[kRowsAtOnce], old[kRowsAtOnce];
     if (o < N) {
-      const int64_t at = int64_t(tok) * N + o;
-      const float old = to_residual ? __half2float(part.residual[at]) : 0.0f;
-      const float v = qchunk::sum_slices(part.partials + at, int64_t(rows) * N, part.slices) +
-                      (part.bias ? part.bias[o] : 0.0f);
-      qchunk::store_out(part.out, part.out_f32, at, v);
-      if (to_residual) {
-        const __half sum = __float2half_rn(old + __half2float(__float2half_rn(v)));
-        part.residual[at] = sum;
-        sq = __half2float(sum) * __half2float(sum);
+#pragma unroll
+      for (int r = 0; r < kRowsAtOnce; ++r) {
+        old[r] =
+            to_residual && r < here ? __half2float(part.residual[int64_t(tok0 + r) * N + o]) : 0.0f;
       }
+      qchunk::sum_slices_rows<kRowsAtOnce>(part.partials + int64_t(tok0) * N + o, N, here,
+                                           int64_t(rows) * N, part.slices, sums);
     }
-    if (to_residual) {
-      sq = warp_sum(sq);
-      if ((threadIdx.x & 31) == 0) row_sq[tok][threadIdx.x >> 5] = sq;
+#pragma unroll
+    for (int r = 0; r < kRowsAtOnce; ++r) {
+      if (r >= here) break;  // the same for the whole block
+      const int tok = tok0 + r;
+      float sq = 0.0f;
+      if (o < N) {
+        const int64_t at = int64_t(tok) * N + o;
+        const float v = sums[r] + (part.bias ? part.bias[o] : 0.0f);
+        qchunk::store_out(part.out, part.out_f32, at, v);
+        if (to_residual) {
+          const __half sum = __float2half_rn(old[r] + __half2float(__float2half_rn(v)));
+          part.residual[at] = sum;
+          sq = __half2float(sum) * __half2float(sum);
+        }
+      }
+      if (to_residual) {
+        sq = warp_sum(sq);
+        if ((threadIdx.x & 31) == 0) row_sq[tok][threadIdx.x >> 5] = sq;
+      }
     }
   }
   if (threadIdx.x == 0) part.counters[column_group] = 0;  // ready for the next launch
@@ -307,15 +324,25 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
   const int staged_rows = staged_x_rows(MT, rows);
   // Stages the slice's x rows: value(tok, src, w) is row tok's staged value of input feature src
   // (w: weight_of(r, src) for slice row r).
+  // The rows' loads are issued four at a time, then stored: a loop over the rows alone waited
+  // for each (one round trip per row); all of them at once made the one-tile kernel spill.
+  constexpr int kRowsInFlight = 4;
   auto stage_x = [&](auto weight_of, auto value) {
     for (int i = 0, r = threadIdx.x; r < slice_rows; ++i, r += bd) {
       const int src = i == 0 ? src0 : i == 1 ? src1 : row_src[r];
       const int at = staged_position(r);
       const float w = weight_of(r, src);
-      for (int tok = 0; tok < rows; ++tok)
-        s_x[tok * xs_stride + at] = src >= 0 ? value(tok, src, w) : __float2half_rn(0.0f);
-      for (int tok = rows; tok < staged_rows; ++tok)
-        s_x[tok * xs_stride + at] = __float2half_rn(0.0f);
+      for (int tok0 = 0; tok0 < staged_rows; tok0 += kRowsInFlight) {
+        __half v[kRowsInFlight];
+#pragma unroll
+        for (int k = 0; k < kRowsInFlight; ++k) {
+          v[k] = src >= 0 && tok0 + k < rows ? value(tok0 + k, src, w) : __float2half_rn(0.0f);
+        }
+#pragma unroll
+        for (int k = 0; k < kRowsInFlight; ++k) {
+          if (tok0 + k < staged_rows) s_x[(tok0 + k) * xs_stride + at] = v[k];
+        }
+      }
     }
   };
   if (norm.inv_rms) {

@@ -151,7 +151,8 @@ double time_prefill(LlamaModel& model, Backend& backend, KvCacheStorage& cache, 
 }
 
 double time_check_steps(LlamaModel& model, CudaBackend& backend, KvCacheStorage& cache,
-                        int64_t tokens, int64_t pages_per_seq, int64_t context, int steps) {
+                        int64_t tokens, int64_t pages_per_seq, int64_t context, int steps,
+                        bool profile_first) {
   std::vector<int32_t> page_table;
   for (int64_t i = 0; i < pages_per_seq; ++i) page_table.push_back(static_cast<int32_t>(i));
   std::vector<int32_t> feed = tokens_for(tokens, model.config().vocab_size, 5);
@@ -169,8 +170,11 @@ double time_check_steps(LlamaModel& model, CudaBackend& backend, KvCacheStorage&
     s.page_table = page_table;
     s.all_logits = tokens > 1;
     desc.seqs.push_back(s);
+    const bool profile = profile_first && step == kDecodeWarmSteps;
+    if (profile) check_cuda(cudaProfilerStart(), "starting the profiler");
     DeviceTensor logits = model.forward(desc, cache);
     feed[0] = backend.sample(logits, requests)[0];
+    if (profile) check_cuda(cudaProfilerStop(), "stopping the profiler");
   }
   return seconds_since(start);
 }

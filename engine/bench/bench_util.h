@@ -41,20 +41,22 @@ constexpr int kDecodeWarmSteps = 3;
 // the device, after kDecodeWarmSteps untimed steps. `profile_first` brackets the first timed
 // step with cudaProfilerStart/Stop, for Nsight's --profile-from-start off.
 // `adapter_weights`, when given, holds each sequence's LoRA slot weights (row b % size()).
-double time_greedy_decode(LlamaModel& model, Backend& backend, KvCacheStorage& cache,
-                          int64_t batch, int64_t pages_per_seq, int64_t context, int steps,
+double time_greedy_decode(LlamaModel& model, Backend& backend, KvCacheStorage& cache, int64_t batch,
+                          int64_t pages_per_seq, int64_t context, int steps,
                           bool profile_first = false,
                           const std::vector<std::vector<float>>* adapter_weights = nullptr);
-// Seconds for `steps` speculative check steps of one sequence, laid out as
-// time_greedy_decode's: each step feeds the last sampled token and `tokens` - 1 proposals at
-// position `context` + step (every row's logits, sampled on the device), the cost of checking
-// `tokens` - 1 proposals against a one-token step (`tokens` = 1).
 // Median seconds of one forward pass over a `tokens`-token prompt (pages 0, 1, ... of
 // `page_size` positions) and a greedy sample of its last row, over three runs after a warm-up.
 double time_prefill(LlamaModel& model, Backend& backend, KvCacheStorage& cache, int64_t tokens,
                     int64_t page_size);
+// Seconds for `steps` speculative check steps of one sequence, laid out as
+// time_greedy_decode's: each step feeds the last sampled token and `tokens` - 1 proposals at
+// position `context` + step (every row's logits, sampled on the device), the cost of checking
+// `tokens` - 1 proposals against a one-token step (`tokens` = 1).
+// `profile_first` as for time_greedy_decode.
 double time_check_steps(LlamaModel& model, CudaBackend& backend, KvCacheStorage& cache,
-                        int64_t tokens, int64_t pages_per_seq, int64_t context, int steps);
+                        int64_t tokens, int64_t pages_per_seq, int64_t context, int steps,
+                        bool profile_first = false);
 // printf-style formatting of one number.
 std::string fmt(const char* format, double value);
 

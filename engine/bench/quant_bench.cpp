@@ -223,8 +223,9 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
   auto decode_run = [&](int64_t B) {
     const int warm = kDecodeWarmSteps;
     // With LoRA the profiled step is the first one with an adapter (below).
-    const double t = time_greedy_decode(lm, be, *cache, B, seq_pages, o.decode_context,
-                                        o.decode_steps, o.profile_decode_step && o.lora_rank == 0);
+    const double t =
+        time_greedy_decode(lm, be, *cache, B, seq_pages, o.decode_context, o.decode_steps,
+                           o.profile_decode_step && o.lora_rank == 0 && o.check_tokens.empty());
     const double tok_s = static_cast<double>(B * o.decode_steps) / t;
     const double avg_ctx = static_cast<double>(o.decode_context) + warm + o.decode_steps / 2.0;
     const double kv_bytes =
@@ -246,9 +247,12 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
   r["decode"] = decode;
   json checks = json::array();
   if (!o.check_tokens.empty()) {
+    // With check tokens the profiled step is the first check step of the most tokens.
     auto step_ms = [&](int64_t k) {
+      const bool profile = o.profile_decode_step && k == max_check;
       return 1e3 *
-             time_check_steps(lm, be, *cache, k, seq_pages, o.decode_context, o.decode_steps) /
+             time_check_steps(lm, be, *cache, k, seq_pages, o.decode_context, o.decode_steps,
+                              profile) /
              o.decode_steps;
     };
     const double one = step_ms(1);
@@ -368,6 +372,7 @@ QuantBenchReport run_quant_benchmark(const QuantBenchOptions& o) {
   for (const auto& m : o.models) synthetic_model_config(m);  // unknown names fail early
   CudaBackendOptions bo;
   bo.device = o.device;
+  if (o.fold_norm_max_rows >= 0) bo.fold_norm_max_rows = o.fold_norm_max_rows;
   auto backend = create_cuda_backend(bo);
   auto& be = static_cast<CudaBackend&>(*backend);
   const CudaDeviceInfo& info = be.device_info();

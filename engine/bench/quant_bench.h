@@ -40,8 +40,11 @@ struct QuantBenchOptions {
   int decode_steps = 32;
   bool kernel_sweep = true;  // on the first model's shapes, for every quantization
   // The first timed decode step of each batch size runs between cudaProfilerStart and
-  // cudaProfilerStop (for `ncu --profile-from-start off`: one step's kernels, nothing else).
+  // cudaProfilerStop (for `ncu --profile-from-start off`: one step's kernels, nothing else);
+  // with check_tokens, the first check step of the largest count instead.
   bool profile_decode_step = false;
+  // CudaBackendOptions::fold_norm_max_rows; negative: the backend's default.
+  int64_t fold_norm_max_rows = -1;
   uint64_t seed = 1;
   double memory_fraction = 0.9;  // models beyond this share of free memory run fewer layers
 };
