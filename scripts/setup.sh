@@ -17,6 +17,7 @@ packages=(
   qml6-module-qttest qml6-module-qtquick-shapes qml6-module-qt-labs-settings
   qt6-qpa-plugins xvfb xauth fonts-dejavu-core fonts-noto-cjk
   clang-14 libclang-rt-14-dev
+  g++-aarch64-linux-gnu qemu-user doctest-dev
   desktop-file-utils lintian dpkg-dev
 )
 

@@ -22,8 +22,13 @@ bool detect(DotKernel kernel) {
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
              __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+    case DotKernel::kNeon:
+      return false;
   }
   return false;
+#elif defined(__aarch64__) && defined(HEARTH_QUANT_DOT_NEON)
+  // Advanced SIMD is part of the AArch64 baseline: every such CPU runs it.
+  return kernel == DotKernel::kPortable || kernel == DotKernel::kNeon;
 #else
   return kernel == DotKernel::kPortable;
 #endif
@@ -37,6 +42,8 @@ const char* dot_kernel_name(DotKernel kernel) {
       return "avx2";
     case DotKernel::kAvx512Vnni:
       return "avx512-vnni";
+    case DotKernel::kNeon:
+      return "neon";
     case DotKernel::kPortable:
       break;
   }
@@ -46,11 +53,14 @@ const char* dot_kernel_name(DotKernel kernel) {
 bool cpu_runs(DotKernel kernel) {
   static const bool avx2 = detect(DotKernel::kAvx2);
   static const bool vnni = detect(DotKernel::kAvx512Vnni);
+  static const bool neon = detect(DotKernel::kNeon);
   switch (kernel) {
     case DotKernel::kAvx2:
       return avx2;
     case DotKernel::kAvx512Vnni:
       return vnni;
+    case DotKernel::kNeon:
+      return neon;
     case DotKernel::kPortable:
       break;
   }
@@ -60,6 +70,7 @@ bool cpu_runs(DotKernel kernel) {
 DotKernel best_dot_kernel() {
   if (cpu_runs(DotKernel::kAvx512Vnni)) return DotKernel::kAvx512Vnni;
   if (cpu_runs(DotKernel::kAvx2)) return DotKernel::kAvx2;
+  if (cpu_runs(DotKernel::kNeon)) return DotKernel::kNeon;
   return DotKernel::kPortable;
 }
 
@@ -182,6 +193,10 @@ void quant_dot_outputs(const Int8Weight& weight, const QuantizedRows& x, int64_t
       return quant_dot_avx512_vnni(a);
     case DotKernel::kAvx2:
       return quant_dot_avx2(a);
+#endif
+#if defined(__aarch64__) && defined(HEARTH_QUANT_DOT_NEON)
+    case DotKernel::kNeon:
+      return quant_dot_neon(a);
 #endif
     default:
       return quant_dot_portable(a);

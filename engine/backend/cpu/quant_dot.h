@@ -1,7 +1,7 @@
 // The CPU backend's fast quantized linear: activations quantized to 16-bit integers per block of
 // 32 stored rows, multiplied with an Int8Weight's codes by integer dot products (AVX-512 VNNI or
-// AVX2 where the CPU has them, plain C++ otherwise), each block's sum scaled into an fp32
-// accumulator. The weights are never expanded to fp32.
+// AVX2 where the CPU has them, NEON on AArch64, plain C++ otherwise), each block's sum scaled into
+// an fp32 accumulator. The weights are never expanded to fp32.
 //
 // For output n and row r: y = Σ_blocks d_b · Σ_spans a · Σ (u − 128)·q  +  Σ_spans c · d_b·Σq,
 // with x ≈ d_b·q (q in −32767..32767, d_b = max|x| / 32767 of the block), a and c the weight's
@@ -34,7 +34,7 @@ void resize_quantized_rows(const Int8Weight& weight, int64_t rows, QuantizedRows
 void quantize_rows(const Int8Weight& weight, const float* x, int64_t r0, int64_t r1,
                    QuantizedRows& out);
 
-enum class DotKernel { kPortable, kAvx2, kAvx512Vnni };
+enum class DotKernel { kPortable, kAvx2, kAvx512Vnni, kNeon };
 const char* dot_kernel_name(DotKernel kernel);
 // The fastest kernel this CPU runs, and whether it runs `kernel` at all.
 DotKernel best_dot_kernel();

@@ -1,7 +1,8 @@
 // The kernels behind quant_dot_outputs(), one per instruction set. The SIMD ones live in files
-// compiled for their instruction set alone (quant_dot_avx2.cpp, quant_dot_avx512_vnni.cpp) and
-// are called only where the CPU has it; their arguments are plain pointers so that those files
-// instantiate no library templates another file could end up linked against.
+// compiled for their instruction set alone (quant_dot_avx2.cpp, quant_dot_avx512_vnni.cpp,
+// quant_dot_neon.cpp on AArch64) and are called only where the CPU has it; their arguments are
+// plain pointers so that those files instantiate no library templates another file could end up
+// linked against.
 #pragma once
 
 #include <cstdint>
@@ -33,5 +34,6 @@ struct QuantDotArgs {
 void quant_dot_portable(const QuantDotArgs& args);
 void quant_dot_avx2(const QuantDotArgs& args);
 void quant_dot_avx512_vnni(const QuantDotArgs& args);
+void quant_dot_neon(const QuantDotArgs& args);  // AArch64 only
 
 }  // namespace hearth::cpu
