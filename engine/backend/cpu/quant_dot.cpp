@@ -97,9 +97,16 @@ void quantize_rows(const Int8Weight& weight, const float* x, int64_t r0, int64_t
     for (int64_t b = 0; b < blocks; ++b) {
       float amax = 0.0f;
       bool finite = true;
+      // Rows in order (GGUF, in-order GPTQ) are read straight from x, except in the padded tail.
+      if (weight.rows_in_order && 32 * b + 32 <= K) {
+        std::copy(xr + 32 * b, xr + 32 * b + 32, block);
+      } else {
+        for (int j = 0; j < 32; ++j) {
+          const int32_t k = weight.row_src[32 * b + j];
+          block[j] = k >= 0 ? xr[k] : 0.0f;
+        }
+      }
       for (int j = 0; j < 32; ++j) {
-        const int32_t k = weight.row_src[32 * b + j];
-        block[j] = k >= 0 ? xr[k] : 0.0f;
         finite = finite && std::isfinite(block[j]);
         amax = std::max(amax, std::fabs(block[j]));
       }
