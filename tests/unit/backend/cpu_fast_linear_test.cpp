@@ -136,8 +136,12 @@ TEST(CpuFastLinear, FourBitCodesAreStoredAsNibbles) {
                         nw.name.find("type 20") != std::string::npos ||  // IQ4_NL
                         nw.name.find("type 23") != std::string::npos ||  // IQ4_XS
                         nw.name.find("gptq 4-bit") != std::string::npos;
-    if (narrow) EXPECT_TRUE(form.nibbles) << nw.name;
-    if (nw.name.find("gguf type 8") != std::string::npos) EXPECT_FALSE(form.nibbles);  // Q8_0
+    if (narrow) {
+      EXPECT_TRUE(form.nibbles) << nw.name;
+    }
+    if (nw.name.find("gguf type 8") != std::string::npos) {  // Q8_0
+      EXPECT_FALSE(form.nibbles);
+    }
   }
 }
 
