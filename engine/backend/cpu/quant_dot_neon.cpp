@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "engine/backend/cpu/quant_dot_kernels.h"
+#include "engine/backend/cpu/quant_dot_loop.h"
 
 namespace hearth::cpu {
 namespace {
@@ -84,10 +85,6 @@ inline void add_block(const QuantDotArgs& a, const Block& w, const float* scale,
   }
 }
 
-// Where a kernel reads an output's codes: decoded block by block from nibbles or bytes (a few
-// rows), or widened once into 16-bit values (many rows, which then share one decoding).
-enum class CodeSource { kNibbles, kBytes, kWidened };
-
 template <CodeSource kSource>
 inline void block_codes(const uint8_t* codes, const int16_t* widened, int64_t b, uint8x16_t table,
                         Block& out) {
@@ -146,61 +143,25 @@ inline float offset_term(const float* offset, const float* sums, int64_t spans) 
   return total;
 }
 
-template <int kSpan, CodeSource kSource>
-inline void dot_some_rows(const QuantDotArgs& a, const uint8_t* codes, const float* scale,
-                          int64_t r0, int64_t rows, float* out) {
-  switch (rows) {
-    case 1:
-      return dot_rows<kSpan, 1, kSource>(a, codes, scale, r0, out);
-    case 2:
-      return dot_rows<kSpan, 2, kSource>(a, codes, scale, r0, out);
-    case 3:
-      return dot_rows<kSpan, 3, kSource>(a, codes, scale, r0, out);
-    default:
-      return dot_rows<kSpan, 4, kSource>(a, codes, scale, r0, out);
+// The Kernel of quant_dot_loop.h.
+struct NeonKernel {
+  template <int kSpan, int kRows, CodeSource kSource>
+  static void rows(const QuantDotArgs& a, const uint8_t* codes, const float* scale, int64_t r0,
+                   float* out) {
+    dot_rows<kSpan, kRows, kSource>(a, codes, scale, r0, out);
   }
-}
-
-template <int kSpan>
-inline void dot_span_rows(const QuantDotArgs& a, CodeSource source, const uint8_t* codes,
-                          const float* scale, int64_t r0, int64_t rows, float* out) {
-  switch (source) {
-    case CodeSource::kNibbles:
-      return dot_some_rows<kSpan, CodeSource::kNibbles>(a, codes, scale, r0, rows, out);
-    case CodeSource::kBytes:
-      return dot_some_rows<kSpan, CodeSource::kBytes>(a, codes, scale, r0, rows, out);
-    case CodeSource::kWidened:
-      return dot_some_rows<kSpan, CodeSource::kWidened>(a, codes, scale, r0, rows, out);
+  static void widen(const QuantDotArgs& a, const uint8_t* codes, int16_t* out) {
+    widen_codes(a, codes, out);
   }
-}
+  static float offsets(const float* offset, const float* sums, int64_t spans) {
+    return offset_term(offset, sums, spans);
+  }
+};
 
 }  // namespace
 
 void quant_dot_neon(const QuantDotArgs& a) {
-  const int64_t spans = a.stored_rows / a.span_rows;
-  // Up to four rows decode the codes as they go; more rows widen them once per output.
-  CodeSource source = CodeSource::kWidened;
-  if (a.rows <= 4) source = a.nibbles ? CodeSource::kNibbles : CodeSource::kBytes;
-  for (int64_t n = a.n0; n < a.n1; ++n) {
-    const uint8_t* codes = a.codes + n * a.code_stride;
-    if (source == CodeSource::kWidened) widen_codes(a, codes, a.scratch);
-    const float* scale = a.scales + n * spans;
-    const float* offset = a.offsets ? a.offsets + n * spans : nullptr;
-    for (int64_t r0 = 0; r0 < a.rows; r0 += 4) {
-      const int64_t rows = a.rows - r0 < 4 ? a.rows - r0 : 4;
-      float out[4];
-      if (a.span_rows == 32) {
-        dot_span_rows<32>(a, source, codes, scale, r0, rows, out);
-      } else {
-        dot_span_rows<16>(a, source, codes, scale, r0, rows, out);
-      }
-      for (int64_t i = 0; i < rows; ++i) {
-        const int64_t r = r0 + i;
-        const float extra = offset ? offset_term(offset, a.xsums + r * spans, spans) : 0.0f;
-        a.y[r * a.ldy + n] = out[i] + extra;
-      }
-    }
-  }
+  dot_outputs<NeonKernel>(a);
 }
 
 }  // namespace hearth::cpu
