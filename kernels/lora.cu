@@ -243,7 +243,28 @@ struct Expand {
   };
 };
 
+// out[c][s] = a[c][row_src[s]] (0 where row_src[s] < 0), one thread per element.
+__global__ void lora_gather_features_kernel(const __half* a, int cols, int64_t k,
+                                            const int32_t* row_src, int64_t stored, __half* out) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= cols * stored) return;
+  const int64_t c = i / stored, s = i - c * stored;
+  const int32_t src = row_src[s];
+  out[i] = src >= 0 && src < k ? a[c * k + src] : __float2half_rn(0.0f);
+}
+
 }  // namespace
+
+cudaError_t lora_gather_features(const Launch& l, const void* a, int cols, int64_t k,
+                                 const int32_t* row_src, int64_t stored, void* out) {
+  if (cols < 1 || k < 1 || stored < 1) return cudaErrorInvalidValue;
+  constexpr int kThreads = 256;
+  const int64_t n = cols * stored;
+  lora_gather_features_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0,
+                                l.stream>>>(static_cast<const __half*>(a), cols, k, row_src, stored,
+                                            static_cast<__half*>(out));
+  return cudaGetLastError();
+}
 
 cudaError_t lora_shrink(const Launch& l, Elem t, const void* x, int64_t rows, int64_t k,
                         const void* a, int cols, const int32_t* slot_of_col,

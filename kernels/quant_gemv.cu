@@ -29,6 +29,11 @@
 // into the residual and leaves the rows' inverse RMS (a second completion round, over its column
 // groups); the consumer multiplies x by it and by the norm weights (copied before the wait) as it
 // stages x. The separate pass cost ~2.8 µs per norm at batch 1 (H100); the fold gains ~2 % there.
+// LoRA folded in (QuantGemmLora): a (in stored row order) and bt are copied to shared memory
+// before the wait; after the main loop the block projects its staged x slice
+// onto a (8 lanes per (row, column) pair, in a fixed order) and adds bt times that to each
+// result before it is stored, so the adapters of a decode step cost no launches (separate
+// shrink and expand kernels added ~10 µs per linear at batch 1, docs/PERFORMANCE.md).
 #include <algorithm>
 
 #include "kernels/common.cuh"
@@ -124,6 +129,38 @@ constexpr int row_tiles(int64_t rows) {
   return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 24 ? 3 : 4;
 }
 
+// A matrix's LoRA (QuantGemmLora), cols 0 without one.
+struct GemvLora {
+  const __half* a;
+  const __half* bt;
+  const int32_t* slot_of_col;
+  const float* row_weights;
+  int cols;
+  int slots;
+};
+
+// Where a block's LoRA staging lies, in bytes from its 16-byte aligned start: bt of the block's
+// 256 columns [cols][256] and a's columns over the slice's rows [cols][slice rows + 8] (fp16;
+// +8: 16-byte rows that start in different banks), the slots of the columns, the rows' weights
+// [rows][slots] and the slice's projections t [rows][cols + 1] (+1: the four lanes of an MMA
+// fragment read four rows in different banks).
+__host__ __device__ constexpr int lora_a_stride(int p_chunks) {
+  return p_chunks * 32 + 8;
+}
+struct LoraSmem {
+  int bt, a, slot, weights, t, total;
+};
+__host__ __device__ constexpr LoraSmem lora_smem(int p_chunks, int cols, int rows, int slots) {
+  LoraSmem s{};
+  s.bt = 0;
+  s.a = s.bt + cols * kQuantNormSlotColumns * 2;
+  s.slot = s.a + cols * lora_a_stride(p_chunks) * 2;
+  s.weights = s.slot + cols * 4;
+  s.t = s.weights + rows * slots * 4;
+  s.total = s.t + rows * (cols + 1) * 4;
+  return s;
+}
+
 // One matrix of a launch: its blocks are [block_begin, block_begin + column_groups · slices).
 struct GemvPart {
   QuantMatrix m;
@@ -140,6 +177,7 @@ struct GemvPart {
   int slices;
   int column_groups;
   int block_begin;
+  GemvLora lora;
 };
 // The normalization of x (QuantInputNorm), inv_rms null without one.
 struct GemvNorm {
@@ -222,7 +260,9 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
 
 // launch_group is a __grid_constant__: its fields are read from the constant bank where they are
 // used, with no copy into registers or local memory.
-template <QuantKind KIND, int MT>
+// LORA: instances that may fold a LoRA in (one row tile only); without it the LoRA code is gone
+// at compile time and the kernel is the plain one.
+template <QuantKind KIND, int MT, bool LORA>
 __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
                                                   : MT == 2 ? 3
                                                             : 2)
@@ -317,6 +357,40 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     }
     cp_async_commit();
   }
+  // LoRA (weights and the rows' slot weights, which the step's upload wrote before any kernel):
+  // bt of the block's columns and a over the slice's rows.
+  const GemvLora& lora = part.lora;
+  const int lora_cols = LORA ? lora.cols : 0;
+  unsigned char* lora_area = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(s_w + (norm.inv_rms ? p_chunks * 32 : 0)) + 15) &
+      ~uintptr_t{15});
+  const LoraSmem ls = lora_smem(p_chunks, lora_cols, rows, lora.slots);
+  if (lora_cols > 0) {
+    const int N = static_cast<int>(m.out_features);
+    const int o0 = column_group * kQuantNormSlotColumns;
+    auto* bt_s = reinterpret_cast<__half*>(lora_area + ls.bt);
+    for (int e = threadIdx.x; e < lora_cols * 32; e += bd) {
+      const int c = e >> 5, o = o0 + (e & 31) * 8;
+      cp_async16(bt_s + c * kQuantNormSlotColumns + (e & 31) * 8,
+                 o < N ? lora.bt + int64_t(c) * N + o : lora.bt, o < N);
+    }
+    auto* w_s = reinterpret_cast<float*>(lora_area + ls.weights);
+    for (int e = threadIdx.x; e < rows * lora.slots; e += bd)
+      cp_async4(w_s + e, lora.row_weights + e);
+    cp_async_commit();
+    auto* slot_s = reinterpret_cast<int*>(lora_area + ls.slot);
+    for (int c = threadIdx.x; c < lora_cols; c += bd) slot_s[c] = lora.slot_of_col[c];
+    // a's columns over the slice, in stored row order like the staged x: 16-byte copies.
+    auto* a_s = reinterpret_cast<__half*>(lora_area + ls.a);
+    const int64_t stored = m.chunks * 32;
+    const int vecs = slice_rows / 8;
+    for (int e = threadIdx.x; e < lora_cols * vecs; e += bd) {
+      const int c = e / vecs, v = e - c * vecs;
+      cp_async16(a_s + c * lora_a_stride(p_chunks) + v * 8,
+                 lora.a + int64_t(c) * stored + int64_t(c0) * 32 + v * 8, true);
+    }
+    cp_async_commit();
+  }
 
   pdl_wait();
   // x rows of the slice, gathered through row_src (act-order), and the zero row.
@@ -349,7 +423,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     // x is the residual: stage fp16(w · (x · inv_rms)), add_rms_norm's formula, with the row's
     // inverse RMS read alongside x (no round trip of its own). The blocks of column group 0 of
     // the first matrix also write those rows out (its slices cover every input feature once).
-    cp_async_wait<0>();  // this thread's norm weights (copied before the wait)
+    // This thread's norm weights (copied before the wait); a LoRA's two groups may stay in flight.
+    if (lora_cols > 0) {
+      cp_async_wait<2>();
+    } else {
+      cp_async_wait<0>();
+    }
     stage_x(
         [&](int r, int src) { return src >= 0 ? s_w[r] : 0.0f; },
         [&](int tok, int src, float w) {
@@ -369,7 +448,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     stage_x([](int, int) { return 0.0f; },
             [&](int tok, int src, float) { return x[int64_t(tok) * K + src]; });
   }
-  cp_async_wait<0>();
+  // The scales; a LoRA's a and bt are waited for after the main loop.
+  if (lora_cols > 0) {
+    cp_async_wait<2>();
+  } else {
+    cp_async_wait<0>();
+  }
   __syncthreads();
 
   float acc[2][MT][4];
@@ -395,6 +479,46 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     });
   }
 
+  // LoRA: the slice's projections t[tok][c] = w(tok, slot c) · Σ_r a[r][c] · x[tok][r]. Each
+  // (row, column) pair is taken by 8 lanes: lane j adds rows j, j + 8, ... in order, and a fixed
+  // butterfly adds the 8 sums, so a row's t does not depend on how many rows share the launch.
+  const auto* bt_s = reinterpret_cast<const __half*>(lora_area + ls.bt);
+  auto* t_s = reinterpret_cast<float*>(lora_area + ls.t);
+  if constexpr (LORA) {
+    if (lora_cols > 0) {
+      cp_async_wait<0>();
+      __syncthreads();
+      const auto* a_s = reinterpret_cast<const __half*>(lora_area + ls.a);
+      const auto* slot_s = reinterpret_cast<const int*>(lora_area + ls.slot);
+      const auto* w_s = reinterpret_cast<const float*>(lora_area + ls.weights);
+      constexpr int kLanesPerPair = 8;
+      const int j = lane % kLanesPerPair;
+      const unsigned pair_lanes = 0xffu << (lane & ~(kLanesPerPair - 1));
+      for (int pr = threadIdx.x / kLanesPerPair; pr < rows * lora_cols; pr += bd / kLanesPerPair) {
+        const int tok = pr / lora_cols, c = pr - tok * lora_cols;
+        const __half* ar = a_s + c * lora_a_stride(p_chunks);
+        const __half* xr = s_x + tok * xs_stride;
+        float sum = 0.0f;
+        for (int r = j; r < slice_rows; r += kLanesPerPair)
+          sum += __half2float(ar[r]) * __half2float(xr[staged_position(r)]);
+        sum += __shfl_xor_sync(pair_lanes, sum, 4);
+        sum += __shfl_xor_sync(pair_lanes, sum, 2);
+        sum += __shfl_xor_sync(pair_lanes, sum, 1);
+        if (j == 0) t_s[tok * (lora_cols + 1) + c] = sum * w_s[tok * lora.slots + slot_s[c]];
+      }
+      __syncthreads();
+    }
+  }
+  // What the slice's LoRA adds to output o (of this block's columns) of row tok.
+  auto lora_delta = [&](int o, int tok) {
+    const int col = o - column_group * kQuantNormSlotColumns;
+    const float* tr = t_s + tok * (lora_cols + 1);
+    float d = 0.0f;
+    for (int c = 0; c < lora_cols; ++c)
+      d += __half2float(bt_s[c * kQuantNormSlotColumns + col]) * tr[c];
+    return d;
+  };
+
   // C fragment element i of (nt, mt): output nb·32 + 16nt + g + 8(i/2), x row 8mt + 2t + (i&1).
   const int N = static_cast<int>(m.out_features);
   auto for_each_result = [&](auto&& f) {  // f(output, x row, sum) for the outputs that exist
@@ -406,7 +530,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
         for (int i = 0; i < 4; ++i) {
           const int o = static_cast<int>(nb) * 32 + nt * 16 + g + 8 * (i >> 1);
           const int tok = 8 * mt + 2 * t + (i & 1);
-          if (o < N && tok < rows) f(o, tok, acc[nt][mt][i]);
+          if (o < N && tok < rows)
+            f(o, tok, lora_cols > 0 ? acc[nt][mt][i] + lora_delta(o, tok) : acc[nt][mt][i]);
         }
       }
     }
@@ -455,6 +580,7 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
   const QuantKind kind = targets[0].m ? targets[0].m->kind : QuantKind::kExl2;
   size_t smem = 0;
   int blocks = 0;
+  bool with_lora = false;
   float* partials = scratch.partials;
   int32_t* counters = scratch.counters;
   for (int i = 0; i < count; ++i) {
@@ -465,6 +591,14 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
         tg.m->in_features != targets[0].m->in_features) {
       return cudaErrorInvalidValue;
     }
+    const QuantGemmLora& lora = tg.lora;
+    if (lora.cols < 0 || lora.cols > kQuantGemmLoraMaxCols ||
+        (lora.cols > 0 &&
+         (!lora.a || !lora.bt || !lora.slot_of_col || !lora.row_weights || lora.slots < 1 ||
+          tg.m->out_features % 8 != 0 || rows > kQuantGemmLoraMaxRows))) {
+      return cudaErrorInvalidValue;
+    }
+    with_lora = with_lora || lora.cols > 0;
     GemvPart& part = group.part[i];
     part.m = *tg.m;
     part.bias = tg.bias;
@@ -480,24 +614,40 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
     part.norm_sums = tg.norm_sums;
     part.inv_rms = tg.inv_rms;
     part.norm_eps = tg.norm_eps;
+    part.lora = {static_cast<const __half*>(tg.lora.a),
+                 static_cast<const __half*>(tg.lora.bt),
+                 tg.lora.slot_of_col,
+                 tg.lora.row_weights,
+                 tg.lora.cols,
+                 tg.lora.slots};
     partials += quant_gemm_partial_floats(*tg.m, rows);
     counters += quant_gemm_counters(*tg.m);
     blocks += part.column_groups * part.slices;
     const int meta = kind == QuantKind::kGguf || kind == QuantKind::kGgufHalf
                          ? meta_words<QuantKind::kGguf>()
                          : meta_words<QuantKind::kExl2>();
-    smem = std::max(smem, size_t(kMaxWarps) * part.p_chunks * meta * 4 +
-                              size_t(staged_x_rows(row_tiles(rows), static_cast<int>(rows))) *
-                                  (size_t(part.p_chunks) * 32 + 8) * sizeof(__half) +
-                              (norm ? size_t(part.p_chunks) * 32 * sizeof(float) : 0));
+    smem = std::max(smem,
+                    size_t(kMaxWarps) * part.p_chunks * meta * 4 +
+                        size_t(staged_x_rows(row_tiles(rows), static_cast<int>(rows))) *
+                            (size_t(part.p_chunks) * 32 + 8) * sizeof(__half) +
+                        (norm ? size_t(part.p_chunks) * 32 * sizeof(float) : 0) +
+                        (lora.cols > 0 ? 16 + size_t(lora_smem(part.p_chunks, lora.cols,
+                                                               static_cast<int>(rows), lora.slots)
+                                                         .total)
+                                       : 0));
   }
   const auto* xh = static_cast<const __half*>(x);
   const int r = static_cast<int>(rows);
   const dim3 grid(static_cast<unsigned>(blocks)), block(kMaxWarps * 32);
   auto go = [&](auto kernel) {
-    // Beyond 48 KB (32 rows of 16-chunk slices) a kernel must opt in: a host-side attribute, not
-    // a stream operation, so it is fine during graph capture too.
-    if (smem > 48 * 1024) {
+    // Beyond 48 KB with its static shared memory (~1 KB; 32 rows of 16-chunk slices, a LoRA) a
+    // kernel must opt in: host-side attributes, not stream operations, so fine during capture.
+    cudaFuncAttributes attributes{};
+    if (smem > 40 * 1024) {
+      if (const cudaError_t e = cudaFuncGetAttributes(&attributes, kernel); e != cudaSuccess)
+        return e;
+    }
+    if (smem + attributes.sharedSizeBytes > 48 * 1024) {
       const cudaError_t e = cudaFuncSetAttribute(
           kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       if (e != cudaSuccess) return e;
@@ -518,8 +668,9 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
   };
   return qchunk::with_kind(kind, [&](auto k) {
     constexpr QuantKind K = decltype(k)::value;
-    return by_tiles(quant_gemv_kernel<K, 1>, quant_gemv_kernel<K, 2>, quant_gemv_kernel<K, 3>,
-                    quant_gemv_kernel<K, 4>);
+    if (with_lora) return go(quant_gemv_kernel<K, 1, true>);
+    return by_tiles(quant_gemv_kernel<K, 1, false>, quant_gemv_kernel<K, 2, false>,
+                    quant_gemv_kernel<K, 3, false>, quant_gemv_kernel<K, 4, false>);
   });
 }
 

@@ -76,6 +76,23 @@ constexpr int kQuantNormSlotColumns = 256;
 constexpr int64_t quant_norm_slots(int64_t cols) {
   return (cols + kQuantNormSlotColumns - 1) / kQuantNormSlotColumns;
 }
+// LoRA folded into a matrix of the launch: out += Σ_c w[r, slot_of_col[c]] · (x·a[c]) · bt[c],
+// so the adapters cost no launches of their own. Each block adds the product of its K slice
+// (the slice's share of x·aᵀ, times its 256 columns of bt), and the slices' sums add up to the
+// whole; fp32 throughout, one rounding with the base output. a: fp16 [cols, chunks · 32], A's
+// rows in the matrix's stored row order (kernels::lora_gather_features, zeros on padding rows);
+// bt: fp16 [cols, N] (Bᵀ, adapter scales folded in); row_weights: [rows, slots], the weight each
+// row gives each slot.
+constexpr int kQuantGemmLoraMaxCols = 32;
+constexpr int kQuantGemmLoraMaxRows = 8;  // x rows of a launch that folds a LoRA in
+struct QuantGemmLora {
+  const void* a = nullptr;
+  const void* bt = nullptr;
+  const int32_t* slot_of_col = nullptr;
+  const float* row_weights = nullptr;
+  int cols = 0;  // 0: no LoRA; at most kQuantGemmLoraMaxCols
+  int slots = 0;
+};
 struct QuantGemmTarget {
   const QuantMatrix* m = nullptr;
   const float* bias = nullptr;
@@ -88,6 +105,7 @@ struct QuantGemmTarget {
   float* norm_sums = nullptr;
   float* inv_rms = nullptr;
   float norm_eps = 0.0f;
+  QuantGemmLora lora;  // optional
 };
 // The consumer's side: x is the residual, and the matrices multiply
 // fp16(weight · (x · inv_rms)), add_rms_norm's output.

@@ -281,23 +281,33 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
       }
       for (const auto* weights : {&one, &spread}) {
         if (weights == &spread && B < 2) continue;
-        // Hearth's LoRA kernels, and (for more than one row) cuBLAS instead.
-        for (const bool own_kernels : {true, false}) {
-          if (!own_kernels && B < 2) continue;
-          be.set_lora_kernel_max_rows(own_kernels ? kernels::kLoraKernelMaxRows : 0);
-          const bool profile = o.profile_decode_step && i == 0 && own_kernels && weights == &one;
+        // Folded into the quantized linears (the default at 1 row), Hearth's separate LoRA
+        // kernels, and (for more than one row) cuBLAS.
+        for (const std::string path : {"fused", "kernels", "cublas"}) {
+          if (path == "cublas" && B < 2) continue;
+          be.set_lora_fold_max_rows(path == "fused" ? kernels::kQuantGemmLoraMaxRows : 0);
+          be.set_lora_kernel_max_rows(path == "cublas" ? 0
+                                      : path == "kernels"
+                                          ? kernels::kLoraKernelMaxRows
+                                          : CudaBackendOptions{}.lora_kernel_max_rows);
+          const bool profile =
+              o.profile_decode_step && i == 0 && path == "fused" && weights == &one;
+          const int64_t folded_before = be.folded_loras();
           const double t = time_greedy_decode(lm, be, *cache, B, seq_pages, o.decode_context,
                                               o.decode_steps, profile, weights);
+          // "fused" falls back to the separate paths where the adapters do not fit the fold.
+          const bool folded = be.folded_loras() > folded_before;
           const double ms = 1e3 * t / o.decode_steps;
           lora.push_back({{"batch", B},
                           {"adapters", weights == &one ? 1 : o.lora_adapters},
                           {"rank", o.lora_rank},
-                          {"path", own_kernels ? "kernels" : "cublas"},
+                          {"path", path == "fused" && !folded ? "fused (not folded)" : path},
                           {"step_ms", ms},
                           {"tokens_per_s", static_cast<double>(B * o.decode_steps) / t},
                           {"slowdown_vs_base", ms / base_ms - 1.0}});
         }
         be.set_lora_kernel_max_rows(CudaBackendOptions{}.lora_kernel_max_rows);
+        be.set_lora_fold_max_rows(CudaBackendOptions{}.lora_fold_max_rows);
       }
     }
     lm.set_adapters({});

@@ -532,10 +532,10 @@ void LlamaModel::record_stage(size_t s, int64_t T, int64_t logit_rows, KvCacheSt
     backend.rope(q, k, rope);
     ap.layer = i - stage.first_layer;  // the stage's cache holds its own layers only
     backend.attention(q, k, v, cache, ap, attn);
-    // The o and down adapters add straight into the residual, before their base linear: the
-    // sum is the same, and a backend can still fuse the linear with the add and norm after it.
-    if (adapters && L.lora_o) backend.lora(*L.lora_o, attn, {&x, 1});
+    // Every adapter adds into its linear's output right after the linear, so a backend can
+    // fold it into the linear's launch (and still fuse that with the add and norm after it).
     backend.linear(*L.o, attn, attn_out);
+    if (adapters && L.lora_o) backend.lora(*L.lora_o, attn, {&attn_out, 1});
     backend.add_rms_norm(x, attn_out, *L.post_attention_norm, eps, h);
     backend.linear(*L.gate, h, gate);
     backend.linear(*L.up, h, up);
@@ -544,8 +544,8 @@ void LlamaModel::record_stage(size_t s, int64_t T, int64_t logit_rows, KvCacheSt
       backend.lora(*L.lora_gate_up, h, outs);
     }
     backend.silu_mul(gate, up, gate);
-    if (adapters && L.lora_down) backend.lora(*L.lora_down, gate, {&x, 1});
     backend.linear(*L.down, gate, mlp_out);
+    if (adapters && L.lora_down) backend.lora(*L.lora_down, gate, {&mlp_out, 1});
   }
   if (s + 1 < stages_.size()) return;
   backend.add_rms_norm(x, mlp_out, *final_norm_, eps, h);

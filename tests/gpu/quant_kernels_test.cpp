@@ -4,7 +4,7 @@
 // shapes (K not a multiple of 128 or 32, padded N, short last groups), 1..32 rows on the fused
 // kernels and more on the dequantize + cuBLAS path (weights in stored row order, x gathered);
 // batch invariance; a whole quantized model, prefill and decode steps replayed from CUDA graphs;
-// linears of one input sharing a launch.
+// linears of one input sharing a launch; LoRA adapters folded into that launch.
 //
 // The weights both backends multiply are identical fp16 values, so the linear tolerance of the
 // dense ops applies: NMSE <= 1e-5 and |err| <= 4e-3 · max|ref| (fp32 sums in a different order,
@@ -18,6 +18,8 @@
 #include <tuple>
 
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/cuda/cuda_backend_impl.h"
+#include "engine/bench/synthetic_lora.h"
 #include "engine/bench/synthetic_quant_source.h"
 #include "engine/bench/synthetic_source.h"
 #include "engine/core/error.h"
@@ -376,6 +378,157 @@ TEST_F(QuantGpu, LinearsOfOneInputShareALaunch) {
   }
 }
 
+// The outputs of quantized linears of one x (queued together), then a LoRA on them, as a decode
+// step records them; sequences of `per_seq` rows each, weighing the adapter slots as
+// `seq_weights` says. Returns each output's rows.
+std::vector<std::vector<float>> run_linears_with_lora(
+    Backend& b, const std::vector<LinearSource>& layers, const LoraSource& lora,
+    const std::vector<float>& x, int64_t per_seq,
+    const std::vector<std::vector<float>>& seq_weights) {
+  const int64_t K = layers.front().quantized->in_features();
+  TestBatch batch;
+  for (size_t s = 0; s < seq_weights.size(); ++s) {
+    batch.seqs.push_back({0, static_cast<int32_t>(per_seq), {static_cast<int32_t>(s)}, false});
+  }
+  BatchDesc desc = batch.desc();
+  for (size_t s = 0; s < desc.seqs.size(); ++s) desc.seqs[s].adapter_weights = seq_weights[s];
+  const int64_t rows = batch.rows();
+  const PreparedBatch p = b.prepare_batch(desc);
+  Keep keep;
+  DeviceTensor in = b.alloc_activation(p.tokens, K);
+  load(b, x, rows, K, in, p.tokens, keep);
+  std::vector<DeviceTensor> outs;
+  for (const LinearSource& l : layers) {
+    keep.push_back(b.upload_linear(l));
+    outs.push_back(b.alloc_activation(p.tokens, l.quantized->out_features()).first_rows(p.tokens));
+  }
+  const auto adapters = b.upload_lora(lora);
+  b.run(
+      [&] {
+        for (size_t i = 0; i < layers.size(); ++i)
+          b.linear(*keep[keep.size() - layers.size() + i], in.first_rows(p.tokens), outs[i]);
+        b.lora(*adapters, in.first_rows(p.tokens), outs);
+      },
+      std::nullopt);
+  std::vector<std::vector<float>> got;
+  for (const DeviceTensor& o : outs) got.push_back(b.read(o, rows));
+  return got;
+}
+
+// LoRA folded into the launch of the quantized linears it adds to (kernels::QuantGemmLora):
+// three matrices of one x (EXL2 in order and with a row permutation, GPTQ act-order), three
+// adapter slots of ranks 4-16 on different targets, every sequence weighing them its own way,
+// 1 to 8 rows (kernels::kQuantGemmLoraMaxRows). Against the CPU and the separate LoRA kernels;
+// a sequence that weighs no adapter gets the base linears' bits, and a sequence's rows do not
+// depend on the batch around them.
+TEST_F(QuantGpu, LoraFoldedIntoQuantizedLinearsMatchesTheCpu) {
+  const int64_t K = 1024;
+  const GptqRecipe gptq{4, 128, true, true, false};
+  for (const bool is_gptq : {false, true}) {
+    TensorMap t;
+    QuantizedLinearOptions o;
+    const std::vector<int64_t> asked = {1024, 256, 520};
+    for (size_t i = 0; i < asked.size(); ++i) {
+      const std::string name(1, static_cast<char>('a' + i));
+      if (is_gptq) {
+        make_gptq_layer(t, name, K, asked[i], gptq, 70 + i);
+      } else {
+        make_exl2_layer(t, name, K, asked[i], exl2_recipe_for_bpw(2.5 + 1.5 * i), 60 + i, i == 1);
+      }
+    }
+    if (is_gptq) o.quantization_config_json = gptq_config_json(gptq);
+    MemoryTensorSource src(std::move(t));
+    std::vector<LinearSource> layers;
+    std::vector<int64_t> widths;  // the layers' outputs (EXL2 pads N to whole tiles)
+    for (const char* name : {"a", "b", "c"}) {
+      layers.push_back(source_of(src, name, o));
+      widths.push_back(layers.back().quantized->out_features());
+    }
+    LoraSource lora;
+    lora.name = "test q/k/v";
+    lora.in_features = K;
+    lora.out_features = widths;
+    // Slot 0: rank 8 on a and c; slot 2: rank 16 on all three; slot 5: rank 4 on b.
+    const struct {
+      int slot, rank;
+      std::vector<int> targets;
+      float scale;
+    } parts[] = {{0, 8, {0, 2}, 2.0f}, {2, 16, {0, 1, 2}, 0.7f}, {5, 4, {1}, 4.0f}};
+    uint64_t seed = 300;
+    for (const auto& a : parts) {
+      for (int target : a.targets) {
+        lora.parts.push_back(
+            {target, a.slot,
+             HostTensor::from_floats(random_values(static_cast<size_t>(a.rank * K), seed++, 0.05f),
+                                     {a.rank, K}),
+             HostTensor::from_floats(
+                 random_values(static_cast<size_t>(widths[static_cast<size_t>(target)] * a.rank),
+                               seed++, 0.1f),
+                 {widths[static_cast<size_t>(target)], a.rank}),
+             a.scale});
+      }
+    }
+    CudaBackendOptions folding_options, unfolded_options;
+    folding_options.lora_fold_max_rows = kernels::kQuantGemmLoraMaxRows;
+    unfolded_options.lora_fold_max_rows = 0;
+    unfolded_options.lora_kernel_max_rows = kernels::kLoraKernelMaxRows;
+    auto unfolded = create_cuda_backend(unfolded_options);
+    auto folding_backend = create_cuda_backend(folding_options);
+    auto& folding = dynamic_cast<cuda::CudaBackend&>(*folding_backend);
+    // The last layout: every sequence weighs slot 2 alone, so the fold reads only its columns.
+    for (const auto& [per_seq, seqs, one_slot] : {std::tuple<int64_t, int64_t, bool>{1, 1, false},
+                                                  {1, 2, false},
+                                                  {1, 5, false},
+                                                  {1, 8, false},
+                                                  {2, 4, false},
+                                                  {1, 3, true}}) {
+      const std::string what = std::string(is_gptq ? "GPTQ" : "EXL2") + ", " +
+                               std::to_string(seqs) + " sequences of " + std::to_string(per_seq) +
+                               (one_slot ? ", slot 2 alone" : "");
+      std::vector<std::vector<float>> weights, none(static_cast<size_t>(seqs));
+      for (int64_t s = 0; s < seqs; ++s) {
+        const std::vector<std::vector<float>> kinds = {
+            {1.0f, 0.0f, 0.5f, 0.0f, 0.0f, 1.25f}, {0.0f, 0.0f, 1.0f}, {}, {-0.5f}};
+        weights.push_back(kinds[one_slot ? 1 : static_cast<size_t>(s % 4)]);
+      }
+      const int64_t rows = per_seq * seqs;
+      const auto x = random_values(static_cast<size_t>(rows * K), 400 + rows, 1.0f);
+      const int64_t folded_before = folding.folded_loras();
+      const auto got = run_linears_with_lora(folding, layers, lora, x, per_seq, weights);
+      EXPECT_EQ(folding.folded_loras(), folded_before + 1) << what;
+      const auto ref = run_linears_with_lora(*cpu, layers, lora, x, per_seq, weights);
+      const auto apart = run_linears_with_lora(*unfolded, layers, lora, x, per_seq, weights);
+      const auto base = run_linears_with_lora(folding, layers, lora, x, per_seq, none);
+      for (size_t i = 0; i < layers.size(); ++i) {
+        const auto d = compare(got[i], ref[i]);
+        EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref)
+            << what << ", output " << i << " against the CPU: " << d.str();
+        const auto da = compare(got[i], apart[i]);
+        EXPECT_TRUE(da.finite && da.nmse <= 1e-5 && da.max_abs <= 4e-3 * da.max_ref)
+            << what << ", output " << i << " against the separate kernels: " << da.str();
+        // Sequence 2 weighs no adapter: its rows are the base linear's, bit for bit.
+        const auto n = static_cast<size_t>(widths[i] * per_seq);
+        if (seqs > 2 && !one_slot) {
+          EXPECT_TRUE(std::equal(got[i].begin() + static_cast<std::ptrdiff_t>(2 * n),
+                                 got[i].begin() + static_cast<std::ptrdiff_t>(3 * n),
+                                 base[i].begin() + static_cast<std::ptrdiff_t>(2 * n)))
+              << what << ", output " << i;
+        }
+      }
+      // Sequence 0 alone gives its rows in the batch, bit for bit.
+      if (seqs > 1) {
+        const auto alone = run_linears_with_lora(
+            folding, layers, lora, std::vector<float>(x.begin(), x.begin() + per_seq * K), per_seq,
+            {weights[0]});
+        for (size_t i = 0; i < layers.size(); ++i) {
+          EXPECT_TRUE(std::equal(alone[i].begin(), alone[i].end(), got[i].begin()))
+              << what << ", output " << i << ": sequence 0 alone";
+        }
+      }
+    }
+  }
+}
+
 // RMSNorm folded into the quantized linears around it (decode sizes): o → add_rms_norm →
 // gate, up, as a decode step records them. Against the same ops with the fold off: the delta and
 // the residual bit for bit, the normalized rows (the consumer writes them) and the consumers'
@@ -481,8 +634,10 @@ TEST_F(QuantGpu, NormsFoldedIntoQuantizedLinearsMatchTheNormPass) {
 
 // A whole model: prefill, then decode steps (the backend captures and replays them as CUDA
 // graphs after a warm-up step), against the CPU backend step by step.
+// With `adapter_rank`, a LoRA of that rank on all seven projections, weighed 1 (folded into the
+// quantized linears on the GPU).
 void model_parity(Backend& gpu, Backend& cpu, const std::string& config_name,
-                  const SyntheticQuantSource::Options& so) {
+                  const SyntheticQuantSource::Options& so, int64_t adapter_rank = 0) {
   ModelConfig config = synthetic_model_config(config_name);
   SyntheticQuantSource weights(config, so);
   config.quantization_config_json = weights.quantization_config_json();
@@ -492,6 +647,12 @@ void model_parity(Backend& gpu, Backend& cpu, const std::string& config_name,
   mo.max_logit_rows = 8;
   LlamaModel gm(config, gpu, weights, mo);
   LlamaModel cm(config, cpu, weights, mo);
+  const std::vector<float> adapter_weights = {1.0f};
+  if (adapter_rank > 0) {
+    const auto adapter = synthetic_lora_adapter(config, adapter_rank, 55, {}, 0.3f);
+    gm.set_adapters({adapter});
+    cm.set_adapters({adapter});
+  }
   auto gc = gpu.create_kv_cache(gm.kv_cache_spec(2, 256));
   auto cc = cpu.create_kv_cache(cm.kv_cache_spec(2, 256));
   std::vector<int32_t> prompt(40);
@@ -506,13 +667,15 @@ void model_parity(Backend& gpu, Backend& cpu, const std::string& config_name,
     s.tokens = step_tokens;
     s.start_pos = pos;
     s.page_table = pages;
+    if (adapter_rank > 0) s.adapter_weights = adapter_weights;
     batch.seqs.push_back(s);
     const auto g = gpu.read(gm.forward(batch, *gc), 1);
     const auto c = cpu.read(cm.forward(batch, *cc), 1);
     const auto d = compare(g, c);
     // fp16 activations through every layer against fp32: a looser gate than one op.
     EXPECT_TRUE(d.finite && d.nmse <= 5e-4)
-        << config_name << " " << so.format << " step " << step << ": " << d.str();
+        << config_name << " " << so.format << (adapter_rank > 0 ? " with LoRA" : "") << " step "
+        << step << ": " << d.str();
     pos += static_cast<int32_t>(step_tokens.size());
     const int32_t next = static_cast<int32_t>(std::max_element(c.begin(), c.end()) - c.begin());
     step_tokens = {next};
@@ -529,6 +692,13 @@ TEST_F(QuantGpu, WholeModelsMatchTheCpuThroughGraphReplays) {
   SyntheticQuantSource::Options g;
   g.format = "gptq";
   model_parity(*gpu, *cpu, "tiny", g);
+  // With an adapter on every projection, folded into the quantized linears' launches.
+  auto& folding = dynamic_cast<cuda::CudaBackend&>(*gpu);
+  const int64_t folded_before = folding.folded_loras();
+  e.bpw = 4.0;
+  model_parity(*gpu, *cpu, "tiny", e, 8);
+  model_parity(*gpu, *cpu, "tiny", g, 16);
+  EXPECT_GT(folding.folded_loras(), folded_before);
 }
 
 }  // namespace

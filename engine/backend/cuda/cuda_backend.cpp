@@ -431,6 +431,11 @@ PreparedBatch CudaBackend::prepare_batch(const BatchDesc& batch) {
   p.logit_rows = batch.logit_rows();
   p.decode = batch.is_decode();
   if (p.tokens <= 0) fail(ErrorCode::kInvalidArgument, "a batch without tokens");
+  for (const SequenceSlice& seq : batch.seqs) {
+    for (size_t i = 0; i < seq.adapter_weights.size() && i < size_t{kMaxLoraSlots}; ++i) {
+      if (seq.adapter_weights[i] != 0.0f) p.active_slots |= 1u << i;
+    }
+  }
   if (!p.decode && options_.check_slice_max_tokens > 0 && p.tokens <= kMaxCheckRows) {
     p.check = std::all_of(batch.seqs.begin(), batch.seqs.end(), [&](const SequenceSlice& s) {
       const auto n = static_cast<int64_t>(s.tokens.size());
@@ -464,8 +469,10 @@ PreparedBatch CudaBackend::prepare_batch(const BatchDesc& batch) {
   if (p.max_kv_len >= (int64_t(1) << 31)) fail(ErrorCode::kInvalidArgument, "sequence too long");
   if (p.decode && options_.cuda_graphs && p.seqs <= 256) {
     p.padded_seqs = std::max(p.seqs, std::min(cuda_decode_bucket(p.seqs), min_activation_rows_));
-    // Check batches record other launches (kv_store, rope) and block sizes: keys of their own.
-    p.graph_key = p.padded_seqs + (p.check ? (p.one_sequence ? 2 : 1) << 20 : 0);
+    // Check batches record other launches (kv_store, rope) and block sizes: keys of their own;
+    // so do steps with other adapter slots in use (a folded LoRA reads only their columns).
+    p.graph_key = p.padded_seqs + (p.check ? (p.one_sequence ? 2 : 1) << 20 : 0) +
+                  (static_cast<int64_t>(p.active_slots) << 24);
   } else {
     p.padded_seqs = p.seqs;
   }

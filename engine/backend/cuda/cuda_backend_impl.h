@@ -18,6 +18,7 @@
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/backend/cuda/device_memory.h"
 #include "kernels/kernels.h"
+#include "kernels/quant_kernels.h"
 
 namespace hearth::cuda {
 
@@ -103,6 +104,7 @@ struct PreparedLayout {
   bool check = false;
   bool one_sequence = false;  // every row belongs to one sequence
   bool adapters = false;      // some row weighs an adapter (adapter_rows_device_ is filled)
+  uint32_t active_slots = 0;  // bit s: some row weighs adapter slot s (part of the graph key)
   int64_t max_page = -1;      // largest page id used (validated against the cache in attention)
   std::optional<int64_t> graph_key;
 };
@@ -167,6 +169,12 @@ class CudaBackend final : public Backend {
     options_.lora_kernel_max_rows = rows;
     invalidate_graphs();
   }
+  void set_lora_fold_max_rows(int64_t rows) {
+    options_.lora_fold_max_rows = rows;
+    invalidate_graphs();
+  }
+  // How many lora() calls were folded into quantized linears' launches (tests, benchmarks).
+  int64_t folded_loras() const { return folded_loras_; }
   void set_attention_warps(int warps) { options_.attention_warps = warps == 8 ? 8 : 4; }
   int attention_warps() const { return options_.attention_warps; }
   void set_row_gemv_variant(int v) {
@@ -240,6 +248,10 @@ class CudaBackend final : public Backend {
   // Quantized linears of a few rows wait here while the next ones read the same x (q/k/v,
   // gate/up): one launch serves them all (kernels::quant_gemm_group).
   void flush_quant_linears();
+  // lora() on the outputs of the queued quantized linears, from their x: folded into their
+  // launch when it fits (kernels::QuantGemmLora); false otherwise.
+  bool fuse_lora(const BackendWeight& lora, const DeviceTensor& x,
+                 std::span<const DeviceTensor> outs);
   // embed() from a quantized linear's table; false when `table` is not one.
   bool embed_quantized(const BackendWeight& table, DeviceTensor out);
   // add_rms_norm after a queued quantized linear of its delta: that linear adds into the residual
@@ -289,6 +301,7 @@ class CudaBackend final : public Backend {
   // [tokens][kMaxLoraSlots] floats, sent with the layout when the batch uses adapters.
   DeviceBuffer adapter_rows_device_;
   std::array<PinnedBuffer, 2> adapter_rows_host_;
+  int64_t folded_loras_ = 0;
   DeviceBuffer lora_t_;      // the projections onto A, in the activation dtype
   DeviceBuffer lora_t_f32_;  // the same before weighting (cuBLAS path)
   std::array<cudaEvent_t, 2> meta_copied_{};
@@ -333,6 +346,7 @@ class CudaBackend final : public Backend {
     DeviceTensor out;
     DeviceTensor residual = {};  // data set: out is also added into it (fold_norm)
     float norm_eps = 0.0f;       // and the rows' inverse RMS left for the next linears
+    kernels::QuantGemmLora lora;  // cols set: a LoRA folded in (fuse_lora)
   };
   std::vector<PendingQuantLinear> pending_quant_;
   DeviceTensor pending_quant_x_;

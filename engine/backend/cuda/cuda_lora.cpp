@@ -1,16 +1,22 @@
 // LoRA on the CUDA backend. A group's A matrices are stacked into one [columns, in] matrix
 // (every adapter and target of the group), so one projection serves them all; each target keeps
-// Bᵀ of its columns with the adapters' scales folded in. A few rows run the shrink and expand
-// kernels (kernels/lora.cu, CudaBackendOptions::lora_kernel_max_rows); more rows run cuBLAS
-// with the rows' weights applied in between.
+// Bᵀ of its columns with the adapters' scales folded in. On the outputs of quantized linears
+// still queued (CudaBackendOptions::lora_fold_max_rows), the LoRA joins their launch
+// (fuse_lora, kernels::QuantGemmLora).
+// Otherwise a few rows run the shrink and expand kernels (kernels/lora.cu,
+// CudaBackendOptions::lora_kernel_max_rows); more rows run cuBLAS with the rows' weights
+// applied in between.
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "engine/backend/cuda/cublas_api.h"
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
+#include "engine/backend/cuda/cuda_quant_linear.h"
 #include "engine/core/error.h"
 
 namespace hearth::cuda {
@@ -22,6 +28,7 @@ class CudaLoraWeight final : public BackendWeight {
   size_t device_bytes() const override {
     size_t n = a.size() + slot_of_col.size();
     for (const Target& t : targets) n += t.bt.size();
+    for (const auto& [matrix, copy] : stored_order) n += copy.size();
     return n;
   }
   struct Target {
@@ -34,9 +41,14 @@ class CudaLoraWeight final : public BackendWeight {
   std::string name;
   int64_t in_features = 0;
   int total_cols = 0;
+  size_t dtype_size = 2;     // of a and bt: the activation dtype's
   DeviceBuffer a;            // [total_cols, in_features]
   DeviceBuffer slot_of_col;  // int32 [total_cols]
+  std::vector<int32_t> slot_of_col_host;
   std::vector<Target> targets;
+  // A's columns of each target in the stored row order of the quantized matrix it adds to (by
+  // that matrix's row_src), made on first use by a fold (CudaBackend::fuse_lora).
+  mutable std::map<const int32_t*, DeviceBuffer> stored_order;
 };
 
 cudaDataType_t cublas_type(DType t) {
@@ -61,6 +73,7 @@ std::unique_ptr<BackendWeight> CudaBackend::upload_lora(const LoraSource& source
   auto w = std::make_unique<CudaLoraWeight>(epoch_);
   w->name = source.name;
   w->in_features = K;
+  w->dtype_size = dtype_size(options_.activation_dtype);
   // Columns ordered by target, so each target's columns are one contiguous block.
   std::vector<float> a_stack;
   std::vector<int32_t> slots;
@@ -106,6 +119,7 @@ std::unique_ptr<BackendWeight> CudaBackend::upload_lora(const LoraSource& source
     w->targets.push_back(std::move(target));
   }
   w->total_cols = static_cast<int>(slots.size());
+  w->slot_of_col_host = slots;
   HEARTH_CHECK(w->total_cols > 0, source.name + ": LoRA without parts");
   w->a = DeviceBuffer(a_stack.size() * dtype_size(dtype), MemoryCategory::kWeights, counters_,
                       source.name + " LoRA A");
@@ -119,9 +133,84 @@ std::unique_ptr<BackendWeight> CudaBackend::upload_lora(const LoraSource& source
   return w;
 }
 
+bool CudaBackend::fuse_lora(const BackendWeight& weight, const DeviceTensor& x,
+                            std::span<const DeviceTensor> outs) {
+  const auto* w = dynamic_cast<const CudaLoraWeight*>(&weight);
+  const int64_t rows = x.rows;
+  if (!w || pending_quant_.size() != outs.size() || pending_quant_x_.data != x.data ||
+      pending_quant_x_.rows != rows || rows <= 0 ||
+      rows > std::min<int64_t>(options_.lora_fold_max_rows, kernels::kQuantGemmLoraMaxRows) ||
+      x.dtype != DType::kF16 || w->dtype_size != sizeof(uint16_t) ||
+      rows > prepared_.padded_tokens) {
+    return false;
+  }
+  // Each target's columns of the slots this batch uses (prepared_.active_slots, part of the
+  // graph key): the range from the first to the last, columns of unused slots inside it weigh 0.
+  std::vector<std::pair<int, int>> used(outs.size(), {0, 0});  // [first, end)
+  for (size_t t = 0; t < outs.size(); ++t) {
+    const PendingQuantLinear& p = pending_quant_[t];
+    const CudaLoraWeight::Target& g = w->targets[t];
+    int first = g.col0 + g.cols, end = g.col0;
+    for (int c = g.col0; c < g.col0 + g.cols; ++c) {
+      if ((prepared_.active_slots >> w->slot_of_col_host[static_cast<size_t>(c)]) & 1u) {
+        first = std::min(first, c);
+        end = c + 1;
+      }
+    }
+    if (first < end) used[t] = {first, end};
+    if (p.out.data != outs[t].data || p.out.rows != rows || p.lora.cols != 0 ||
+        end - first > kernels::kQuantGemmLoraMaxCols || g.out_features % 8 != 0) {
+      return false;
+    }
+  }
+  // A in each matrix's stored row order: made outside graph capture (a step runs once before
+  // it is captured), so a capture without it falls back.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(stream_, &capture), "checking for graph capture");
+  std::vector<const void*> stored_a(outs.size(), nullptr);
+  for (size_t t = 0; t < outs.size(); ++t) {
+    const CudaLoraWeight::Target& g = w->targets[t];
+    if (used[t].first == used[t].second) continue;
+    const kernels::QuantMatrix& m = quantized_matrix(*pending_quant_[t].weight);
+    auto it = w->stored_order.find(m.row_src);
+    if (it == w->stored_order.end()) {
+      if (capture != cudaStreamCaptureStatusNone) return false;
+      const int64_t stored = m.chunks * 32;
+      DeviceBuffer copy(static_cast<size_t>(g.cols * stored) * sizeof(uint16_t),
+                        MemoryCategory::kWeights, counters_, w->name + " LoRA A, stored order");
+      check_launch(
+          kernels::lora_gather_features(
+              launch_plain(),
+              static_cast<const char*>(w->a.get()) +
+                  static_cast<size_t>(g.col0) * static_cast<size_t>(w->in_features) * w->dtype_size,
+              g.cols, w->in_features, m.row_src, stored, copy.get()),
+          "lora_gather_features");
+      it = w->stored_order.emplace(m.row_src, std::move(copy)).first;
+    }
+    stored_a[t] = it->second.get();
+  }
+  for (size_t t = 0; t < outs.size(); ++t) {
+    const CudaLoraWeight::Target& g = w->targets[t];
+    const auto [first, end] = used[t];
+    if (first == end) continue;
+    const kernels::QuantMatrix& m = quantized_matrix(*pending_quant_[t].weight);
+    kernels::QuantGemmLora& l = pending_quant_[t].lora;
+    l.a = static_cast<const char*>(stored_a[t]) +
+          static_cast<size_t>(first - g.col0) * static_cast<size_t>(m.chunks * 32) * w->dtype_size;
+    l.bt = static_cast<const char*>(g.bt.get()) + static_cast<size_t>(first - g.col0) *
+                                                      static_cast<size_t>(g.out_features) *
+                                                      w->dtype_size;
+    l.slot_of_col = w->slot_of_col.as<int32_t>() + first;
+    l.row_weights = adapter_rows_device_.as<float>();
+    l.cols = end - first;
+    l.slots = kMaxLoraSlots;
+  }
+  ++folded_loras_;
+  return true;
+}
+
 void CudaBackend::lora(const BackendWeight& weight, DeviceTensor x,
                        std::span<const DeviceTensor> outs) {
-  flush_linears();  // the outputs' base linears (and a norm producing x) run first
   const auto* w = dynamic_cast<const CudaLoraWeight*>(&weight);
   HEARTH_CHECK(w != nullptr, "lora: weight is not a CUDA LoRA weight");
   HEARTH_CHECK(x.cols == w->in_features && outs.size() == w->targets.size(),
@@ -134,6 +223,9 @@ void CudaBackend::lora(const BackendWeight& weight, DeviceTensor x,
   }
   if (!prepared_.adapters || rows <= 0) return;  // no row weighs any adapter
   HEARTH_CHECK(rows <= prepared_.padded_tokens, "lora: more rows than the batch");
+  // Into the launch of the outputs' quantized linears, when they are queued and it fits.
+  if (fuse_lora(weight, x, outs)) return;
+  flush_linears();  // the outputs' base linears (and a norm producing x) run first
   const kernels::Elem elem = to_elem(x.dtype);
   const size_t esize = dtype_size(x.dtype);
   const int cols = w->total_cols;

@@ -64,6 +64,12 @@ bool is_quantized_linear(const BackendWeight& w) {
   return dynamic_cast<const CudaQuantLinearWeight*>(&w) != nullptr;
 }
 
+const kernels::QuantMatrix& quantized_matrix(const BackendWeight& w) {
+  const auto* q = dynamic_cast<const CudaQuantLinearWeight*>(&w);
+  HEARTH_CHECK(q != nullptr, "quantized_matrix: not a quantized linear");
+  return q->matrix;
+}
+
 bool CudaBackend::embeds_packed(const QuantizedWeight& table) const {
   return options_.activation_dtype == DType::kF16 && runs_packed_on_gpu(table);
 }
@@ -176,6 +182,7 @@ void CudaBackend::flush_quant_linears() {
     t.out_t = to_elem(p.out.dtype);
     t.residual = p.residual.data;
     t.norm_eps = p.norm_eps;
+    t.lora = p.lora;
     if (t.residual) {
       norm_floats = kInvRmsFloats + rows * kernels::quant_norm_slots(w.matrix.out_features);
     }
@@ -242,7 +249,10 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
       if (!joins) flush_quant_linears();
     }
     pending_quant_x_ = x;
-    pending_quant_.push_back({&weight, out.first_rows(rows)});
+    PendingQuantLinear queued;
+    queued.weight = &weight;
+    queued.out = out.first_rows(rows);
+    pending_quant_.push_back(queued);
     return;
   }
   flush_quant_linears();

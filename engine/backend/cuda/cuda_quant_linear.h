@@ -10,11 +10,14 @@
 #pragma once
 
 #include "engine/backend/backend.h"
+#include "kernels/quant_kernels.h"
 
 namespace hearth::cuda {
 
 // Whether `w` is a quantized linear layer uploaded by CudaBackend::upload_quantized_linear.
 bool is_quantized_linear(const BackendWeight& w);
+// Its matrix on the device (`w` must be one).
+const kernels::QuantMatrix& quantized_matrix(const BackendWeight& w);
 
 // Scratch of the large-batch path for up to `rows` rows of x and inputs of up to
 // `max_in_features` features: the dequantized weight slice and x in stored row order.
