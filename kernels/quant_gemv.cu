@@ -29,11 +29,11 @@
 // into the residual and leaves the rows' inverse RMS (a second completion round, over its column
 // groups); the consumer multiplies x by it and by the norm weights (copied before the wait) as it
 // stages x. The separate pass cost ~2.8 µs per norm at batch 1 (H100); the fold gains ~2 % there.
-// LoRA folded in (QuantGemmLora): a (in stored row order) and bt are copied to shared memory
-// before the wait; after the main loop the block projects its staged x slice
-// onto a (8 lanes per (row, column) pair, in a fixed order) and adds bt times that to each
-// result before it is stored, so the adapters of a decode step cost no launches (separate
-// shrink and expand kernels added ~10 µs per linear at batch 1, docs/PERFORMANCE.md).
+// LoRA folded in (QuantGemmLora, instances of their own for up to 8 rows): a (in stored row
+// order) and bt are copied to shared memory before the wait; after the main loop the block
+// projects its staged x slice onto a (8 lanes per (row, column) pair, in a fixed order) and adds
+// bt times that to each result before it is stored, so a batch-1 step's adapters cost no launches
+// (the separate shrink and expand kernels added ~10 µs per linear, docs/PERFORMANCE.md).
 #include <algorithm>
 
 #include "kernels/common.cuh"
