@@ -80,7 +80,11 @@ MemoryPlan estimate_memory(const LoadOptions& options, const ModelInfo& info,
       break;
     case ModelFormat::kExl2:
     case ModelFormat::kGptq:
-      plan.weights = info.file_bytes;
+      // The CPU's fast path re-lays the quantized linears (EXL2 groups wider than 4 bits as
+      // bytes: up to about twice the file); the GPU keeps the file's layout.
+      plan.weights = !cuda && options.cpu_linears == CpuLinears::kFast && info.cpu_fast_weight_bytes
+                         ? info.cpu_fast_weight_bytes
+                         : info.file_bytes;
       break;
   }
   KvCacheSpec spec;

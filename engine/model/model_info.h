@@ -25,8 +25,8 @@ struct ModelInfo {
   // GGUF: what the CUDA backend will hold for the weights (the tensors its quantized kernels run
   // packed, the rest in fp16); 0 for other formats.
   uint64_t cuda_weight_bytes = 0;
-  // GGUF: the file's weights as the CPU backend's fast path holds them (its quantized linears
-  // re-laid for integer dot products); 0 for other formats.
+  // GGUF, EXL2, GPTQ: the file's weights as the CPU backend's fast path holds them (its
+  // quantized linears re-laid for integer dot products); 0 for other formats.
   uint64_t cpu_fast_weight_bytes = 0;
   // What the CUDA backend holds of each decoder layer's weights, and of the embedding table (for
   // splitting the model over GPUs by layers).

@@ -157,17 +157,33 @@ uint64_t cuda_weight_bytes(const TensorSource& weights) {
   return total;
 }
 
-// ModelInfo::cpu_fast_weight_bytes of a GGUF model: the file's bytes, with every block-quantized
-// tensor the fast path re-lays counted at its re-laid size instead.
-uint64_t cpu_fast_weight_bytes(const TensorSource& weights, uint64_t file_bytes) {
+// ModelInfo::cpu_fast_weight_bytes: the file's bytes, with every quantized linear the fast path
+// re-lays (GGUF blocks, EXL2 and GPTQ layers) counted at its re-laid size instead. A layer that
+// does not load is left at its file size (loading the model reports it).
+uint64_t cpu_fast_weight_bytes(const TensorSource& weights, uint64_t file_bytes,
+                               const std::string& quantization_config_json) {
   int64_t total = static_cast<int64_t>(file_bytes);
+  auto relaid = [&](const QuantizedWeight& w) {
+    if (!cpu::has_int8_weight(w)) return;
+    const double stored = w.bits_per_weight() * static_cast<double>(w.in_features()) *
+                          static_cast<double>(w.out_features()) / 8;
+    total += static_cast<int64_t>(cpu::int8_weight_bytes(w)) - static_cast<int64_t>(stored);
+  };
   for (const std::string& name : weights.tensor_names()) {
-    const auto packed = weights.packed(name);
-    const auto* blocks = dynamic_cast<const GgufBlockWeight*>(packed.get());
-    if (!blocks || !cpu::has_int8_weight(*blocks)) continue;
-    const double stored = blocks->bits_per_weight() * static_cast<double>(blocks->in_features()) *
-                          static_cast<double>(blocks->out_features()) / 8;
-    total += static_cast<int64_t>(cpu::int8_weight_bytes(*blocks)) - static_cast<int64_t>(stored);
+    if (const auto packed = weights.packed(name)) {
+      relaid(*packed);
+      continue;
+    }
+    std::string layer;
+    if (name.ends_with(".q_weight")) layer = name.substr(0, name.size() - 9);
+    if (name.ends_with(".qweight")) layer = name.substr(0, name.size() - 8);
+    if (layer.empty()) continue;
+    QuantizedLinearOptions o;
+    o.quantization_config_json = quantization_config_json;
+    try {
+      relaid(*load_quantized_linear(weights, layer, o));
+    } catch (const Error&) {
+    }
   }
   return static_cast<uint64_t>(std::max<int64_t>(total, 0));
 }
@@ -188,7 +204,7 @@ ModelBundle open_gguf(const fs::path& file, bool with_tokenizer) {
   }
   fill_common_info(m);
   m.info.cuda_weight_bytes = cuda_weight_bytes(*m.weights);
-  m.info.cpu_fast_weight_bytes = cpu_fast_weight_bytes(*m.weights, m.info.file_bytes);
+  m.info.cpu_fast_weight_bytes = cpu_fast_weight_bytes(*m.weights, m.info.file_bytes, "");
   return m;
 }
 
@@ -243,6 +259,8 @@ ModelBundle open_folder(const fs::path& dir, bool with_tokenizer) {
     if (const auto bpw = quantized_bits_per_weight(*m.weights)) m.info.bits_per_weight = *bpw;
     // AutoGPTQ-era folders keep the config in quantize_config.json instead.
     if (m.info.quantization.empty()) m.info.quantization = read_quantize_config_file(dir);
+    m.info.cpu_fast_weight_bytes = cpu_fast_weight_bytes(*m.weights, m.info.file_bytes,
+                                                         m.info.config.quantization_config_json);
   }
   return m;
 }

@@ -141,6 +141,27 @@ FormatCodes gguf_codes(const GgufBlockWeight& w) {
   return f;
 }
 
+// Where the segments go in the stored rows: every segment starts a span, of 32 rows when all
+// segments are whole multiples of 32 (else 16), and the rows end on a multiple of 32.
+struct StoredRows {
+  int span = 32;
+  std::vector<int64_t> padded_begin;  // per segment
+  int64_t stored = 0;
+};
+StoredRows stored_rows_of(const std::vector<Segment>& segments) {
+  StoredRows r;
+  for (const Segment& s : segments) {
+    if (s.rows % 32 != 0) r.span = 16;
+  }
+  int64_t stored = 0;
+  for (const Segment& s : segments) {
+    r.padded_begin.push_back(stored);
+    stored += (s.rows + r.span - 1) / r.span * r.span;
+  }
+  r.stored = (stored + 31) / 32 * 32;
+  return r;
+}
+
 FormatCodes format_codes(const QuantizedWeight& weight) {
   if (const auto* e = dynamic_cast<const Exl2Weight*>(&weight)) return exl2_codes(*e);
   if (const auto* g = dynamic_cast<const GptqWeight*>(&weight)) return gptq_codes(*g);
@@ -166,14 +187,18 @@ bool has_int8_weight(const QuantizedWeight& weight) {
   return b != nullptr && b->code_form().bits > 0;
 }
 
-size_t int8_weight_bytes(const GgufBlockWeight& weight) {
-  const GgufCodeForm form = weight.code_form();
-  const auto K = static_cast<size_t>(weight.in_features());
+size_t int8_weight_bytes(const QuantizedWeight& weight) {
+  const FormatCodes f = format_codes(weight);
+  const StoredRows rows = stored_rows_of(f.segments);
   const auto N = static_cast<size_t>(weight.out_features());
-  const size_t S = (K + 31) / 32 * 32;
-  const size_t spans = S / (form.sub_blocks_of_16 ? 16 : 32);
-  const bool nibbles = is_iq4(weight.type()) || form.bits <= 4;
-  return N * (nibbles ? S / 2 : S) + N * spans * sizeof(float) * (form.has_min ? 2 : 1) +
+  const auto S = static_cast<size_t>(rows.stored);
+  const size_t spans = S / static_cast<size_t>(rows.span);
+  bool offsets = false;
+  if (const auto* g = dynamic_cast<const GptqWeight*>(&weight)) offsets = !g->symmetric();
+  if (const auto* b = dynamic_cast<const GgufBlockWeight*>(&weight)) {
+    offsets = b->code_form().has_min;
+  }
+  return N * (f.lut ? S / 2 : S) + N * spans * sizeof(float) * (offsets ? 2 : 1) +
          S * sizeof(int32_t);
 }
 
@@ -186,19 +211,11 @@ Int8Weight build_int8_weight(const QuantizedWeight& weight, ThreadPool& pool) {
   const int64_t N = r.out_features;
   HEARTH_CHECK(static_cast<int64_t>(f.order.size()) == K, "int8 path: stored order size");
 
-  // Every segment starts a span: a span of 32 when all segments are whole multiples of 32.
-  r.span_rows = 32;
-  for (const Segment& s : f.segments) {
-    if (s.rows % 32 != 0) r.span_rows = 16;
-  }
+  const StoredRows layout = stored_rows_of(f.segments);
+  r.span_rows = layout.span;
   const int64_t span = r.span_rows;
-  std::vector<int64_t> padded_begin(f.segments.size());
-  int64_t stored = 0;
-  for (size_t i = 0; i < f.segments.size(); ++i) {
-    padded_begin[i] = stored;
-    stored += (f.segments[i].rows + span - 1) / span * span;
-  }
-  r.stored_rows = (stored + 31) / 32 * 32;
+  const std::vector<int64_t>& padded_begin = layout.padded_begin;
+  r.stored_rows = layout.stored;
   const int64_t S = r.stored_rows;
   r.row_src.assign(static_cast<size_t>(S), -1);
   for (size_t i = 0; i < f.segments.size(); ++i) {

@@ -18,10 +18,6 @@
 #include "engine/core/quantized_weight.h"
 #include "engine/core/thread_pool.h"
 
-namespace hearth {
-class GgufBlockWeight;
-}  // namespace hearth
-
 namespace hearth::cpu {
 
 struct Int8Weight {
@@ -48,9 +44,10 @@ struct Int8Weight {
 bool has_int8_weight(const QuantizedWeight& weight);
 // Re-lays `weight`, spreading the outputs over `pool`.
 Int8Weight build_int8_weight(const QuantizedWeight& weight, ThreadPool& pool);
-// Int8Weight::bytes() of a GGUF weight's re-layout, from its shape and type alone (the memory
-// plan's figure), counting offsets for every type with minimums.
-size_t int8_weight_bytes(const GgufBlockWeight& weight);
+// Int8Weight::bytes() of a weight's re-layout (has_int8_weight), from its shape and stored order
+// alone (the memory plan's figure), counting offsets for every format that may have them (GGUF
+// types with minimums, asymmetric GPTQ).
+size_t int8_weight_bytes(const QuantizedWeight& weight);
 // Output n's weights as the fast path multiplies them, in input order: out[k] (K floats).
 void int8_weight_row(const Int8Weight& weight, int64_t n, float* out);
 
