@@ -1,9 +1,11 @@
 // Split-K flash decoding over the paged KV cache: one new token per sequence.
 //
-// Grid: (splits, kv heads, sequences), fixed by the batch shape so that a captured CUDA graph
-// serves every step; each block reads its sequence's length and works out its own share: the
-// cache is cut into tiles of 64 positions, the tiles into at most kDecodeMaxSplits splits
-// (a function of the sequence's own length only, so results do not depend on the batch).
+// Grid: (blocks per sequence, kv heads, sequences), fixed by the batch shape so that a captured
+// CUDA graph serves every step; each block reads its sequence's length and works out its own
+// share: the cache is cut into tiles of 64 positions, the tiles into at most kDecodeMaxSplits
+// splits (a function of the sequence's own length only, so results do not depend on the batch),
+// and block x takes splits x, x + gridDim.x, ... (one each for small batches; several, computed
+// one after the other exactly as separate blocks would, once the batch fills the GPU).
 // A block handles one kv head and all query heads of its group (GQA), so keys and values are
 // read once per group. Positions are spread over "lanes groups" of D/8 threads, each thread
 // holding 8 dims of a key (one 16-byte load); 4 positions per lane group make a step.
@@ -20,6 +22,7 @@
 // A speculative check runs each of a sequence's new tokens as a row of its own, attending up to
 // its position; those rows read keys that kv_store wrote just before (DecodeShape::
 // keys_stored_this_step), so then the first step's loads wait for it as well.
+#include <algorithm>
 #include <type_traits>
 
 #include "kernels/common.cuh"
@@ -59,7 +62,6 @@ __global__ void __launch_bounds__(THREADS)
   __shared__ float sm_split_max[kDecodeMaxSplits][GM];
   __shared__ float sm_split_sum[kDecodeMaxSplits][GM];
 
-  const int split = blockIdx.x;
   const int kv_head = blockIdx.y;
   const int seq = blockIdx.z;
   const int tid = threadIdx.x;
@@ -70,11 +72,14 @@ __global__ void __launch_bounds__(THREADS)
   // Everything that does not depend on the previous kernel happens before waiting for it: the
   // batch layout (copied before the step's first kernel), the RoPE angles of the new row, and
   // the keys and values of earlier positions (written by earlier steps): the first step's are
-  // loaded into registers, the rest of the split is prefetched into L2.
+  // loaded into registers, the rest of the block's splits are prefetched into L2.
   const int kv_len = batch.seq_kv_len[seq];
   if (kv_len <= 0) return;
-  const DecodeSplit sp = split_of(kv_len, split);
-  if (split >= sp.used) return;
+  // The block's splits: blockIdx.x, then every gridDim.x-th after it.
+  const int used = split_of(kv_len, 0).used;
+  const int first_split = static_cast<int>(blockIdx.x);
+  const int split_stride = static_cast<int>(gridDim.x);
+  if (first_split >= used) return;
 
   const int row = batch.seq_q_start[seq];
   const int64_t q_cols = int64_t(num_heads) * D;
@@ -82,7 +87,7 @@ __global__ void __launch_bounds__(THREADS)
   const int32_t* page_table = batch.pages + batch.seq_pages[seq];
   T* cache = static_cast<T*>(kv.base);
   const int newest = kv_len - 1;
-  const bool owns_newest = split == sp.used - 1;  // the split whose range ends at newest
+  const bool owns_newest = (used - 1) % split_stride == first_split;  // the last split's does
   const T* k_row = k_new + int64_t(row) * kv_cols + int64_t(kv_head) * D;
   const T* v_row = v_new + int64_t(row) * kv_cols + int64_t(kv_head) * D;
 
@@ -93,12 +98,13 @@ __global__ void __launch_bounds__(THREADS)
   };
   // With pages a multiple of a step (the usual case), a step lies in one page: one lookup.
   const bool step_in_one_page = kv.page_size % kStep == 0;
-  // Keys and values of a step's positions except the newest (not in the cache yet).
-  auto load_step = [&](int base, uint4 kr[kLoads], uint4 vr[kLoads]) {
+  // Keys and values of a step's positions (before `end`) except the newest (not in the cache
+  // yet).
+  auto load_step = [&](int base, int end, uint4 kr[kLoads], uint4 vr[kLoads]) {
     const int64_t step_offset = step_in_one_page ? cache_offset(base) : 0;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
-      const int pos = min(base + i * kGroups + lg, sp.end - 1);  // clamped: no branch
+      const int pos = min(base + i * kGroups + lg, end - 1);  // clamped: no branch
       if (pos == newest) continue;
       const int64_t offset =
           (step_in_one_page ? step_offset + int64_t(pos - base) * D : cache_offset(pos)) + gl * 8;
@@ -106,16 +112,20 @@ __global__ void __launch_bounds__(THREADS)
       vr[i] = load16(cache + kv.v_offset + offset);
     }
   };
+  const DecodeSplit first = split_of(kv_len, first_split);
   uint4 kr[kLoads], vr[kLoads];
-  if (load_early) load_step(sp.begin, kr, vr);
+  if (load_early) load_step(first.begin, first.end, kr, vr);
   if (tid == 0) {
-    const int end = min(sp.end, newest);
-    for (int pos = sp.begin + kStep; pos < end;) {
-      const int run = min(kv.page_size - pos % kv.page_size, end - pos);
-      const T* start = cache + cache_offset(pos);
-      prefetch_l2(start, static_cast<unsigned>(run * D * sizeof(T)));
-      prefetch_l2(start + kv.v_offset, static_cast<unsigned>(run * D * sizeof(T)));
-      pos += run;
+    for (int split = first_split; split < used; split += split_stride) {
+      const DecodeSplit sp = split_of(kv_len, split);
+      const int end = min(sp.end, newest);
+      for (int pos = sp.begin + (split == first_split ? kStep : 0); pos < end;) {
+        const int run = min(kv.page_size - pos % kv.page_size, end - pos);
+        const T* start = cache + cache_offset(pos);
+        prefetch_l2(start, static_cast<unsigned>(run * D * sizeof(T)));
+        prefetch_l2(start + kv.v_offset, static_cast<unsigned>(run * D * sizeof(T)));
+        pos += run;
+      }
     }
   }
   const bool rotate = rope.inv_freq != nullptr;
@@ -125,7 +135,7 @@ __global__ void __launch_bounds__(THREADS)
                            rope.attention_factor, angle);
   }
   pdl_wait();
-  if (!load_early) load_step(sp.begin, kr, vr);
+  if (!load_early) load_step(first.begin, first.end, kr, vr);
 
   // The new position's key (rotated) and value: registers of every lane group, and the cache.
   uint4 k_newest = make_uint4(0, 0, 0, 0), v_newest = make_uint4(0, 0, 0, 0);
@@ -158,102 +168,111 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
     for (int i = 0; i < 8; ++i) qv[h][i] *= scale_log2;
   }
-  float m[GM], l[GM], acc[GM][8];
-#pragma unroll
-  for (int h = 0; h < GM; ++h) {
-    m[h] = -INFINITY;
-    l[h] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) acc[h][i] = 0.0f;
-  }
 
-  // One step ahead: the next step's loads are in flight while this one is computed.
-  for (int base = sp.begin; base < sp.end; base += kStep) {
-    uint4 kn[kLoads], vn[kLoads];
-    if (base + kStep < sp.end) load_step(base + kStep, kn, vn);
-#pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      if (owns_newest && min(base + i * kGroups + lg, sp.end - 1) == newest) {
-        kr[i] = k_newest;
-        vr[i] = v_newest;
-      }
-    }
-    // The step's kLoads positions at once, without branches, so that the dot products, the
-    // shuffle reductions and the exponentials of all positions and heads overlap (one online-
-    // softmax correction per step, not per position). Heads beyond `group` compute on zero
-    // queries and are never stored.
-    float sc[GM][kLoads];
-#pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      float kf[8];
-      unpack8<T>(kr[i], kf);
-#pragma unroll
-      for (int h = 0; h < GM; ++h) {
-        float dot = 0.0f;
-#pragma unroll
-        for (int d = 0; d < 8; ++d) dot = fmaf(qv[h][d], kf[d], dot);
-        sc[h][i] = dot;
-      }
-    }
-#pragma unroll
-    for (int off = kLanes / 2; off > 0; off >>= 1) {
-#pragma unroll
-      for (int h = 0; h < GM; ++h) {
-#pragma unroll
-        for (int i = 0; i < kLoads; ++i) sc[h][i] += __shfl_xor_sync(0xffffffffu, sc[h][i], off);
-      }
-    }
-    float corr[GM];
-    online_softmax_step<GM, kLoads>(sc, m, l, corr, base, kGroups, lg, sp.end);
-#pragma unroll
-    for (int h = 0; h < GM; ++h) {
-#pragma unroll
-      for (int d = 0; d < 8; ++d) acc[h][d] *= corr[h];
-    }
-#pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      float vf[8];
-      unpack8<T>(vr[i], vf);
-#pragma unroll
-      for (int h = 0; h < GM; ++h) {
-#pragma unroll
-        for (int d = 0; d < 8; ++d) acc[h][d] = fmaf(sc[h][i], vf[d], acc[h][d]);
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      kr[i] = kn[i];
-      vr[i] = vn[i];
-    }
-  }
-
-  // Merge the lane groups.
-  merge.store(m, l, acc, group, lg, gl);
-  __syncthreads();
-
+  // The block's splits one after the other, each computed and stored exactly as a block of its
+  // own would (so the bits do not depend on how many blocks share a sequence's splits).
   const int work = group * D;
   const int64_t slot_floats = D + 2;
-  for (int e = tid; e < work; e += kThreads) {
-    const int h = e / D;
-    const int d = e % D;
-    const auto [mx, sum, a] = merge.merged(h, d);
-    const int head = kv_head * group + h;
-    if (sp.used == 1) {
-      out[int64_t(row) * q_cols + int64_t(head) * D + d] = from_f<T>(a / sum);
-    } else {
-      float* slot =
-          partials + ((int64_t(seq) * num_heads + head) * kDecodeMaxSplits + split) * slot_floats;
-      slot[d] = a;
-      if (d == 0) {
-        slot[D] = mx;
-        slot[D + 1] = sum;
+  for (int split = first_split; split < used; split += split_stride) {
+    const DecodeSplit sp = split_of(kv_len, split);
+    const bool has_newest = owns_newest && split == used - 1;
+    if (split != first_split) load_step(sp.begin, sp.end, kr, vr);
+    float m[GM], l[GM], acc[GM][8];
+#pragma unroll
+    for (int h = 0; h < GM; ++h) {
+      m[h] = -INFINITY;
+      l[h] = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[h][i] = 0.0f;
+    }
+
+    // One step ahead: the next step's loads are in flight while this one is computed.
+    for (int base = sp.begin; base < sp.end; base += kStep) {
+      uint4 kn[kLoads], vn[kLoads];
+      if (base + kStep < sp.end) load_step(base + kStep, sp.end, kn, vn);
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) {
+        if (has_newest && min(base + i * kGroups + lg, sp.end - 1) == newest) {
+          kr[i] = k_newest;
+          vr[i] = v_newest;
+        }
+      }
+      // The step's kLoads positions at once, without branches, so that the dot products, the
+      // shuffle reductions and the exponentials of all positions and heads overlap (one online-
+      // softmax correction per step, not per position). Heads beyond `group` compute on zero
+      // queries and are never stored.
+      float sc[GM][kLoads];
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) {
+        float kf[8];
+        unpack8<T>(kr[i], kf);
+#pragma unroll
+        for (int h = 0; h < GM; ++h) {
+          float dot = 0.0f;
+#pragma unroll
+          for (int d = 0; d < 8; ++d) dot = fmaf(qv[h][d], kf[d], dot);
+          sc[h][i] = dot;
+        }
+      }
+#pragma unroll
+      for (int off = kLanes / 2; off > 0; off >>= 1) {
+#pragma unroll
+        for (int h = 0; h < GM; ++h) {
+#pragma unroll
+          for (int i = 0; i < kLoads; ++i) sc[h][i] += __shfl_xor_sync(0xffffffffu, sc[h][i], off);
+        }
+      }
+      float corr[GM];
+      online_softmax_step<GM, kLoads>(sc, m, l, corr, base, kGroups, lg, sp.end);
+#pragma unroll
+      for (int h = 0; h < GM; ++h) {
+#pragma unroll
+        for (int d = 0; d < 8; ++d) acc[h][d] *= corr[h];
+      }
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) {
+        float vf[8];
+        unpack8<T>(vr[i], vf);
+#pragma unroll
+        for (int h = 0; h < GM; ++h) {
+#pragma unroll
+          for (int d = 0; d < 8; ++d) acc[h][d] = fmaf(sc[h][i], vf[d], acc[h][d]);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) {
+        kr[i] = kn[i];
+        vr[i] = vn[i];
+      }
+    }
+
+    // Merge the lane groups.
+    if (split != first_split) __syncthreads();  // the previous split's merge has been read
+    merge.store(m, l, acc, group, lg, gl);
+    __syncthreads();
+    for (int e = tid; e < work; e += kThreads) {
+      const int h = e / D;
+      const int d = e % D;
+      const auto [mx, sum, a] = merge.merged(h, d);
+      const int head = kv_head * group + h;
+      if (used == 1) {
+        out[int64_t(row) * q_cols + int64_t(head) * D + d] = from_f<T>(a / sum);
+      } else {
+        float* slot =
+            partials + ((int64_t(seq) * num_heads + head) * kDecodeMaxSplits + split) * slot_floats;
+        slot[d] = a;
+        if (d == 0) {
+          slot[D] = mx;
+          slot[D + 1] = sum;
+        }
       }
     }
   }
-  if (sp.used == 1) return;
+  if (used == 1) return;
+  const DecodeSplit sp = split_of(kv_len, 0);  // sp.used: the splits the merge adds
 
   int32_t* counter = counters + int64_t(seq) * kv.num_kv_heads + kv_head;
-  if (!last_to_arrive(counter, sp.used)) return;
+  if (!last_to_arrive(counter, min(used, split_stride))) return;
   // One round of reads: each thread's values of the first kEarly splits (registers) and the
   // splits' maxima and sums (shared memory) are all requested before any is used; each head's
   // split weights are then computed once. Splits beyond kEarly (long sequences) are read in
@@ -321,13 +340,30 @@ __global__ void __launch_bounds__(THREADS)
   if (tid == 0) *counter = 0;
 }
 
+// Blocks per (sequence, kv head): as many as a sequence can have splits while the batch is
+// small, so that the GPU fills; fewer once the batch's (sequence, kv head) pairs fill every
+// multiprocessor blocks_per_sm times, each block taking several splits in turn, instead of
+// thousands of blocks of one short split each (at batch 32, 8 kv heads and 512 positions:
+// 2,048 blocks of 64 positions, 6,144 more that found no split) and their merges.
+int decode_blocks_per_head(int heads_of_batch, int blocks_per_sm) {
+  int device = 0, multiprocessors = 0;
+  if (blocks_per_sm <= 0 || cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) !=
+          cudaSuccess) {
+    return kDecodeMaxSplits;
+  }
+  const int blocks = (blocks_per_sm * multiprocessors + heads_of_batch - 1) / heads_of_batch;
+  return std::clamp(blocks, 1, kDecodeMaxSplits);
+}
+
 template <class T, int D, int GM>
 cudaError_t launch_decode(const Launch& l, const void* q, const void* k, const void* v,
                           const BatchView& batch, const KvLayerView& kv, int num_heads, float scale,
                           void* out, const DecodeScratch& scratch, const DecodeShape& shape,
                           const DecodeRope& rope) {
-  const dim3 grid(kDecodeMaxSplits, static_cast<unsigned>(kv.num_kv_heads),
-                  static_cast<unsigned>(batch.num_seqs));
+  const dim3 grid(static_cast<unsigned>(decode_blocks_per_head(batch.num_seqs * kv.num_kv_heads,
+                                                               shape.blocks_per_sm)),
+                  static_cast<unsigned>(kv.num_kv_heads), static_cast<unsigned>(batch.num_seqs));
   const int group = num_heads / kv.num_kv_heads;
   auto go = [&](auto threads) {  // the block size picks the kernel
     constexpr int kBlock = decltype(threads)::value;

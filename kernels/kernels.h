@@ -298,6 +298,10 @@ struct DecodeShape {
   // The step's keys and values were stored by kv_store just before (a check batch, whose rows
   // read each other's): no cache position is read before the previous kernel has finished.
   bool keys_stored_this_step = false;
+  // Blocks per multiprocessor the batch's blocks aim at: a sequence's splits go to fewer blocks,
+  // each taking several in turn, once the batch has enough (sequence, kv head) pairs to fill the
+  // GPU (0: every split a block of its own). The bits do not depend on it.
+  int blocks_per_sm = 1;
 };
 // The rotation pairs dims i and i + rotary_dim/2 through lanes of 8 dims: rotary_dim must be
 // 16 · 2^k and at most head_dim.

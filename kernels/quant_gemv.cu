@@ -23,8 +23,10 @@
 // measured faster than fewer warps with more registers (docs/PERFORMANCE.md); 3 blocks with two
 // tiles, 2 with three or four (their accumulators and x fragments need the registers; three
 // tiles for 17-24 rows do a quarter less work than four at the same occupancy: +2-4 %).
-// The slices' fp32 sums go to the partials buffer; the last block of a column group adds them in
-// slice order, so a row's value does not depend on the batch size.
+// The slices' fp32 sums go to the partials buffer and are added in slice order, so a row's value
+// does not depend on the batch size: by the last block of a column group, or, from
+// QuantGemmScratch::sum_kernel_min_rows rows on, by quant_gemm_sum_kernel over every
+// multiprocessor (the last block's serial tail had grown with the rows to most of the launch).
 // RMSNorm folded in (QuantGemmTarget's residual, QuantInputNorm): the producer's completion adds
 // into the residual and leaves the rows' inverse RMS (a second completion round, over its column
 // groups); the consumer multiplies x by it and by the norm weights (copied before the wait) as it
@@ -177,6 +179,7 @@ struct GemvPart {
   int slices;
   int column_groups;
   int block_begin;
+  int sum_block_begin;  // its blocks of quant_gemm_sum_kernel (column groups × rows)
   GemvLora lora;
 };
 // The normalization of x (QuantInputNorm), inv_rms null without one.
@@ -189,6 +192,7 @@ struct GemvGroup {
   GemvPart part[kQuantGemmMaxGroup];
   int count;
   GemvNorm norm;
+  bool sum_kernel;  // the slices are added by quant_gemm_sum_kernel (QuantGemmScratch)
 };
 static_assert(kMaxWarps * 32 == kQuantNormSlotColumns, "a column group is a norm slot");
 
@@ -398,9 +402,11 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
   const int staged_rows = staged_x_rows(MT, rows);
   // Stages the slice's x rows: value(tok, src, w) is row tok's staged value of input feature src
   // (w: weight_of(r, src) for slice row r).
-  // The rows' loads are issued four at a time, then stored: a loop over the rows alone waited
-  // for each (one round trip per row); all of them at once made the one-tile kernel spill.
-  constexpr int kRowsInFlight = 4;
+  // The rows' loads are issued several at a time, then stored: a loop over the rows alone waited
+  // for each (one round trip per row). Four for the one-tile kernel (more spilled within its 64
+  // registers); sixteen with more tiles, whose blocks otherwise spent most of their time at 32
+  // rows on these round trips.
+  constexpr int kRowsInFlight = MT == 1 ? 4 : 16;
   auto stage_x = [&](auto weight_of, auto value) {
     for (int i = 0, r = threadIdx.x; r < slice_rows; ++i, r += bd) {
       const int src = i == 0 ? src0 : i == 1 ? src1 : row_src[r];
@@ -548,8 +554,35 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     for_each_result(
         [&](int o, int tok, float v) { part.partials[(int64_t(slice) * rows + tok) * N + o] = v; });
   }
+  if (launch_group.sum_kernel) return;
   if (!last_to_arrive(&part.counters[column_group], slices)) return;
   finish_column_group(part, part.column_groups, column_group, rows);
+}
+
+// The slices' sums when a kernel of their own adds them: block (part, row, column group), one
+// output per thread, the slices added in slice order as finish_column_group adds them.
+__global__ void __launch_bounds__(kQuantNormSlotColumns)
+    quant_gemm_sum_kernel(const __grid_constant__ GemvGroup launch_group, int rows) {
+  int which = 0;
+#pragma unroll
+  for (int i = 1; i < kQuantGemmMaxGroup; ++i) {
+    if (i < launch_group.count &&
+        static_cast<int>(blockIdx.x) >= launch_group.part[i].sum_block_begin)
+      which = i;
+  }
+  const GemvPart& part = launch_group.part[which];
+  const int local = static_cast<int>(blockIdx.x) - part.sum_block_begin;
+  const int tok = local / part.column_groups;
+  const int column_group = local - tok * part.column_groups;
+  const int N = static_cast<int>(part.m.out_features);
+  const int o = column_group * kQuantNormSlotColumns + static_cast<int>(threadIdx.x);
+  pdl_launch_dependents();
+  const float bias = part.bias && o < N ? part.bias[o] : 0.0f;
+  pdl_wait();
+  if (o >= N) return;
+  const int64_t at = int64_t(tok) * N + o;
+  const float sum = qchunk::sum_slices(part.partials + at, int64_t(rows) * N, part.slices);
+  qchunk::store_out(part.out, part.out_f32, at, sum + bias);
 }
 
 }  // namespace
@@ -583,6 +616,8 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
   bool with_lora = false;
   float* partials = scratch.partials;
   int32_t* counters = scratch.counters;
+  group.sum_kernel = rows >= scratch.sum_kernel_min_rows;
+  int sum_blocks = 0;
   for (int i = 0; i < count; ++i) {
     const QuantGemmTarget& tg = targets[i];
     if (!tg.m || !qchunk::valid_matrix(*tg.m) || tg.m->kind != kind || !tg.out ||
@@ -608,6 +643,7 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
     part.slices = static_cast<int>(ceil_div(tg.m->chunks, part.p_chunks));
     part.column_groups = static_cast<int>(ceil_div(tg.m->blocks, kMaxWarps));
     part.block_begin = blocks;
+    part.sum_block_begin = sum_blocks;
     part.partials = partials;
     part.counters = counters;
     part.residual = static_cast<__half*>(tg.residual);
@@ -623,6 +659,9 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
     partials += quant_gemm_partial_floats(*tg.m, rows);
     counters += quant_gemm_counters(*tg.m);
     blocks += part.column_groups * part.slices;
+    // One slice stores its results itself; a residual is added by the last block of a group.
+    if (part.slices > 1) sum_blocks += part.column_groups * static_cast<int>(rows);
+    if (tg.residual) group.sum_kernel = false;
     const int meta = kind == QuantKind::kGguf || kind == QuantKind::kGgufHalf
                          ? meta_words<QuantKind::kGguf>()
                          : meta_words<QuantKind::kExl2>();
@@ -666,12 +705,15 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
         return go(four);
     }
   };
-  return qchunk::with_kind(kind, [&](auto k) {
+  const cudaError_t e = qchunk::with_kind(kind, [&](auto k) {
     constexpr QuantKind K = decltype(k)::value;
     if (with_lora) return go(quant_gemv_kernel<K, 1, true>);
     return by_tiles(quant_gemv_kernel<K, 1, false>, quant_gemv_kernel<K, 2, false>,
                     quant_gemv_kernel<K, 3, false>, quant_gemv_kernel<K, 4, false>);
   });
+  if (e != cudaSuccess || !group.sum_kernel || sum_blocks == 0) return e;
+  return launch_kernel(l, quant_gemm_sum_kernel, dim3(static_cast<unsigned>(sum_blocks)),
+                       dim3(kQuantNormSlotColumns), 0, group, r);
 }
 
 }  // namespace hearth::kernels

@@ -49,10 +49,15 @@ struct QuantMatrix {
 constexpr int kQuantGemmMaxRows = 32;
 
 // Split-K scratch: partial sums and per-column-group arrival counters (start at zero; the kernel
-// leaves them at zero).
+// leaves them at zero). From sum_kernel_min_rows rows on, the slices' partials are added by a
+// kernel of their own, one thread per output of a row over every multiprocessor, instead of by
+// the last block of each column group, whose one-block tail grew with the rows (at 32 rows it
+// was most of the launch, docs/PERFORMANCE.md); both add the slices in the same order, so the bits
+// are the same. Launches that add into a residual (QuantGemmTarget) always sum in the kernel.
 struct QuantGemmScratch {
   float* partials = nullptr;
   int32_t* counters = nullptr;
+  int64_t sum_kernel_min_rows = kQuantGemmMaxRows + 1;
 };
 size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows);
 size_t quant_gemm_counters(const QuantMatrix& m);

@@ -539,6 +539,33 @@ TEST_F(GpuOps, AttentionOverQuantizedCachesMatchesTheCpu) {
   }
 }
 
+// Decode attention gives a sequence's splits to fewer blocks once the batch fills the GPU
+// (CudaBackendOptions::decode_attention_blocks_per_sm): the same bits with every split a block of
+// its own as with a few blocks per (sequence, kv head) taking several splits each, for batches
+// of short and long sequences (up to 17 splits), GQA and MHA, with RoPE fused in.
+TEST_F(GpuOps, DecodeAttentionBitsDoNotDependOnBlocksPerSequence) {
+  std::vector<std::unique_ptr<Backend>> backends;
+  for (int blocks_per_sm : {0, 1, 2, 1000}) {
+    CudaBackendOptions o;
+    o.decode_attention_blocks_per_sm = blocks_per_sm;
+    backends.push_back(create_cuda_backend(o));
+  }
+  const AttnRope rope{128, 1.0f, 5e5};
+  for (const AttnCase& c :
+       {AttnCase{"blocks_d128_gqa4", 32, 8, 128, 64, {300, 1, 129, 2100, 64}, {5, 200, 1, 3, 1}, 3},
+        AttnCase{"blocks_d64_mha", 4, 4, 64, 16, {1, 63, 64, 65, 200}, {1, 2, 64, 1, 70}, 3}}) {
+    const AttnRope* r = c.head_dim == 128 ? &rope : nullptr;
+    const auto one_per_split = attention_outputs(c, *backends[0], r);
+    for (size_t b = 1; b < backends.size(); ++b) {
+      const auto got = attention_outputs(c, *backends[b], r);
+      ASSERT_EQ(got.size(), one_per_split.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i], one_per_split[i]) << c.name << ", backend " << b << ", step " << i;
+      }
+    }
+  }
+}
+
 // Decode steps fold RoPE into the attention kernel: against the CPU (rope, then attention), and
 // bit for bit against the CUDA backend's own rope pass (fusion off). Full and partial rotation,
 // head_dim 64 and 128, long positions; the later decode steps read the keys the fused steps

@@ -12,7 +12,8 @@
 #   BATCHES=32,64,128 tests/gpu/quant_kernel_job.sh   (decode batch sizes of the benchmark)
 #
 # PROFILE=1 adds one decode step of the new build under Nsight Compute (quant_bench
-# --profile-step, real clocks, no cache flush): the time of every kernel of the step
+# --profile-step, real clocks, no cache flush), at each batch size of PROFILE_BATCHES (default
+# 1): the time of every kernel of the step
 # (tests/gpu/ncu_step_summary.py). TIMELINE=1 traces the same step at real concurrency, graph
 # nodes one by one (Nsight Systems, else the CUPTI tracer tests/gpu/step_trace_injection.cpp):
 # what each kernel adds to the step's length (tests/gpu/timeline_summary.py).
@@ -71,7 +72,7 @@ run_test() {  # name, command...
   fi
 }
 run_test quant_gpu_tests build-gpu/tests/gpu/quant_gpu_tests
-SUBSET='QuantGpu.RowsAreBatchInvariant:QuantGpu.Exl2*:QuantGpu.NormsFolded*'
+SUBSET='QuantGpu.RowsAreBatchInvariant:QuantGpu.Exl2*:QuantGpu.NormsFolded*:QuantGpu.SliceSum*'
 run_test memcheck compute-sanitizer --tool memcheck --error-exitcode 1 \
   build-gpu/tests/gpu/quant_gpu_tests --gtest_filter="$SUBSET"
 run_test racecheck compute-sanitizer --tool racecheck --error-exitcode 1 \
@@ -104,10 +105,13 @@ decode_step() {
         --batches "$1" --steps 2 --no-sweep --profile-step)
 }
 if [ "${PROFILE:-0}" = 1 ]; then
-  decode_step 1
-  timeout 300 ncu --profile-from-start off --clock-control none --cache-control none \
-    --metrics gpu__time_duration.sum --csv "${step[@]}" > "$OUT/ncu_step.csv" 2>&1
-  python3 tests/gpu/ncu_step_summary.py "$OUT/ncu_step.csv" "${MODELS%%,*} $QUANT1 batch 1" | tee -a "$SUMMARY"
+  for B in ${PROFILE_BATCHES:-1}; do
+    decode_step "$B"
+    timeout 300 ncu --profile-from-start off --clock-control none --cache-control none \
+      --metrics gpu__time_duration.sum --csv "${step[@]}" > "$OUT/ncu_step_b$B.csv" 2>&1
+    python3 tests/gpu/ncu_step_summary.py "$OUT/ncu_step_b$B.csv" "${MODELS%%,*} $QUANT1 batch $B" |
+      tee -a "$SUMMARY"
+  done
 fi
 if [ "${TIMELINE:-0}" = 1 ]; then
   NSYS_BIN=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys \

@@ -341,33 +341,50 @@ TEST_F(QuantGpu, SixteenChunkSlicesKeepRowsBatchInvariant) {
 // Linears that read the same x are queued and served by one launch (q/k/v, gate/up); each
 // output equals the one its linear gives alone, bit for bit, for every matrix of the group
 // (different shapes, widths, K slices and a bias).
-TEST_F(QuantGpu, LinearsOfOneInputShareALaunch) {
-  const int64_t K = 2048;
-  TensorMap t;
+// The outputs of quantized linears that read one x, queued one after the other (one launch).
+std::vector<std::vector<float>> run_linears_together(Backend& b,
+                                                     const std::vector<LinearSource>& layers,
+                                                     const std::vector<float>& x, int64_t rows) {
+  const int64_t K = layers.front().quantized->in_features();
+  TestBatch batch = one_sequence(rows);
+  DeviceTensor in = b.alloc_activation(rows, K);
+  const PreparedBatch p = b.prepare_batch(batch.desc());
+  Keep keep;
+  load(b, x, rows, K, in, p.tokens, keep);
+  std::vector<DeviceTensor> outs;
+  for (const LinearSource& l : layers) {
+    keep.push_back(b.upload_linear(l));
+    outs.push_back(b.alloc_activation(rows, l.quantized->out_features()));
+    b.linear(*keep.back(), in.first_rows(p.tokens), outs.back().first_rows(p.tokens));
+  }
+  std::vector<std::vector<float>> got;
+  for (const DeviceTensor& o : outs) got.push_back(b.read(o, rows));
+  return got;
+}
+
+std::vector<LinearSource> three_exl2_linears(TensorMap& t, int64_t K,
+                                             std::unique_ptr<MemoryTensorSource>& src) {
   make_exl2_layer(t, "a", K, 2048, exl2_recipe_for_bpw(4.0), 11);
   make_exl2_layer(t, "b", K, 256, exl2_recipe_for_bpw(2.5), 12, true);
   make_exl2_layer(t, "c", K, 5000, exl2_recipe_for_bpw(6.0), 13);
-  MemoryTensorSource src(std::move(t));
+  src = std::make_unique<MemoryTensorSource>(std::move(t));
   std::vector<LinearSource> layers;
   for (const char* name : {"a", "b", "c"}) {
-    layers.push_back(source_of(src, name, QuantizedLinearOptions{}));
+    layers.push_back(source_of(*src, name, QuantizedLinearOptions{}));
   }
+  return layers;
+}
+
+TEST_F(QuantGpu, LinearsOfOneInputShareALaunch) {
+  const int64_t K = 2048;
+  TensorMap t;
+  std::unique_ptr<MemoryTensorSource> src;
+  const std::vector<LinearSource> layers = three_exl2_linears(t, K, src);
   for (int64_t rows : {1, 5}) {
     const auto x = random_values(static_cast<size_t>(rows * K), 20 + rows, 1.0f);
-    TestBatch batch = one_sequence(rows);
-    DeviceTensor in = gpu->alloc_activation(rows, K);
-    const PreparedBatch p = gpu->prepare_batch(batch.desc());
-    Keep keep;
-    load(*gpu, x, rows, K, in, p.tokens, keep);
-    std::vector<std::unique_ptr<BackendWeight>> weights;
-    std::vector<DeviceTensor> outs;
-    for (const LinearSource& l : layers) {
-      weights.push_back(gpu->upload_linear(l));
-      outs.push_back(gpu->alloc_activation(rows, l.quantized->out_features()));
-      gpu->linear(*weights.back(), in.first_rows(p.tokens), outs.back().first_rows(p.tokens));
-    }
+    const auto outs = run_linears_together(*gpu, layers, x, rows);
     for (size_t i = 0; i < layers.size(); ++i) {
-      const auto together = gpu->read(outs[i], rows);
+      const auto& together = outs[i];
       const auto alone = run_linear(*gpu, layers[i], x, rows);
       EXPECT_TRUE(std::equal(together.begin(), together.end(), alone.begin()))
           << "matrix " << i << ", " << rows << " rows";
@@ -375,6 +392,50 @@ TEST_F(QuantGpu, LinearsOfOneInputShareALaunch) {
       EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref)
           << "matrix " << i << ", " << rows << " rows: " << d.str();
     }
+  }
+}
+
+// The K slices' partials added by a kernel of their own (CudaBackendOptions::
+// slice_sum_kernel_min_rows) give the bits of the last block of each column group adding them:
+// three matrices sharing a launch (one with a bias, 4 to 16 slices), a k/v-sized matrix of 32
+// slices and a GPTQ act-order one, 1 to 32 rows.
+TEST_F(QuantGpu, SliceSumKernelGivesTheBitsOfTheInKernelSum) {
+  CudaBackendOptions always, never;
+  always.slice_sum_kernel_min_rows = 1;
+  never.slice_sum_kernel_min_rows = kernels::kQuantGemmMaxRows + 1;
+  auto with_kernel = create_cuda_backend(always);
+  auto without = create_cuda_backend(never);
+  const int64_t K = 2048;
+  TensorMap t;
+  std::unique_ptr<MemoryTensorSource> src;
+  const std::vector<LinearSource> layers = three_exl2_linears(t, K, src);
+  TensorMap more;
+  make_exl2_layer(more, "kv", 4096, 1024, exl2_recipe_for_bpw(4.0), 14, true);
+  const GptqRecipe gptq{4, 128, true, false, false};
+  make_gptq_layer(more, "g", 4096, 4096, gptq, 15);
+  MemoryTensorSource more_src(std::move(more));
+  QuantizedLinearOptions gptq_options;
+  gptq_options.quantization_config_json = gptq_config_json(gptq);
+  const std::vector<LinearSource> alone = {source_of(more_src, "kv", QuantizedLinearOptions{}),
+                                           source_of(more_src, "g", gptq_options)};
+  for (int64_t rows : {1, 2, 8, 9, 17, 32}) {
+    const auto x = random_values(static_cast<size_t>(rows * 4096), 40 + rows, 1.0f);
+    const std::vector<float> x_group(x.begin(), x.begin() + rows * K);
+    const auto a = run_linears_together(*with_kernel, layers, x_group, rows);
+    const auto b = run_linears_together(*without, layers, x_group, rows);
+    for (size_t i = 0; i < layers.size(); ++i) {
+      EXPECT_TRUE(std::equal(a[i].begin(), a[i].end(), b[i].begin()))
+          << "matrix " << i << " of the group, " << rows << " rows";
+    }
+    for (size_t i = 0; i < alone.size(); ++i) {
+      const auto with_sums = run_linear(*with_kernel, alone[i], x, rows);
+      const auto in_kernel = run_linear(*without, alone[i], x, rows);
+      EXPECT_TRUE(std::equal(with_sums.begin(), with_sums.end(), in_kernel.begin()))
+          << (i == 0 ? "k/v-sized EXL2, " : "GPTQ act-order, ") << rows << " rows";
+    }
+    const auto d = compare(a[1], run_linear(*cpu, layers[1], x_group, rows));
+    EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref)
+        << rows << " rows: " << d.str();
   }
 }
 

@@ -43,6 +43,15 @@ struct CudaBackendOptions {
   // where staging normalized rows costs every block more than the separate pass saves
   // (docs/PERFORMANCE.md).
   int64_t fold_norm_max_rows = 2;
+  // From this many rows on (at most 33: never), the K slices of a fused quantized linear are
+  // added by a kernel of their own over every multiprocessor instead of by one block per column
+  // group (kernels::QuantGemmScratch; the same bits). 2: on an H200 (Llama-3-8B EXL2 4.0) +2.5 %
+  // at 2 rows, +9 % at 4, +12 % at 8, +28 % at 32 (docs/PERFORMANCE.md).
+  int64_t slice_sum_kernel_min_rows = 2;
+  // Decode attention over a batch: the blocks per multiprocessor its (sequence, kv head) pairs'
+  // splits aim at (kernels::DecodeShape::blocks_per_sm; 0: every split a block; the same bits).
+  // 1 measured best against 0, 2 and 4 at batches 4 to 32 (docs/PERFORMANCE.md).
+  int decode_attention_blocks_per_sm = 1;
   // A batch of short slices that want every logit (speculative checks: a sequence's last token
   // and its proposals) runs as a decode step with one row per token, each row attending up to
   // its own position: the decode kernels and a CUDA graph instead of the prefill path, and the

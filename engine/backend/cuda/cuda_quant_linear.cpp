@@ -207,7 +207,8 @@ void CudaBackend::flush_quant_linears() {
   }
   kernels::QuantInputNorm input_norm;
   if (norm) input_norm = {inv_rms, norm->weight, norm->out.data};
-  const kernels::QuantGemmScratch scratch{gemv_partials_.as<float>(), gemv_counters_.as<int32_t>()};
+  const kernels::QuantGemmScratch scratch{gemv_partials_.as<float>(), gemv_counters_.as<int32_t>(),
+                                          options_.slice_sum_kernel_min_rows};
   check_launch(kernels::quant_gemm_group(launch(), targets.data(), static_cast<int>(targets.size()),
                                          x, rows, scratch, norm ? &input_norm : nullptr),
                "quant_gemm_group");
