@@ -344,15 +344,20 @@ __global__ void __launch_bounds__(THREADS)
 // small, so that the GPU fills; fewer once the batch's (sequence, kv head) pairs fill every
 // multiprocessor blocks_per_sm times, each block taking several splits in turn, instead of
 // thousands of blocks of one short split each (at batch 32, 8 kv heads and 512 positions:
-// 2,048 blocks of 64 positions, 6,144 more that found no split) and their merges.
-int decode_blocks_per_head(int heads_of_batch, int blocks_per_sm) {
+// 2,048 blocks of 64 positions, 6,144 more that found no split) and their merges. One_block_per_sm:
+// blocks that fill a multiprocessor alone (the 256-thread kernel, ~200 registers a thread) are
+// rounded down, so that a few of them do not make a second wave (batch 1: 16 blocks per kv head
+// on 132 multiprocessors, not 17).
+int decode_blocks_per_head(int heads_of_batch, int blocks_per_sm, bool one_block_per_sm) {
   int device = 0, multiprocessors = 0;
   if (blocks_per_sm <= 0 || cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) !=
           cudaSuccess) {
     return kDecodeMaxSplits;
   }
-  const int blocks = (blocks_per_sm * multiprocessors + heads_of_batch - 1) / heads_of_batch;
+  const int aim = blocks_per_sm * multiprocessors;
+  const int blocks =
+      one_block_per_sm ? aim / heads_of_batch : (aim + heads_of_batch - 1) / heads_of_batch;
   return std::clamp(blocks, 1, kDecodeMaxSplits);
 }
 
@@ -361,12 +366,13 @@ cudaError_t launch_decode(const Launch& l, const void* q, const void* k, const v
                           const BatchView& batch, const KvLayerView& kv, int num_heads, float scale,
                           void* out, const DecodeScratch& scratch, const DecodeShape& shape,
                           const DecodeRope& rope) {
-  const dim3 grid(static_cast<unsigned>(decode_blocks_per_head(batch.num_seqs * kv.num_kv_heads,
-                                                               shape.blocks_per_sm)),
-                  static_cast<unsigned>(kv.num_kv_heads), static_cast<unsigned>(batch.num_seqs));
   const int group = num_heads / kv.num_kv_heads;
   auto go = [&](auto threads) {  // the block size picks the kernel
     constexpr int kBlock = decltype(threads)::value;
+    const dim3 grid(
+        static_cast<unsigned>(decode_blocks_per_head(
+            batch.num_seqs * kv.num_kv_heads, shape.blocks_per_sm, kBlock == kThreadsOneSequence)),
+        static_cast<unsigned>(kv.num_kv_heads), static_cast<unsigned>(batch.num_seqs));
     return launch_kernel(l, attention_decode_kernel<T, D, GM, kBlock>, grid, dim3(kBlock), 0,
                          static_cast<const T*>(q), static_cast<const T*>(k),
                          static_cast<const T*>(v), batch, kv, num_heads, group,
