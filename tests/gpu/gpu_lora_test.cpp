@@ -80,24 +80,8 @@ TEST(GpuLora, OpMatchesCpuOnBothPaths) {
                                                             {1, 17}, {40, 3}, {300, 1}};
   for (const auto& [per_seq, seqs] : layouts) {
     const OpShape shape{per_seq, seqs, 576, {576, 192, 192}};
-    LoraSource source;
-    source.name = "test q/k/v";
-    source.in_features = shape.in;
-    source.out_features = shape.outs;
-    // Slot 0: rank 8 on q and v; slot 2: rank 16 on all three; slot 5: rank 4 on k.
-    const struct {
-      int slot, rank;
-      std::vector<int> targets;
-      float scale;
-    } adapters[] = {{0, 8, {0, 2}, 2.0f}, {2, 16, {0, 1, 2}, 0.7f}, {5, 4, {1}, 4.0f}};
-    uint64_t seed = 100;
-    for (const auto& a : adapters) {
-      for (int t : a.targets) {
-        source.parts.push_back({t, a.slot, values({a.rank, shape.in}, seed++, 0.05f),
-                                values({shape.outs[static_cast<size_t>(t)], a.rank}, seed++, 0.1f),
-                                a.scale});
-      }
-    }
+    // Slot 0 on q and v, slot 2 on all three, slot 5 on k.
+    const LoraSource source = gpu_test::three_slot_lora(shape.in, shape.outs, 100);
     std::vector<std::vector<float>> weights;
     for (int64_t s = 0; s < seqs; ++s) {
       switch (s % 4) {

@@ -141,4 +141,33 @@ inline int64_t first_outside(const std::vector<float>& got, const std::vector<fl
   return -1;
 }
 
+// Adapters on three linears of one x (q/k/v-like; outs: their widths), in three slots: slot 0
+// rank 8 on linears 0 and 2, slot 2 rank 16 on all three, slot 5 rank 4 on linear 1, each with
+// its own scale; A and B random, drawn from `seed` on.
+inline LoraSource three_slot_lora(int64_t in, const std::vector<int64_t>& outs, uint64_t seed) {
+  LoraSource lora;
+  lora.name = "test q/k/v";
+  lora.in_features = in;
+  lora.out_features = outs;
+  const struct {
+    int slot, rank;
+    std::vector<int> targets;
+    float scale;
+  } adapters[] = {{0, 8, {0, 2}, 2.0f}, {2, 16, {0, 1, 2}, 0.7f}, {5, 4, {1}, 4.0f}};
+  for (const auto& a : adapters) {
+    for (int target : a.targets) {
+      const int64_t out = outs[static_cast<size_t>(target)];
+      lora.parts.push_back(
+          {target, a.slot,
+           HostTensor::from_floats(random_values(static_cast<size_t>(a.rank * in), seed, 0.05f),
+                                   {a.rank, in}),
+           HostTensor::from_floats(random_values(static_cast<size_t>(out * a.rank), seed + 1, 0.1f),
+                                   {out, a.rank}),
+           a.scale});
+      seed += 2;
+    }
+  }
+  return lora;
+}
+
 }  // namespace hearth::gpu_test

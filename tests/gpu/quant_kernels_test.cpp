@@ -505,30 +505,8 @@ TEST_F(QuantGpu, LoraFoldedIntoQuantizedLinearsMatchesTheCpu) {
       layers.push_back(source_of(src, name, o));
       widths.push_back(layers.back().quantized->out_features());
     }
-    LoraSource lora;
-    lora.name = "test q/k/v";
-    lora.in_features = K;
-    lora.out_features = widths;
-    // Slot 0: rank 8 on a and c; slot 2: rank 16 on all three; slot 5: rank 4 on b.
-    const struct {
-      int slot, rank;
-      std::vector<int> targets;
-      float scale;
-    } parts[] = {{0, 8, {0, 2}, 2.0f}, {2, 16, {0, 1, 2}, 0.7f}, {5, 4, {1}, 4.0f}};
-    uint64_t seed = 300;
-    for (const auto& a : parts) {
-      for (int target : a.targets) {
-        lora.parts.push_back(
-            {target, a.slot,
-             HostTensor::from_floats(random_values(static_cast<size_t>(a.rank * K), seed++, 0.05f),
-                                     {a.rank, K}),
-             HostTensor::from_floats(
-                 random_values(static_cast<size_t>(widths[static_cast<size_t>(target)] * a.rank),
-                               seed++, 0.1f),
-                 {widths[static_cast<size_t>(target)], a.rank}),
-             a.scale});
-      }
-    }
+    // Slot 0 on a and c, slot 2 on all three, slot 5 on b.
+    const LoraSource lora = gpu_test::three_slot_lora(K, widths, 300);
     CudaBackendOptions folding_options, unfolded_options;
     folding_options.lora_fold_max_rows = kernels::kQuantGemmLoraMaxRows;
     unfolded_options.lora_fold_max_rows = 0;

@@ -41,7 +41,7 @@ class CudaLoraWeight final : public BackendWeight {
   std::string name;
   int64_t in_features = 0;
   int total_cols = 0;
-  size_t dtype_size = 2;     // of a and bt: the activation dtype's
+  size_t element_bytes = 2;  // of a and bt: the activation dtype's
   DeviceBuffer a;            // [total_cols, in_features]
   DeviceBuffer slot_of_col;  // int32 [total_cols]
   std::vector<int32_t> slot_of_col_host;
@@ -73,7 +73,7 @@ std::unique_ptr<BackendWeight> CudaBackend::upload_lora(const LoraSource& source
   auto w = std::make_unique<CudaLoraWeight>(epoch_);
   w->name = source.name;
   w->in_features = K;
-  w->dtype_size = dtype_size(options_.activation_dtype);
+  w->element_bytes = dtype_size(options_.activation_dtype);
   // Columns ordered by target, so each target's columns are one contiguous block.
   std::vector<float> a_stack;
   std::vector<int32_t> slots;
@@ -140,7 +140,7 @@ bool CudaBackend::fuse_lora(const BackendWeight& weight, const DeviceTensor& x,
   if (!w || pending_quant_.size() != outs.size() || pending_quant_x_.data != x.data ||
       pending_quant_x_.rows != rows || rows <= 0 ||
       rows > std::min<int64_t>(options_.lora_fold_max_rows, kernels::kQuantGemmLoraMaxRows) ||
-      x.dtype != DType::kF16 || w->dtype_size != sizeof(uint16_t) ||
+      x.dtype != DType::kF16 || w->element_bytes != sizeof(uint16_t) ||
       rows > prepared_.padded_tokens) {
     return false;
   }
@@ -164,47 +164,43 @@ bool CudaBackend::fuse_lora(const BackendWeight& weight, const DeviceTensor& x,
     }
   }
   // A in each matrix's stored row order: made outside graph capture (a step runs once before
-  // it is captured), so a capture without it falls back.
+  // it is captured), so a capture without it falls back. The folds are attached once every
+  // target has its copy, so a fallback leaves the queued linears as they were.
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   check_cuda(cudaStreamIsCapturing(stream_, &capture), "checking for graph capture");
-  std::vector<const void*> stored_a(outs.size(), nullptr);
-  for (size_t t = 0; t < outs.size(); ++t) {
-    const CudaLoraWeight::Target& g = w->targets[t];
-    if (used[t].first == used[t].second) continue;
-    const kernels::QuantMatrix& m = quantized_matrix(*pending_quant_[t].weight);
-    auto it = w->stored_order.find(m.row_src);
-    if (it == w->stored_order.end()) {
-      if (capture != cudaStreamCaptureStatusNone) return false;
-      const int64_t stored = m.chunks * 32;
-      DeviceBuffer copy(static_cast<size_t>(g.cols * stored) * sizeof(uint16_t),
-                        MemoryCategory::kWeights, counters_, w->name + " LoRA A, stored order");
-      check_launch(
-          kernels::lora_gather_features(
-              launch_plain(),
-              static_cast<const char*>(w->a.get()) +
-                  static_cast<size_t>(g.col0) * static_cast<size_t>(w->in_features) * w->dtype_size,
-              g.cols, w->in_features, m.row_src, stored, copy.get()),
-          "lora_gather_features");
-      it = w->stored_order.emplace(m.row_src, std::move(copy)).first;
-    }
-    stored_a[t] = it->second.get();
-  }
+  std::vector<kernels::QuantGemmLora> folds(outs.size());
   for (size_t t = 0; t < outs.size(); ++t) {
     const CudaLoraWeight::Target& g = w->targets[t];
     const auto [first, end] = used[t];
     if (first == end) continue;
     const kernels::QuantMatrix& m = quantized_matrix(*pending_quant_[t].weight);
-    kernels::QuantGemmLora& l = pending_quant_[t].lora;
-    l.a = static_cast<const char*>(stored_a[t]) +
-          static_cast<size_t>(first - g.col0) * static_cast<size_t>(m.chunks * 32) * w->dtype_size;
+    const int64_t stored = m.chunks * 32;
+    auto it = w->stored_order.find(m.row_src);
+    if (it == w->stored_order.end()) {
+      if (capture != cudaStreamCaptureStatusNone) return false;
+      DeviceBuffer copy(static_cast<size_t>(g.cols * stored) * sizeof(uint16_t),
+                        MemoryCategory::kWeights, counters_, w->name + " LoRA A, stored order");
+      check_launch(kernels::lora_gather_features(
+                       launch_plain(),
+                       static_cast<const char*>(w->a.get()) +
+                           static_cast<size_t>(g.col0) * static_cast<size_t>(w->in_features) *
+                               w->element_bytes,
+                       g.cols, w->in_features, m.row_src, stored, copy.get()),
+                   "lora_gather_features");
+      it = w->stored_order.emplace(m.row_src, std::move(copy)).first;
+    }
+    kernels::QuantGemmLora& l = folds[t];
+    l.a = static_cast<const char*>(it->second.get()) +
+          static_cast<size_t>(first - g.col0) * static_cast<size_t>(stored) * w->element_bytes;
     l.bt = static_cast<const char*>(g.bt.get()) + static_cast<size_t>(first - g.col0) *
                                                       static_cast<size_t>(g.out_features) *
-                                                      w->dtype_size;
+                                                      w->element_bytes;
     l.slot_of_col = w->slot_of_col.as<int32_t>() + first;
     l.row_weights = adapter_rows_device_.as<float>();
     l.cols = end - first;
     l.slots = kMaxLoraSlots;
   }
+  for (size_t t = 0; t < outs.size(); ++t) pending_quant_[t].lora = folds[t];
   ++folded_loras_;
   return true;
 }
