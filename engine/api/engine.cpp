@@ -67,8 +67,9 @@ double GenerationStats::decode_tokens_per_s() const {
 
 namespace {
 
-// What an adapter is, for users; `dtype` is what the backend holds its A and B in.
-AdapterInfo describe_adapter(const LoraAdapter& lora, DType dtype) {
+// What an adapter is, for users; `dtype` is what the backend holds its A and B in, and
+// `packed_base` whether it adapts packed quantized matrices on a GPU (adapter_device_bytes).
+AdapterInfo describe_adapter(const LoraAdapter& lora, DType dtype, bool packed_base) {
   AdapterInfo info;
   info.path = lora.path;
   info.name = lora.name;
@@ -78,7 +79,7 @@ AdapterInfo describe_adapter(const LoraAdapter& lora, DType dtype) {
   info.rslora = lora.rslora;
   info.targets = lora.target_names();
   info.layers = lora.layer_count();
-  info.bytes = static_cast<size_t>(lora.parameter_count()) * dtype_size(dtype);
+  info.bytes = adapter_device_bytes(lora, dtype, packed_base);
   return info;
 }
 
@@ -154,7 +155,8 @@ int Engine::Impl::add_adapter(std::shared_ptr<const LoraAdapter> lora, float wei
     ++slot;
   }
   LoadedAdapter loaded;
-  loaded.info = describe_adapter(*lora, backend().activation_dtype());
+  loaded.info = describe_adapter(*lora, backend().activation_dtype(),
+                                 packed_quantized_base(options, bundle.info));
   loaded.info.id = next_adapter_id;
   loaded.info.weight = weight;
   loaded.lora = std::move(lora);
@@ -329,7 +331,8 @@ MemoryPlan Engine::plan(const LoadOptions& options) {
   size_t adapter_bytes = 0;
   for (const AdapterSpec& a : options.adapters) {
     adapter_bytes +=
-        describe_adapter(read_lora_adapter(a.path, info.config), adapter_dtype(options.device))
+        describe_adapter(read_lora_adapter(a.path, info.config), adapter_dtype(options.device),
+                         packed_quantized_base(options, info))
             .bytes;
   }
   return make_plan(options, info, resolved, draft ? &*draft : nullptr, adapter_bytes);
@@ -338,7 +341,7 @@ MemoryPlan Engine::plan(const LoadOptions& options) {
 AdapterInfo Engine::inspect_adapter(const std::filesystem::path& adapter,
                                     const std::filesystem::path& model_path) {
   const ModelInfo info = open_model(model_path, false).info;
-  return describe_adapter(read_lora_adapter(adapter, info.config), DType::kF16);
+  return describe_adapter(read_lora_adapter(adapter, info.config), DType::kF16, false);
 }
 
 bool Engine::is_adapter(const std::filesystem::path& path) {
@@ -411,7 +414,9 @@ void Engine::load(const LoadOptions& options, const ProgressCallback& progress,
   size_t adapter_bytes = 0;
   for (const AdapterSpec& a : options.adapters) {
     adapters.push_back(std::make_shared<const LoraAdapter>(read_lora_adapter(a.path, info.config)));
-    adapter_bytes += describe_adapter(*adapters.back(), adapter_dtype(options.device)).bytes;
+    adapter_bytes += describe_adapter(*adapters.back(), adapter_dtype(options.device),
+                                      packed_quantized_base(options, info))
+                         .bytes;
   }
   const MemoryPlan plan = make_plan(options, info, impl->resolved,
                                     drafted ? &impl->draft_bundle.info : nullptr, adapter_bytes);

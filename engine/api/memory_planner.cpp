@@ -8,6 +8,32 @@
 
 namespace hearth {
 
+size_t adapter_device_bytes(const LoraAdapter& lora, DType dtype, bool packed_quantized_base) {
+  int64_t values = lora.parameter_count();
+  if (packed_quantized_base) {
+    constexpr int64_t kChunkRows = 32;
+    for (const LoraLinear& l : lora.linears) {
+      const int64_t inputs = l.a.shape[1];
+      values += l.rank() * ((inputs + kChunkRows - 1) / kChunkRows * kChunkRows);
+    }
+  }
+  return static_cast<size_t>(values) * dtype_size(dtype);
+}
+
+bool packed_quantized_base(const LoadOptions& options, const ModelInfo& info) {
+  if (options.device != DeviceKind::kCuda) return false;
+  if (info.format == ModelFormat::kExl2 || info.format == ModelFormat::kGptq) return true;
+  if (info.format != ModelFormat::kGguf || info.cuda_layer_bytes.empty()) return false;
+  // GGUF linears small enough to run faster in fp16 are expanded at load: packed when a layer
+  // takes less than its linears would in fp16.
+  uint64_t fp16_linears = 0;
+  for (int p = 0; p < kLoraProjections; ++p) {
+    const auto [out, in] = lora_projection_shape(static_cast<LoraProjection>(p), info.config);
+    fp16_linears += static_cast<uint64_t>(out * in) * 2;
+  }
+  return info.cuda_layer_bytes.front() < fp16_linears;
+}
+
 std::string format_bytes(size_t bytes) {
   char buf[64];
   const double b = static_cast<double>(bytes);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "engine/api/engine.h"
+#include "engine/model/lora_adapter.h"
 
 namespace hearth {
 
@@ -27,6 +28,15 @@ MemoryPlan estimate_memory(const LoadOptions& options, const ModelInfo& info,
                            const ResolvedLoad& resolved);
 // Compares with the device's free memory and writes the advice when it does not fit.
 void judge_plan(MemoryPlan& plan, const LoadOptions& options, const ResolvedLoad& resolved);
+
+// What an adapter takes on its device: its A and B in `dtype` and, where the linears it adapts are
+// packed quantized matrices on a GPU (EXL2, GPTQ, GGUF), a second copy of each A in its matrix's
+// stored row order (inputs rounded up to whole 32-row chunks), made for the batch-1 steps that
+// fold the adapter into the quantized kernel (CudaBackend::fuse_lora).
+size_t adapter_device_bytes(const LoraAdapter& lora, DType dtype, bool packed_quantized_base);
+// Whether a load's linears are packed quantized matrices on a GPU: EXL2 and GPTQ there, and GGUF
+// whose layers take less than their linears would in fp16 (small ones are expanded at load).
+bool packed_quantized_base(const LoadOptions& options, const ModelInfo& info);
 
 std::string format_bytes(size_t bytes);  // "1.25 GiB", "300 MiB"
 

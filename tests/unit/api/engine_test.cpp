@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/api/engine.h"
+#include "engine/api/memory_planner.h"
 #include "engine/core/error.h"
 #include "engine/formats/quant_tile_layout.h"
 #include "engine/model/model_loader.h"
@@ -132,6 +133,44 @@ TEST(EnginePlan, GgufWeightsOnTheGpuCountPackedTablesAtTheirFileSize) {
   EXPECT_EQ(info.cuda_layer_bytes.size(), static_cast<size_t>(c.num_layers));
   EXPECT_EQ(layers + 2 * static_cast<uint64_t>(c.hidden_size),  // and the final norm
             info.cuda_weight_bytes - info.cuda_embedding_bytes);
+}
+
+// An adapter over packed quantized matrices on a GPU also takes a copy of each A in its matrix's
+// stored row order (inputs rounded up to 32-row chunks), and the plan counts it; over fp16
+// matrices, and on the CPU, it takes its A and B alone. GGUF linears count as packed only where
+// the layer is smaller than its linears in fp16 (the default model's are expanded at load).
+TEST(EnginePlan, AdaptersOverPackedMatricesCountTheirStoredOrderCopy) {
+  LoraAdapter lora;
+  auto linear = [](int64_t rank, int64_t in, int64_t out) {
+    LoraLinear l;
+    l.a = HostTensor::from_floats(std::vector<float>(static_cast<size_t>(rank * in), 0.5f),
+                                  {rank, in});
+    l.b = HostTensor::from_floats(std::vector<float>(static_cast<size_t>(out * rank), 0.5f),
+                                  {out, rank});
+    return l;
+  };
+  lora.linears = {linear(8, 576, 192), linear(4, 100, 576)};
+  const size_t values = 8 * 576 + 192 * 8 + 4 * 100 + 576 * 4;
+  EXPECT_EQ(adapter_device_bytes(lora, DType::kF16, false), values * 2);
+  EXPECT_EQ(adapter_device_bytes(lora, DType::kF32, false), values * 4);
+  EXPECT_EQ(adapter_device_bytes(lora, DType::kF16, true), (values + 8 * 576 + 4 * 128) * 2);
+
+  LoadOptions cuda;
+  cuda.device = DeviceKind::kCuda;
+  LoadOptions cpu;
+  cpu.device = DeviceKind::kCpu;
+  const ModelInfo gguf = Engine::inspect(test::test_model());
+  EXPECT_FALSE(packed_quantized_base(cuda, gguf));
+  ModelInfo exl2 = gguf;
+  exl2.format = ModelFormat::kExl2;
+  EXPECT_TRUE(packed_quantized_base(cuda, exl2));
+  EXPECT_FALSE(packed_quantized_base(cpu, exl2));
+  ModelInfo small_layers = gguf;
+  for (uint64_t& b : small_layers.cuda_layer_bytes) b /= 4;
+  EXPECT_TRUE(packed_quantized_base(cuda, small_layers));
+  ModelInfo fp16 = gguf;
+  fp16.format = ModelFormat::kSafetensors;
+  EXPECT_FALSE(packed_quantized_base(cuda, fp16));
 }
 
 // A quantized cache needs heads of 64 or 128 dims (the tiny model's are 16): the plan and the
