@@ -258,13 +258,7 @@ __global__ void __launch_bounds__(THREADS)
       if (used == 1) {
         out[int64_t(row) * q_cols + int64_t(head) * D + d] = from_f<T>(a / sum);
       } else {
-        float* slot =
-            partials + ((int64_t(seq) * num_heads + head) * kDecodeMaxSplits + split) * slot_floats;
-        slot[d] = a;
-        if (d == 0) {
-          slot[D] = mx;
-          slot[D + 1] = sum;
-        }
+        store_split_partial(partials, seq, num_heads, head, split, D, d, mx, sum, a);
       }
     }
   }

@@ -202,13 +202,7 @@ __global__ void __launch_bounds__(kThreads)
     if (sp.used == 1) {
       sm_out[h][d] = a / sum;
     } else {
-      float* slot =
-          partials + ((int64_t(seq) * num_heads + head) * kDecodeMaxSplits + split) * slot_floats;
-      slot[d] = a;
-      if (d == 0) {
-        slot[D] = mx;
-        slot[D + 1] = sum;
-      }
+      store_split_partial(partials, seq, num_heads, head, split, D, d, mx, sum, a);
     }
   }
   if (sp.used > 1) {

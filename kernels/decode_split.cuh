@@ -56,6 +56,19 @@ __device__ __forceinline__ void online_softmax_step(float (&sc)[GM][kLoads], flo
   }
 }
 
+// A split's result for head `head`, dim d of a sequence: the weighted value, and with dim 0 the
+// split's max and sum, in the slot (D + 2 floats per split) that the sequence's last block merges.
+__device__ __forceinline__ void store_split_partial(float* partials, int seq, int num_heads,
+                                                    int head, int split, int D, int d, float mx,
+                                                    float sum, float value) {
+  float* slot = partials + ((int64_t(seq) * num_heads + head) * kDecodeMaxSplits + split) * (D + 2);
+  slot[d] = value;
+  if (d == 0) {
+    slot[D] = mx;
+    slot[D + 1] = sum;
+  }
+}
+
 // A block's lane groups hand their running max, sum and 8 accumulated dims per head to shared
 // memory; then, for head h and dim d, merged() gives the block's max, sum and weighted value.
 template <int GM, int D, int kGroups>
