@@ -10,7 +10,11 @@
 // One warp = one 32-output column × one K slice of P chunks (P = 4, 8 or 16 from the matrix
 // shape alone, qchunk::slice_chunks). A block holds 8 warps on 8 neighbouring columns and the same
 // slice, so the x rows of the slice are gathered into shared memory once (act-order applied through
-// row_src), and the per-warp set-up is small:
+// row_src; from QuantGemmScratch::staged_x_min_rows rows on, quant_stage_x_kernel lays x out in
+// the staging order first and the blocks copy it with 16-byte cp.async instead of gathering it
+// element by element, a round trip per 16 rows before any weight load: an 8B decode step at 32
+// rows 9.9 -> 7.1 ms, docs/PERFORMANCE.md),
+// and the per-warp set-up is small:
 //  - before waiting on the previous kernel: the slice's chunk facts (one per lane) and cp.async
 //    copies of the scales of each group the slice starts. No L2 prefetch of the weights: issued
 //    by every resident block of the next kernels while the step's chain of dependent kernels
@@ -179,7 +183,9 @@ struct GemvPart {
   int slices;
   int column_groups;
   int block_begin;
-  int sum_block_begin;  // its blocks of quant_gemm_sum_kernel (column groups × rows)
+  int sum_block_begin;    // its blocks of quant_gemm_sum_kernel (column groups × rows)
+  int stage_block_begin;  // its blocks of quant_stage_x_kernel
+  __half* staged_x;       // x in this matrix's staging order (QuantGemmScratch), or null
   GemvLora lora;
 };
 // The normalization of x (QuantInputNorm), inv_rms null without one.
@@ -350,8 +356,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
   const int slice_rows = n * 32;
   const int* row_src = m.row_src + int64_t(c0) * 32;
   const int bd = static_cast<int>(blockDim.x);
-  const int src0 = threadIdx.x < slice_rows ? row_src[threadIdx.x] : -1;
-  const int src1 = threadIdx.x + bd < slice_rows ? row_src[threadIdx.x + bd] : -1;
+  const __half* staged = part.staged_x;  // x gathered by quant_stage_x_kernel, or null
+  const int src0 = !staged && threadIdx.x < slice_rows ? row_src[threadIdx.x] : -1;
+  const int src1 = !staged && threadIdx.x + bd < slice_rows ? row_src[threadIdx.x + bd] : -1;
   const GemvNorm& norm = launch_group.norm;
   float* s_w = reinterpret_cast<float*>(s_x + staged_x_rows(MT, rows) * xs_stride);
   if (norm.inv_rms) {  // the norm weights of the slice's rows, in slice order
@@ -425,7 +432,19 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
       }
     }
   };
-  if (norm.inv_rms) {
+  if (staged) {
+    // The slice's rows as quant_stage_x_kernel laid them out: 16-byte copies, all in flight at
+    // once; the staged rows past `rows` (the zero row, the last tile's padding) zero-filled.
+    const int64_t stored = m.chunks * 32;
+    const int vecs = slice_rows / 8;
+    for (int e = threadIdx.x; e < staged_rows * vecs; e += bd) {
+      const int tok = e / vecs, v = e - tok * vecs;
+      cp_async16(s_x + tok * xs_stride + v * 8,
+                 staged + int64_t(tok < rows ? tok : 0) * stored + int64_t(c0) * 32 + v * 8,
+                 tok < rows);
+    }
+    cp_async_commit();
+  } else if (norm.inv_rms) {
     // x is the residual: stage fp16(w · (x · inv_rms)), add_rms_norm's formula, with the row's
     // inverse RMS read alongside x (no round trip of its own). The blocks of column group 0 of
     // the first matrix also write those rows out (its slices cover every input feature once).
@@ -454,8 +473,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     stage_x([](int, int) { return 0.0f; },
             [&](int tok, int src, float) { return x[int64_t(tok) * K + src]; });
   }
-  // The scales; a LoRA's a and bt are waited for after the main loop.
-  if (lora_cols > 0) {
+  // The scales (and the staged x); a LoRA's a and bt, unless copied before x, are waited for
+  // after the main loop.
+  if (lora_cols > 0 && !staged) {
     cp_async_wait<2>();
   } else {
     cp_async_wait<0>();
@@ -559,6 +579,44 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
   finish_column_group(part, part.column_groups, column_group, rows);
 }
 
+// x in each matrix's staging order (QuantGemmScratch::staged_x): row tok of stored row s at
+// staged_x[tok · chunks · 32 + staged_position(s)], x[tok][row_src[s]] or zero for a padding row,
+// which is what the fused kernel's blocks would gather into shared memory. Block (part, 256
+// stored rows, kStageRows x rows): one stored row per thread, its rows' loads in flight together.
+constexpr int kStageThreads = 256;
+constexpr int kStageRows = 8;
+__global__ void __launch_bounds__(kStageThreads)
+    quant_stage_x_kernel(const __grid_constant__ GemvGroup launch_group, const __half* x,
+                         int rows) {
+  int which = 0;
+#pragma unroll
+  for (int i = 1; i < kQuantGemmMaxGroup; ++i) {
+    if (i < launch_group.count &&
+        static_cast<int>(blockIdx.x) >= launch_group.part[i].stage_block_begin)
+      which = i;
+  }
+  const GemvPart& part = launch_group.part[which];
+  const int stored = static_cast<int>(part.m.chunks) * 32;
+  const int s = (static_cast<int>(blockIdx.x) - part.stage_block_begin) * kStageThreads +
+                static_cast<int>(threadIdx.x);
+  pdl_launch_dependents();
+  const int src = s < stored ? part.m.row_src[s] : -1;
+  pdl_wait();
+  if (s >= stored) return;
+  const int64_t K = part.m.in_features;
+  const int tok0 = static_cast<int>(blockIdx.y) * kStageRows;
+  __half v[kStageRows];
+#pragma unroll
+  for (int k = 0; k < kStageRows; ++k) {
+    v[k] = src >= 0 && tok0 + k < rows ? x[(tok0 + k) * K + src] : __float2half_rn(0.0f);
+  }
+  const int at = staged_position(s);
+#pragma unroll
+  for (int k = 0; k < kStageRows; ++k) {
+    if (tok0 + k < rows) part.staged_x[int64_t(tok0 + k) * stored + at] = v[k];
+  }
+}
+
 // The slices' sums when a kernel of their own adds them: block (part, row, column group), one
 // output per thread, the slices added in slice order as finish_column_group adds them.
 __global__ void __launch_bounds__(kQuantNormSlotColumns)
@@ -593,6 +651,10 @@ size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows) {
   return static_cast<size_t>(splits * rows * m.out_features);
 }
 
+size_t quant_gemm_staged_x_halves(const QuantMatrix& m, int64_t rows) {
+  return static_cast<size_t>(rows * m.chunks * 32);
+}
+
 size_t quant_gemm_counters(const QuantMatrix& m) {
   // At least one per column group of 8 × 32 outputs, and one for the groups of a residual sum.
   return static_cast<size_t>(m.blocks + 1);
@@ -618,6 +680,10 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
   int32_t* counters = scratch.counters;
   group.sum_kernel = rows >= scratch.sum_kernel_min_rows;
   int sum_blocks = 0;
+  // A QuantInputNorm normalizes x as the blocks gather it: never staged.
+  const bool stage = scratch.staged_x && rows >= scratch.staged_x_min_rows && !norm;
+  auto* staged_x = static_cast<__half*>(scratch.staged_x);
+  int stage_blocks = 0;
   for (int i = 0; i < count; ++i) {
     const QuantGemmTarget& tg = targets[i];
     if (!tg.m || !qchunk::valid_matrix(*tg.m) || tg.m->kind != kind || !tg.out ||
@@ -656,6 +722,12 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
                  tg.lora.row_weights,
                  tg.lora.cols,
                  tg.lora.slots};
+    part.stage_block_begin = stage_blocks;
+    part.staged_x = stage ? staged_x : nullptr;
+    if (stage) {
+      staged_x += quant_gemm_staged_x_halves(*tg.m, rows);
+      stage_blocks += static_cast<int>(ceil_div(tg.m->chunks * 32, kStageThreads));
+    }
     partials += quant_gemm_partial_floats(*tg.m, rows);
     counters += quant_gemm_counters(*tg.m);
     blocks += part.column_groups * part.slices;
@@ -678,6 +750,14 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
   const auto* xh = static_cast<const __half*>(x);
   const int r = static_cast<int>(rows);
   const dim3 grid(static_cast<unsigned>(blocks)), block(kMaxWarps * 32);
+  if (stage) {
+    const dim3 stage_grid(static_cast<unsigned>(stage_blocks),
+                          static_cast<unsigned>(ceil_div(rows, kStageRows)));
+    if (const cudaError_t e = launch_kernel(l, quant_stage_x_kernel, stage_grid,
+                                            dim3(kStageThreads), 0, group, xh, r);
+        e != cudaSuccess)
+      return e;
+  }
   auto go = [&](auto kernel) {
     // Beyond 48 KB with its static shared memory (~1 KB; 32 rows of 16-chunk slices, a LoRA) a
     // kernel must opt in: host-side attributes, not stream operations, so fine during capture.

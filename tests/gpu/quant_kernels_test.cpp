@@ -395,16 +395,13 @@ TEST_F(QuantGpu, LinearsOfOneInputShareALaunch) {
   }
 }
 
-// The K slices' partials added by a kernel of their own (CudaBackendOptions::
-// slice_sum_kernel_min_rows) give the bits of the last block of each column group adding them:
-// three matrices sharing a launch (one with a bias, 4 to 16 slices), a k/v-sized matrix of 32
-// slices and a GPTQ act-order one, 1 to 32 rows.
-TEST_F(QuantGpu, SliceSumKernelGivesTheBitsOfTheInKernelSum) {
-  CudaBackendOptions always, never;
-  always.slice_sum_kernel_min_rows = 1;
-  never.slice_sum_kernel_min_rows = kernels::kQuantGemmMaxRows + 1;
-  auto with_kernel = create_cuda_backend(always);
-  auto without = create_cuda_backend(never);
+// Two backends whose options change only how a fused quantized linear is organised, not what
+// it adds in which order, give the same bits: three matrices sharing a launch (one with a bias,
+// 4 to 16 slices), a k/v-sized matrix of 32 slices and a GPTQ act-order one, 1 to 32 rows.
+void expect_the_same_bits(Backend& cpu, const CudaBackendOptions& a_options,
+                          const CudaBackendOptions& b_options) {
+  auto a_backend = create_cuda_backend(a_options);
+  auto b_backend = create_cuda_backend(b_options);
   const int64_t K = 2048;
   TensorMap t;
   std::unique_ptr<MemoryTensorSource> src;
@@ -418,25 +415,43 @@ TEST_F(QuantGpu, SliceSumKernelGivesTheBitsOfTheInKernelSum) {
   gptq_options.quantization_config_json = gptq_config_json(gptq);
   const std::vector<LinearSource> alone = {source_of(more_src, "kv", QuantizedLinearOptions{}),
                                            source_of(more_src, "g", gptq_options)};
-  for (int64_t rows : {1, 2, 8, 9, 17, 32}) {
+  for (int64_t rows : {1, 2, 3, 8, 9, 17, 32}) {
     const auto x = random_values(static_cast<size_t>(rows * 4096), 40 + rows, 1.0f);
     const std::vector<float> x_group(x.begin(), x.begin() + rows * K);
-    const auto a = run_linears_together(*with_kernel, layers, x_group, rows);
-    const auto b = run_linears_together(*without, layers, x_group, rows);
+    const auto a = run_linears_together(*a_backend, layers, x_group, rows);
+    const auto b = run_linears_together(*b_backend, layers, x_group, rows);
     for (size_t i = 0; i < layers.size(); ++i) {
       EXPECT_TRUE(std::equal(a[i].begin(), a[i].end(), b[i].begin()))
           << "matrix " << i << " of the group, " << rows << " rows";
     }
     for (size_t i = 0; i < alone.size(); ++i) {
-      const auto with_sums = run_linear(*with_kernel, alone[i], x, rows);
-      const auto in_kernel = run_linear(*without, alone[i], x, rows);
-      EXPECT_TRUE(std::equal(with_sums.begin(), with_sums.end(), in_kernel.begin()))
+      const auto one = run_linear(*a_backend, alone[i], x, rows);
+      const auto other = run_linear(*b_backend, alone[i], x, rows);
+      EXPECT_TRUE(std::equal(one.begin(), one.end(), other.begin()))
           << (i == 0 ? "k/v-sized EXL2, " : "GPTQ act-order, ") << rows << " rows";
     }
-    const auto d = compare(a[1], run_linear(*cpu, layers[1], x_group, rows));
+    const auto d = compare(a[1], run_linear(cpu, layers[1], x_group, rows));
     EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref)
         << rows << " rows: " << d.str();
   }
+}
+
+// The K slices' partials added by a kernel of their own (CudaBackendOptions::
+// slice_sum_kernel_min_rows) give the bits of the last block of each column group adding them.
+TEST_F(QuantGpu, SliceSumKernelGivesTheBitsOfTheInKernelSum) {
+  CudaBackendOptions always, never;
+  always.slice_sum_kernel_min_rows = 1;
+  never.slice_sum_kernel_min_rows = kernels::kQuantGemmMaxRows + 1;
+  expect_the_same_bits(*cpu, always, never);
+}
+
+// x laid out by a kernel of its own and copied by the blocks (CudaBackendOptions::
+// staged_x_min_rows) gives the bits of the blocks gathering it themselves.
+TEST_F(QuantGpu, StagedXGivesTheBitsOfTheGatherInTheBlocks) {
+  CudaBackendOptions always, never;
+  always.staged_x_min_rows = 1;
+  never.staged_x_min_rows = kernels::kQuantGemmMaxRows + 1;
+  expect_the_same_bits(*cpu, always, never);
 }
 
 // The outputs of quantized linears of one x (queued together), then a LoRA on them, as a decode

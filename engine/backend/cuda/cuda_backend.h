@@ -48,6 +48,12 @@ struct CudaBackendOptions {
   // group (kernels::QuantGemmScratch; the same bits). 2: on an H200 (Llama-3-8B EXL2 4.0) +2.5 %
   // at 2 rows, +9 % at 4, +12 % at 8, +28 % at 32 (docs/PERFORMANCE.md).
   int64_t slice_sum_kernel_min_rows = 2;
+  // From this many rows on (at most 33: never), a fused quantized linear's x is laid out in each
+  // matrix's staging order by a kernel of its own, which the blocks then copy with 16-byte
+  // asynchronous copies instead of gathering it element by element (kernels::QuantGemmScratch;
+  // the same bits). Not with a folded norm (fold_norm_max_rows). On an H200 (Llama-3-8B EXL2
+  // 4.0): +2 to +4 % at 3 to 4 rows, +8 % at 8, +22 % at 16, +39 % at 32; even at 2.
+  int64_t staged_x_min_rows = 3;
   // Decode attention over a batch: the blocks per multiprocessor its (sequence, kv head) pairs'
   // splits aim at (kernels::DecodeShape::blocks_per_sm; 0: every split a block; the same bits).
   // 1 measured best against 0, 2 and 4 at batches 4 to 32 (docs/PERFORMANCE.md).

@@ -269,8 +269,9 @@ class CudaBackend final : public Backend {
   void flush_norm();
   // The rows' inverse RMS (and the producer's sums of squares) between the folded linears.
   DeviceBuffer fold_norm_scratch_;
-  DeviceBuffer quant_dequant_;  // fp16 weights of the large-batch quantized path
-  DeviceBuffer quant_x_;        // its x in the weights' stored row order
+  DeviceBuffer quant_dequant_;   // fp16 weights of the large-batch quantized path
+  DeviceBuffer quant_x_;         // its x in the weights' stored row order
+  DeviceBuffer quant_staged_x_;  // x of the fused quantized linears in their staging order
 
   CudaBackendOptions options_;
   CudaDeviceInfo info_;
@@ -344,8 +345,8 @@ class CudaBackend final : public Backend {
   struct PendingQuantLinear {
     const BackendWeight* weight;
     DeviceTensor out;
-    DeviceTensor residual = {};  // data set: out is also added into it (fold_norm)
-    float norm_eps = 0.0f;       // and the rows' inverse RMS left for the next linears
+    DeviceTensor residual = {};   // data set: out is also added into it (fold_norm)
+    float norm_eps = 0.0f;        // and the rows' inverse RMS left for the next linears
     kernels::QuantGemmLora lora;  // cols set: a LoRA folded in (fuse_lora)
   };
   std::vector<PendingQuantLinear> pending_quant_;

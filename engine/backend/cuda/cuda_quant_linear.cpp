@@ -169,7 +169,7 @@ void CudaBackend::flush_quant_linears() {
   // apart from the others, so its result does not depend on the batch).
   const int64_t rows = pending_quant_x_.rows;
   std::vector<kernels::QuantGemmTarget> targets;
-  size_t partials = 0, counters = 0;
+  size_t partials = 0, counters = 0, staged_x = 0;
   // fold_norm_scratch_: the rows' inverse RMS, then the producer's sums of squares.
   constexpr int64_t kInvRmsFloats = kernels::kQuantGemmMaxRows;
   int64_t norm_floats = 0;
@@ -189,6 +189,7 @@ void CudaBackend::flush_quant_linears() {
     targets.push_back(t);
     partials += kernels::quant_gemm_partial_floats(w.matrix, rows);
     counters += kernels::quant_gemm_counters(w.matrix);
+    staged_x += kernels::quant_gemm_staged_x_halves(w.matrix, rows);
   }
   const std::optional<PendingNorm> norm = std::exchange(pending_quant_norm_, std::nullopt);
   if (norm) norm_floats = std::max(norm_floats, kInvRmsFloats);
@@ -207,8 +208,13 @@ void CudaBackend::flush_quant_linears() {
   }
   kernels::QuantInputNorm input_norm;
   if (norm) input_norm = {inv_rms, norm->weight, norm->out.data};
-  const kernels::QuantGemmScratch scratch{gemv_partials_.as<float>(), gemv_counters_.as<int32_t>(),
-                                          options_.slice_sum_kernel_min_rows};
+  kernels::QuantGemmScratch scratch{gemv_partials_.as<float>(), gemv_counters_.as<int32_t>(),
+                                    options_.slice_sum_kernel_min_rows};
+  if (rows >= options_.staged_x_min_rows && !norm) {
+    grow_workspace(quant_staged_x_, staged_x * 2, "activations of quantized linears, staged");
+    scratch.staged_x = quant_staged_x_.get();
+    scratch.staged_x_min_rows = options_.staged_x_min_rows;
+  }
   check_launch(kernels::quant_gemm_group(launch(), targets.data(), static_cast<int>(targets.size()),
                                          x, rows, scratch, norm ? &input_norm : nullptr),
                "quant_gemm_group");
