@@ -6,6 +6,7 @@
 // order (so every device gets the same bits). Barriers count calls in device memory (`epochs`),
 // so a captured CUDA graph replays them as they are.
 #include "kernels/common.cuh"
+#include "kernels/rms_sum.cuh"
 
 namespace hearth::kernels {
 namespace {
@@ -91,14 +92,16 @@ __global__ void __launch_bounds__(kThreads)
 
 // The same exchange for one row per block, followed by what the row-parallel linear's consumer
 // does with the sum (rms_norm_kernel with a delta, elementwise.cu): residual += the sum (rounded
-// to T), out = RMSNorm(residual) · w. The threads take the row's 8-value vectors in the same
-// order as that kernel with the same block size, so the bits are the same as the two steps.
+// to T), out = RMSNorm(residual) · w, the sum of squares in rms_sum.cuh's order (beyond its
+// widths, the threads take the row's 8-value vectors in the order of that kernel with the same
+// block size), so the bits are the same as the two steps.
 template <class T>
 __global__ void all_reduce_add_rms_norm_kernel(uint4* delta, uint4* residual,
                                                const float* __restrict__ w, float eps,
                                                int64_t row_vectors, uint4* out, int active,
                                                AllReducePeers p) {
-  __shared__ float scratch[32];
+  __shared__ float scratch[kRmsSumMaxCols / 32];
+  __shared__ float slot_sums[kRmsMaxSlots];
   __shared__ uint32_t epoch;
   const int block = blockIdx.x;
   // As in all_reduce_kernel: every call advances every block's counter, working or not.
@@ -122,24 +125,40 @@ __global__ void all_reduce_add_rms_norm_kernel(uint4* delta, uint4* residual,
   // The next kernel may start its own set-up now (programmatic dependent launch); from the
   // start, its blocks would compete with the exchange (8B EXL2 batch 1 ~1 % slower).
   pdl_launch_dependents();
+  const bool in_sum_order = row_vectors * 8 <= kRmsSumMaxCols;
   float sum_sq = 0.0f;
-  for (int64_t v = begin + threadIdx.x; v < begin + row_vectors; v += blockDim.x) {
-    float sum[8] = {};
-    for (int r = 0; r < p.ranks; ++r) {
-      float x[8];
-      unpack8<T>(__ldcg(slot(p.rank, r) + v), x);
-      for (int i = 0; i < 8; ++i) sum[i] += x[i];
+  // Every thread takes every pass (the unit sums shuffle within warps).
+  for (int64_t base = 0; base < row_vectors; base += blockDim.x) {
+    const int64_t v = begin + base + threadIdx.x;
+    const bool valid = v < begin + row_vectors;
+    float x[8] = {};
+    if (valid) {
+      float sum[8] = {};
+      for (int r = 0; r < p.ranks; ++r) {
+        float part[8];
+        unpack8<T>(__ldcg(slot(p.rank, r) + v), part);
+        for (int i = 0; i < 8; ++i) sum[i] += part[i];
+      }
+      float d[8];
+      const uint4 reduced = pack8<T>(sum);
+      delta[v] = reduced;
+      unpack8<T>(reduced, d);
+      unpack8<T>(residual[v], x);
+      for (int i = 0; i < 8; ++i) x[i] = to_f(from_f<T>(x[i] + d[i]));
+      residual[v] = pack8<T>(x);
     }
-    float d[8], x[8];
-    const uint4 reduced = pack8<T>(sum);
-    delta[v] = reduced;
-    unpack8<T>(reduced, d);
-    unpack8<T>(residual[v], x);
-    for (int i = 0; i < 8; ++i) x[i] = to_f(from_f<T>(x[i] + d[i]));
-    residual[v] = pack8<T>(x);
-    for (int i = 0; i < 8; ++i) sum_sq += x[i] * x[i];
+    if (in_sum_order) {
+      rms_unit_sum8(x, valid, (v - begin) * 8, scratch);
+    } else {
+      for (int i = 0; i < 8; ++i) sum_sq += x[i] * x[i];
+    }
   }
-  sum_sq = block_sum(sum_sq, scratch);
+  if (in_sum_order) {
+    __syncthreads();
+    sum_sq = rms_total(scratch, slot_sums, row_vectors * 8);
+  } else {
+    sum_sq = block_sum(sum_sq, scratch);
+  }
   const float inv = 1.0f / sqrtf(sum_sq / static_cast<float>(row_vectors * 8) + eps);
   for (int64_t v = begin + threadIdx.x; v < begin + row_vectors; v += blockDim.x) {
     float x[8];

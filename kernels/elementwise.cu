@@ -2,6 +2,7 @@
 // SwiGLU, logit-row gather, dtype conversion, bias add and random fill. All arithmetic in fp32;
 // results rounded once to the storage type.
 #include "kernels/common.cuh"
+#include "kernels/rms_sum.cuh"
 #include "kernels/rope_math.cuh"
 
 namespace hearth::kernels {
@@ -44,11 +45,13 @@ __global__ void embed_kernel(const T* __restrict__ table, int64_t vocab, int64_t
 
 // ---- RMSNorm ----
 // One block per row. With `delta`, the residual is updated first (rounded to T) and the norm is
-// taken of the rounded residual, exactly what the next layer will read.
+// taken of the rounded residual, exactly what the next layer will read. The sum of squares in
+// rms_sum.cuh's order.
 template <class T, int VEC>
 __global__ void rms_norm_kernel(T* x, const T* delta, const float* __restrict__ w, float eps,
                                 int64_t cols, T* out) {
-  __shared__ float scratch[32];
+  __shared__ float unit_sums[kRmsSumMaxCols / 32];
+  __shared__ float slot_sums[kRmsMaxSlots];
   pdl_launch_dependents();
   // The weights are read only in the second pass: have L2 fetch them while waiting.
   if (threadIdx.x == 0 && blockIdx.x == 0) prefetch_l2(w, static_cast<unsigned>(cols * 4));
@@ -56,29 +59,47 @@ __global__ void rms_norm_kernel(T* x, const T* delta, const float* __restrict__ 
   const int64_t row = blockIdx.x;
   T* xr = x + row * cols;
   const T* dr = delta ? delta + row * cols : nullptr;
+  const bool in_sum_order = cols <= kRmsSumMaxCols;
   float sum = 0.0f;
-  for (int64_t c = threadIdx.x * int64_t(VEC); c < cols; c += int64_t(blockDim.x) * VEC) {
-    float v[VEC];
-    if constexpr (VEC == 8) {
-      unpack8<T>(load16(xr + c), v);
-      if (dr) {
-        float d[8];
-        unpack8<T>(load16(dr + c), d);
+  // Every thread takes every pass (the unit sums shuffle within warps); columns past the row are
+  // zeros.
+  for (int64_t base = 0; base < cols; base += int64_t(blockDim.x) * VEC) {
+    const int64_t c = base + threadIdx.x * int64_t(VEC);
+    const bool valid = c < cols;
+    float v[VEC] = {};
+    if (valid) {
+      if constexpr (VEC == 8) {
+        unpack8<T>(load16(xr + c), v);
+        if (dr) {
+          float d[8];
+          unpack8<T>(load16(dr + c), d);
 #pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] = to_f(from_f<T>(v[i] + d[i]));
-        *reinterpret_cast<uint4*>(xr + c) = pack8<T>(v);
-      }
-    } else {
-      v[0] = to_f(xr[c]);
-      if (dr) {
-        v[0] = to_f(from_f<T>(v[0] + to_f(dr[c])));
-        xr[c] = from_f<T>(v[0]);
+          for (int i = 0; i < 8; ++i) v[i] = to_f(from_f<T>(v[i] + d[i]));
+          *reinterpret_cast<uint4*>(xr + c) = pack8<T>(v);
+        }
+      } else {
+        v[0] = to_f(xr[c]);
+        if (dr) {
+          v[0] = to_f(from_f<T>(v[0] + to_f(dr[c])));
+          xr[c] = from_f<T>(v[0]);
+        }
       }
     }
+    if (!in_sum_order) {
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) sum += v[i] * v[i];
+      for (int i = 0; i < VEC; ++i) sum += v[i] * v[i];
+    } else if constexpr (VEC == 8) {
+      rms_unit_sum8(v, valid, c, unit_sums);
+    } else {
+      rms_unit_sum1(v[0], valid, c, unit_sums);
+    }
   }
-  sum = block_sum(sum, scratch);
+  if (in_sum_order) {
+    __syncthreads();
+    sum = rms_total(unit_sums, slot_sums, cols);
+  } else {
+    sum = block_sum(sum, unit_sums);
+  }
   const float inv = 1.0f / sqrtf(sum / static_cast<float>(cols) + eps);
   T* orow = out + row * cols;
   for (int64_t c = threadIdx.x * int64_t(VEC); c < cols; c += int64_t(blockDim.x) * VEC) {

@@ -45,6 +45,7 @@
 #include "kernels/common.cuh"
 #include "kernels/quant_chunk_math.cuh"
 #include "kernels/quant_kernels.h"
+#include "kernels/rms_sum.cuh"
 
 namespace hearth::kernels {
 namespace {
@@ -197,6 +198,7 @@ struct GemvNorm {
 struct GemvGroup {
   GemvPart part[kQuantGemmMaxGroup];
   int count;
+  int row_groups;  // of kQuantGemmMaxRows x rows, each a block of its own
   GemvNorm norm;
   bool sum_kernel;  // the slices are added by quant_gemm_sum_kernel (QuantGemmScratch)
 };
@@ -239,7 +241,7 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
         if (to_residual) {
           const __half sum = __float2half_rn(old[r] + __half2float(__float2half_rn(v)));
           part.residual[at] = sum;
-          sq = __half2float(sum) * __half2float(sum);
+          sq = rms_square(__half2float(sum));  // kernels/rms_sum.cuh: the order of every norm
         }
       }
       if (to_residual) {
@@ -276,7 +278,8 @@ template <QuantKind KIND, int MT, bool LORA>
 __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
                                                   : MT == 2 ? 3
                                                             : 2)
-    quant_gemv_kernel(const __grid_constant__ GemvGroup launch_group, const __half* x, int rows) {
+    quant_gemv_kernel(const __grid_constant__ GemvGroup launch_group, const __half* x_all,
+                      int all_rows) {
   extern __shared__ __align__(16) unsigned char smem[];
   int which = 0;
 #pragma unroll
@@ -288,7 +291,15 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
   const QuantMatrix& m = part.m;
   const int p_chunks = part.p_chunks;
   const int slices = part.slices;
-  const int local = static_cast<int>(blockIdx.x) - part.block_begin;
+  // The row group moves fastest, so that the blocks of the same weights run side by side and all
+  // but the first find them in L2.
+  // One row group (decode: the usual case) takes no division.
+  const int in_part = static_cast<int>(blockIdx.x) - part.block_begin;
+  const int row_groups = launch_group.row_groups;
+  const int row0 = row_groups == 1 ? 0 : in_part % row_groups * kQuantGemmMaxRows;
+  const int local = row_groups == 1 ? in_part : in_part / row_groups;
+  const int rows = row_groups == 1 ? all_rows : min(all_rows - row0, kQuantGemmMaxRows);
+  const __half* x = x_all + int64_t(row0) * m.in_features;
   const int column_group = local % part.column_groups;
   const int slice = local / part.column_groups;
   const int warps = static_cast<int>(blockDim.x >> 5);
@@ -356,7 +367,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
   const int slice_rows = n * 32;
   const int* row_src = m.row_src + int64_t(c0) * 32;
   const int bd = static_cast<int>(blockDim.x);
-  const __half* staged = part.staged_x;  // x gathered by quant_stage_x_kernel, or null
+  // x gathered by quant_stage_x_kernel, or null.
+  const __half* staged = part.staged_x ? part.staged_x + int64_t(row0) * m.chunks * 32 : nullptr;
   const int src0 = !staged && threadIdx.x < slice_rows ? row_src[threadIdx.x] : -1;
   const int src1 = !staged && threadIdx.x + bd < slice_rows ? row_src[threadIdx.x + bd] : -1;
   const GemvNorm& norm = launch_group.norm;
@@ -565,16 +577,17 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
   if (slices == 1 && !part.residual) {
     if (!active) return;
     for_each_result([&](int o, int tok, float v) {
-      qchunk::store_out(part.out, part.out_f32, int64_t(tok) * N + o,
+      qchunk::store_out(part.out, part.out_f32, int64_t(row0 + tok) * N + o,
                         v + (part.bias ? part.bias[o] : 0.0f));
     });
     return;
   }
   if (active) {
-    for_each_result(
-        [&](int o, int tok, float v) { part.partials[(int64_t(slice) * rows + tok) * N + o] = v; });
+    for_each_result([&](int o, int tok, float v) {
+      part.partials[(int64_t(slice) * all_rows + row0 + tok) * N + o] = v;
+    });
   }
-  if (launch_group.sum_kernel) return;
+  if (launch_group.sum_kernel) return;  // always with several row groups
   if (!last_to_arrive(&part.counters[column_group], slices)) return;
   finish_column_group(part, part.column_groups, column_group, rows);
 }
@@ -663,11 +676,16 @@ size_t quant_gemm_counters(const QuantMatrix& m) {
 cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, int count,
                              const void* x, int64_t rows, const QuantGemmScratch& scratch,
                              const QuantInputNorm* norm) {
-  if (count < 1 || count > kQuantGemmMaxGroup || rows < 1 || rows > kQuantGemmMaxRows) {
+  if (count < 1 || count > kQuantGemmMaxGroup || rows < 1 || rows > kQuantGemmMaxLaunchRows) {
     return cudaErrorInvalidValue;
   }
   GemvGroup group{};
   group.count = count;
+  group.row_groups = static_cast<int>(ceil_div(rows, kQuantGemmMaxRows));
+  const int block_rows = static_cast<int>(std::min<int64_t>(rows, kQuantGemmMaxRows));
+  // Several row groups: the slices are always added by quant_gemm_sum_kernel, and neither a norm
+  // nor a LoRA is folded in (both are for a few rows).
+  if (group.row_groups > 1 && norm) return cudaErrorInvalidValue;
   if (norm) {
     if (!norm->inv_rms || !norm->weight) return cudaErrorInvalidValue;
     group.norm = {norm->inv_rms, norm->weight, static_cast<__half*>(norm->normed)};
@@ -678,7 +696,7 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
   bool with_lora = false;
   float* partials = scratch.partials;
   int32_t* counters = scratch.counters;
-  group.sum_kernel = rows >= scratch.sum_kernel_min_rows;
+  group.sum_kernel = rows >= scratch.sum_kernel_min_rows || group.row_groups > 1;
   int sum_blocks = 0;
   // A QuantInputNorm normalizes x as the blocks gather it: never staged.
   const bool stage = scratch.staged_x && rows >= scratch.staged_x_min_rows && !norm;
@@ -699,6 +717,7 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
           tg.m->out_features % 8 != 0 || rows > kQuantGemmLoraMaxRows))) {
       return cudaErrorInvalidValue;
     }
+    if (group.row_groups > 1 && tg.residual) return cudaErrorInvalidValue;
     with_lora = with_lora || lora.cols > 0;
     GemvPart& part = group.part[i];
     part.m = *tg.m;
@@ -730,7 +749,7 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
     }
     partials += quant_gemm_partial_floats(*tg.m, rows);
     counters += quant_gemm_counters(*tg.m);
-    blocks += part.column_groups * part.slices;
+    blocks += part.column_groups * part.slices * group.row_groups;
     // One slice stores its results itself; a residual is added by the last block of a group.
     if (part.slices > 1) sum_blocks += part.column_groups * static_cast<int>(rows);
     if (tg.residual) group.sum_kernel = false;
@@ -739,7 +758,7 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
                          : meta_words<QuantKind::kExl2>();
     smem = std::max(smem,
                     size_t(kMaxWarps) * part.p_chunks * meta * 4 +
-                        size_t(staged_x_rows(row_tiles(rows), static_cast<int>(rows))) *
+                        size_t(staged_x_rows(row_tiles(block_rows), block_rows)) *
                             (size_t(part.p_chunks) * 32 + 8) * sizeof(__half) +
                         (norm ? size_t(part.p_chunks) * 32 * sizeof(float) : 0) +
                         (lora.cols > 0 ? 16 + size_t(lora_smem(part.p_chunks, lora.cols,
@@ -774,7 +793,7 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
     return launch_kernel(l, kernel, grid, block, smem, group, xh, r);
   };
   auto by_tiles = [&](auto one, auto two, auto three, auto four) {
-    switch (row_tiles(rows)) {
+    switch (row_tiles(block_rows)) {
       case 1:
         return go(one);
       case 2:

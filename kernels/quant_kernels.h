@@ -44,9 +44,13 @@ struct QuantMatrix {
   uint32_t gguf_mode = 0;  // kGguf/kGgufHalf: QuantTileLayout::SubScales | zero << 8
 };
 
-// Most x rows the fused kernel serves in one launch; larger batches take the dequantize + cuBLAS
-// path below, faster from there on (docs/PERFORMANCE.md).
+// Most x rows one block of the fused kernel serves. A launch of more rows (up to
+// kQuantGemmMaxLaunchRows) gives each group of kQuantGemmMaxRows rows blocks of their own, which
+// read the same weights side by side (mostly from L2) and compute each row as a launch of its
+// group alone would: a row's bits do not depend on the batch. Beyond the rows where that pays
+// (CudaBackendOptions::quant_fused_max_rows), batches take the dequantize + cuBLAS path below.
 constexpr int kQuantGemmMaxRows = 32;
+constexpr int kQuantGemmMaxLaunchRows = 256;
 
 // Split-K scratch: partial sums and per-column-group arrival counters (start at zero; the kernel
 // leaves them at zero). From sum_kernel_min_rows rows on, the slices' partials are added by a
@@ -73,7 +77,8 @@ size_t quant_gemm_counters(const QuantMatrix& m);
 size_t quant_gemm_staged_x_halves(const QuantMatrix& m, int64_t rows);
 
 // Fused dequantize-and-multiply, out[R, N] = x[R, K] · Wᵀ (+ bias), for up to kQuantGemmMaxGroup
-// matrices of the same kind that multiply the same x (q/k/v, gate/up), 1..kQuantGemmMaxRows rows,
+// matrices of the same kind that multiply the same x (q/k/v, gate/up), 1..kQuantGemmMaxLaunchRows
+// rows (a QuantInputNorm, a residual or a LoRA: at most kQuantGemmMaxRows),
 // in one launch. x: fp16 [R, K]; bias: f32 [N] or null; out: fp16 or f32 [R, N]; the act-order
 // gather of x happens while x is staged in shared memory. Deterministic: an output's value does not
 // depend on R (the K split depends only on the matrix shape). The scratch holds the matrices'
@@ -84,8 +89,9 @@ size_t quant_gemm_staged_x_halves(const QuantMatrix& m, int64_t rows);
 // no pass of its own: the producer adds its result into the residual stream, each of its column
 // groups leaves the sum of squares of its 256 columns, and the last of them turns those into each
 // row's inverse RMS; the consumer normalizes the residual rows as it stages them (reading that one
-// number per row alongside x) and writes the normalized rows out too, for any later reader. Same
-// roundings as kernels::add_rms_norm; only the order in which the sum of squares is added differs.
+// number per row alongside x) and writes the normalized rows out too, for any later reader. The
+// roundings of kernels::add_rms_norm and its order of adding the sum of squares
+// (kernels/rms_sum.cuh): the same bits.
 constexpr int kQuantGemmMaxGroup = 3;
 constexpr int kQuantNormSlotColumns = 256;
 constexpr int64_t quant_norm_slots(int64_t cols) {

@@ -49,6 +49,8 @@ struct QuantBenchOptions {
   int64_t slice_sum_kernel_min_rows = -1;
   // CudaBackendOptions::staged_x_min_rows; negative: the backend's default.
   int64_t staged_x_min_rows = -1;
+  // CudaBackendOptions::quant_fused_max_rows; negative: the backend's default.
+  int64_t quant_fused_max_rows = -1;
   // CudaBackendOptions::decode_attention_blocks_per_sm; negative: the backend's default.
   int decode_attention_blocks_per_sm = -1;
   uint64_t seed = 1;

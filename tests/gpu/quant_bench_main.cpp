@@ -3,8 +3,8 @@
 //   quant_bench [--models llama3-8b,llama2-7b] [--quants exl2:4.0,gptq:4:128]
 //               [--prefill 512,2048] [--batches 1,8,32] [--context 512] [--cache q4] [--steps 32]
 //               [--device 0] [--no-sweep] [--profile-step] [--fold-norm-rows N]
-//               [--sum-kernel-rows N] [--staged-x-rows N] [--decode-blocks-per-sm N] [--json]
-//               [--json-out FILE]
+//               [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N]
+//               [--decode-blocks-per-sm N] [--json] [--json-out FILE]
 //
 // --profile-step: the first timed decode step of each batch size runs between
 // cudaProfilerStart/Stop, for `ncu --profile-from-start off` (one step's kernels); with
@@ -35,7 +35,7 @@ int usage() {
                "usage: quant_bench [--models a,b] [--quants exl2:4.0,gptq:4:128] [--prefill N,..] "
                "[--batches N,..] [--check-tokens K,..] [--lora-rank R] [--lora-adapters N] "
                "[--context N] [--cache fp16|q8|q6|q4] [--steps N] [--device N] [--no-sweep] "
-               "[--fold-norm-rows N] [--sum-kernel-rows N] [--staged-x-rows N] "
+               "[--fold-norm-rows N] [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] "
                "[--decode-blocks-per-sm N] "
                "[--profile-step] "
                "[--json] "
@@ -91,6 +91,8 @@ int main(int argc, char** argv) {
         o.slice_sum_kernel_min_rows = std::stoll(value());
       else if (a == "--staged-x-rows")
         o.staged_x_min_rows = std::stoll(value());
+      else if (a == "--fused-rows")
+        o.quant_fused_max_rows = std::stoll(value());
       else if (a == "--decode-blocks-per-sm")
         o.decode_attention_blocks_per_sm = std::stoi(value());
       else if (a == "--no-sweep")

@@ -54,6 +54,11 @@ struct CudaBackendOptions {
   // the same bits). Not with a folded norm (fold_norm_max_rows). On an H200 (Llama-3-8B EXL2
   // 4.0): +2 to +4 % at 3 to 4 rows, +8 % at 8, +22 % at 16, +39 % at 32; even at 2.
   int64_t staged_x_min_rows = 3;
+  // Quantized linears of up to this many rows (at most kernels::kQuantGemmMaxLaunchRows) run the
+  // fused kernel, in groups of 32 rows beyond 32; more rows dequantize the weights for cuBLAS.
+  // On an H200 (Llama-3-8B EXL2 4.0, tokens/s, fused against cuBLAS): 33 rows 3389 / 2146, 48
+  // 3829 / 2731, 64 4879 / 3587, 96 5057 / 4615, 128 5188 / 5469.
+  int64_t quant_fused_max_rows = 96;
   // Decode attention over a batch: the blocks per multiprocessor its (sequence, kv head) pairs'
   // splits aim at (kernels::DecodeShape::blocks_per_sm; 0: every split a block; the same bits).
   // 1 measured best against 0, 2 and 4 at batches 4 to 32 (docs/PERFORMANCE.md).

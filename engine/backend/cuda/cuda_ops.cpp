@@ -2,6 +2,7 @@
 // each (nothing here waits for the GPU, so a whole step can be captured as a graph).
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -186,8 +187,9 @@ void CudaBackend::drop_pending() {
 bool CudaBackend::fold_norm(const DeviceTensor& residual, const DeviceTensor& delta,
                             const float* weight, float eps, const DeviceTensor& out) {
   // The queued linear must be the only one, write exactly `delta`, in fp16, for every row.
-  if (residual.rows > options_.fold_norm_max_rows || pending_quant_.size() != 1 || pending_norm_ ||
-      pending_quant_norm_ || pending_rope_ || !pending_.empty()) {
+  if (residual.rows > std::min<int64_t>(options_.fold_norm_max_rows, kernels::kQuantGemmMaxRows) ||
+      pending_quant_.size() != 1 || pending_norm_ || pending_quant_norm_ || pending_rope_ ||
+      !pending_.empty()) {
     return false;
   }
   PendingQuantLinear& producer = pending_quant_.front();

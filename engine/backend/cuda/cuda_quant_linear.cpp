@@ -240,7 +240,9 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
                           pending_norm_->out.rows == rows && rows <= kernels::kQuantGemmMaxRows;
   if (pending_norm_ && !normalizes) flush_norm();
   // Decode-sized batches wait for the next linears of the same x, to share their launches.
-  if (rows <= kernels::kQuantGemmMaxRows) {
+  const int64_t fused_rows =
+      std::min<int64_t>(options_.quant_fused_max_rows, kernels::kQuantGemmMaxLaunchRows);
+  if (rows <= fused_rows) {
     if (normalizes) {
       flush_quant_linears();  // the linear that adds into the residual
       pending_quant_norm_ = std::exchange(pending_norm_, std::nullopt);
@@ -265,10 +267,9 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
   flush_quant_linears();
   const float* bias = w.bias ? w.bias.as<float>() : nullptr;
   const kernels::Elem out_t = to_elem(out.dtype);
-  // More than 32 rows: fp16 weights slice by slice (output rows, multiples of 32), then cuBLAS, in
-  // the weights' stored row order (x gathered into that order once, unless it already is). On an
-  // H100 (Llama-3-8B EXL2 4.0, docs/PERFORMANCE.md) this decodes 64 rows at 3090 tokens/s and 128
-  // at 4871, where the fused kernel, reading the quantized weights once per 64 rows, made ~1475.
+  // More rows than the fused kernel takes: fp16 weights slice by slice (output rows, multiples of
+  // 32), then cuBLAS, in the weights' stored row order (x gathered into that order once, unless it
+  // already is).
   const int64_t N = m.out_features, stored_rows = m.chunks * 32;
   const void* x_gemm = x.data;
   int64_t k_gemm = m.in_features, ld_x = m.in_features;
