@@ -72,7 +72,7 @@ run_test() {  # name, command...
   fi
 }
 run_test quant_gpu_tests build-gpu/tests/gpu/quant_gpu_tests
-SUBSET='QuantGpu.RowsAreBatchInvariant:QuantGpu.Exl2*:QuantGpu.NormsFolded*:QuantGpu.SliceSum*:QuantGpu.StagedX*'
+SUBSET='QuantGpu.RowsAreBatchInvariant:QuantGpu.Exl2*:QuantGpu.NormsFolded*:QuantGpu.SliceSum*:QuantGpu.StagedX*:QuantGpu.RowGroups*'
 run_test memcheck compute-sanitizer --tool memcheck --error-exitcode 1 \
   build-gpu/tests/gpu/quant_gpu_tests --gtest_filter="$SUBSET"
 run_test racecheck compute-sanitizer --tool racecheck --error-exitcode 1 \
