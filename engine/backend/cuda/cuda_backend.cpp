@@ -9,6 +9,7 @@
 #include "engine/backend/cuda/cublas_api.h"
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
+#include "engine/backend/cuda/cuda_quant_linear.h"
 #include "engine/backend/kv_cache_quant.h"
 #include "engine/core/error.h"
 
@@ -64,7 +65,7 @@ int64_t cuda_decode_bucket(int64_t sequences) {
 size_t cuda_workspace_bytes(int64_t max_batch_tokens, int64_t max_logit_rows, int64_t vocab,
                             int64_t num_heads, int64_t head_dim, int64_t max_out_features) {
   const size_t cublas = size_t(32) << 20;
-  const size_t gemv = size_t(3) * (size_t(64) << 20);  // split-K: 64 MiB per matrix at most
+  const size_t gemv = size_t(3) * cuda::kQuantPartialBytesPerMatrix;  // split-K partials
   const size_t rows = static_cast<size_t>(std::max<int64_t>(max_logit_rows, 1));
   const size_t decode =
       kernels::decode_partial_floats(static_cast<int>(rows), static_cast<int>(num_heads),

@@ -242,7 +242,11 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
   // Decode-sized batches wait for the next linears of the same x, to share their launches.
   const int64_t fused_rows =
       std::min<int64_t>(options_.quant_fused_max_rows, kernels::kQuantGemmMaxLaunchRows);
-  if (rows <= fused_rows) {
+  const bool fused =
+      rows <= kernels::kQuantGemmMaxRows ||
+      (rows <= fused_rows &&
+       kernels::quant_gemm_partial_floats(m, rows) * sizeof(float) <= kQuantPartialBytesPerMatrix);
+  if (fused) {
     if (normalizes) {
       flush_quant_linears();  // the linear that adds into the residual
       pending_quant_norm_ = std::exchange(pending_norm_, std::nullopt);

@@ -2,11 +2,11 @@
 // defines CudaBackend::upload_quantized_linear and CudaBackend::linear_quantized).
 //
 // Upload: the layer's tile layout (quant_tile_layout.h) is built on the host once and copied to
-// the device as it is. Forward: up to 32 rows of x run the fused dequantize-and-multiply kernel
-// (kernels/quant_gemv.cu, one launch per group of linears; graph-safe: fixed scratch, no host
-// sync); larger batches (prefill) dequantize slices of at most 64 MiB of fp16 weights in their
-// stored row order, gather x into that order, and use cuBLAS. fp16 activations only: a bf16 backend
-// keeps quantized layers dequantized (dense).
+// the device as it is. Forward: up to CudaBackendOptions::quant_fused_max_rows rows of x run the
+// fused dequantize-and-multiply kernel (kernels/quant_gemv.cu, one launch per group of linears;
+// graph-safe: fixed scratch, no host sync); larger batches (prefill) dequantize slices of at most
+// 64 MiB of fp16 weights in their stored row order, gather x into that order, and use cuBLAS. fp16
+// activations only: a bf16 backend keeps quantized layers dequantized (dense).
 #pragma once
 
 #include "engine/backend/backend.h"
@@ -18,6 +18,11 @@ namespace hearth::cuda {
 bool is_quantized_linear(const BackendWeight& w);
 // Its matrix on the device (`w` must be one).
 const kernels::QuantMatrix& quantized_matrix(const BackendWeight& w);
+
+// The fused kernel's split-K partial sums of one matrix stay within this (the memory plan counts
+// three matrices' worth, cuda_workspace_bytes): beyond 32 rows, a matrix whose partials would
+// outgrow it (a large vocabulary's head) takes the cuBLAS path instead.
+constexpr size_t kQuantPartialBytesPerMatrix = size_t(64) << 20;
 
 // Scratch of the large-batch path for up to `rows` rows of x and inputs of up to
 // `max_in_features` features: the dequantized weight slice and x in stored row order.
