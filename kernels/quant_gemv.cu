@@ -204,6 +204,18 @@ struct GemvGroup {
 };
 static_assert(kMaxWarps * 32 == kQuantNormSlotColumns, "a column group is a norm slot");
 
+// The matrix of a launch that this block works on: the last whose first block of the kernel
+// (GemvPart::*kBegin: block_begin, sum_block_begin or stage_block_begin) it has reached.
+template <int GemvPart::*kBegin>
+__device__ __forceinline__ int part_of_block(const GemvGroup& g) {
+  int which = 0;
+#pragma unroll
+  for (int i = 1; i < kQuantGemmMaxGroup; ++i) {
+    if (i < g.count && static_cast<int>(blockIdx.x) >= g.part[i].*kBegin) which = i;
+  }
+  return which;
+}
+
 // The last block of a column group: the group's outputs, Σ of the slices' partials in slice order
 // (+ bias), stored; with a residual, also added into it, and the group's sum of squares of each
 // row left in norm_sums, from which the last group to finish computes the rows' inverse RMS.
@@ -281,12 +293,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     quant_gemv_kernel(const __grid_constant__ GemvGroup launch_group, const __half* x_all,
                       int all_rows) {
   extern __shared__ __align__(16) unsigned char smem[];
-  int which = 0;
-#pragma unroll
-  for (int i = 1; i < kQuantGemmMaxGroup; ++i) {
-    if (i < launch_group.count && static_cast<int>(blockIdx.x) >= launch_group.part[i].block_begin)
-      which = i;
-  }
+  const int which = part_of_block<&GemvPart::block_begin>(launch_group);
   const GemvPart& part = launch_group.part[which];
   const QuantMatrix& m = part.m;
   const int p_chunks = part.p_chunks;
@@ -601,14 +608,8 @@ constexpr int kStageRows = 8;
 __global__ void __launch_bounds__(kStageThreads)
     quant_stage_x_kernel(const __grid_constant__ GemvGroup launch_group, const __half* x,
                          int rows) {
-  int which = 0;
-#pragma unroll
-  for (int i = 1; i < kQuantGemmMaxGroup; ++i) {
-    if (i < launch_group.count &&
-        static_cast<int>(blockIdx.x) >= launch_group.part[i].stage_block_begin)
-      which = i;
-  }
-  const GemvPart& part = launch_group.part[which];
+  const GemvPart& part =
+      launch_group.part[part_of_block<&GemvPart::stage_block_begin>(launch_group)];
   const int stored = static_cast<int>(part.m.chunks) * 32;
   const int s = (static_cast<int>(blockIdx.x) - part.stage_block_begin) * kStageThreads +
                 static_cast<int>(threadIdx.x);
@@ -634,14 +635,7 @@ __global__ void __launch_bounds__(kStageThreads)
 // output per thread, the slices added in slice order as finish_column_group adds them.
 __global__ void __launch_bounds__(kQuantNormSlotColumns)
     quant_gemm_sum_kernel(const __grid_constant__ GemvGroup launch_group, int rows) {
-  int which = 0;
-#pragma unroll
-  for (int i = 1; i < kQuantGemmMaxGroup; ++i) {
-    if (i < launch_group.count &&
-        static_cast<int>(blockIdx.x) >= launch_group.part[i].sum_block_begin)
-      which = i;
-  }
-  const GemvPart& part = launch_group.part[which];
+  const GemvPart& part = launch_group.part[part_of_block<&GemvPart::sum_block_begin>(launch_group)];
   const int local = static_cast<int>(blockIdx.x) - part.sum_block_begin;
   const int tok = local / part.column_groups;
   const int column_group = local - tok * part.column_groups;
