@@ -10,7 +10,7 @@
 // One warp = one 32-output column × one K slice of P chunks (P = 4, 8 or 16 from the matrix
 // shape alone, qchunk::slice_chunks). A block holds 8 warps on 8 neighbouring columns and the same
 // slice, so the x rows of the slice are gathered into shared memory once (act-order applied through
-// row_src; from QuantGemmScratch::staged_x_min_rows rows on, quant_stage_x_kernel lays x out in
+// row_src; given QuantGemmScratch::staged_x, quant_stage_x_kernel lays x out in
 // the staging order first and the blocks copy it with 16-byte cp.async instead of gathering it
 // element by element, a round trip per 16 rows before any weight load: an 8B decode step at 32
 // rows 9.9 -> 7.1 ms, docs/PERFORMANCE.md),
@@ -693,7 +693,7 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
   group.sum_kernel = rows >= scratch.sum_kernel_min_rows || group.row_groups > 1;
   int sum_blocks = 0;
   // A QuantInputNorm normalizes x as the blocks gather it: never staged.
-  const bool stage = scratch.staged_x && rows >= scratch.staged_x_min_rows && !norm;
+  const bool stage = scratch.staged_x && !norm;
   auto* staged_x = static_cast<__half*>(scratch.staged_x);
   int stage_blocks = 0;
   for (int i = 0; i < count; ++i) {

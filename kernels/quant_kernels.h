@@ -59,18 +59,17 @@ constexpr int kQuantGemmMaxLaunchRows = 256;
 // was most of the launch, docs/PERFORMANCE.md); both add the slices in the same order, so the bits
 // are the same. Launches that add into a residual (QuantGemmTarget) always sum in the kernel.
 //
-// From staged_x_min_rows rows on (launches without a QuantInputNorm), x is first laid out by a
-// kernel of its own in each matrix's staging order (act-order gather and the MMA fragment order
-// applied), so that a block copies its slice's rows with 16-byte asynchronous copies in one round
-// trip instead of gathering them two bytes at a time, a round trip per few rows, before its first
-// weight load (the same values, so the same bits). staged_x holds the matrices' copies one after
-// the other, each quant_gemm_staged_x_halves long.
+// With staged_x set (the caller's choice; ignored for launches with a QuantInputNorm), x is first
+// laid out by a kernel of its own in each matrix's staging order (act-order gather and the MMA
+// fragment order applied), so that a block copies its slice's rows with 16-byte asynchronous copies
+// in one round trip instead of gathering them two bytes at a time, a round trip per few rows,
+// before its first weight load (the same values, so the same bits). staged_x holds the matrices'
+// copies one after the other, each quant_gemm_staged_x_halves long.
 struct QuantGemmScratch {
   float* partials = nullptr;
   int32_t* counters = nullptr;
   int64_t sum_kernel_min_rows = kQuantGemmMaxRows + 1;
-  void* staged_x = nullptr;  // fp16
-  int64_t staged_x_min_rows = kQuantGemmMaxRows + 1;
+  void* staged_x = nullptr;  // fp16, or null: the blocks gather x themselves
 };
 size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows);
 size_t quant_gemm_counters(const QuantMatrix& m);

@@ -213,7 +213,6 @@ void CudaBackend::flush_quant_linears() {
   if (rows >= options_.staged_x_min_rows && !norm) {
     grow_workspace(quant_staged_x_, staged_x * 2, "activations of quantized linears, staged");
     scratch.staged_x = quant_staged_x_.get();
-    scratch.staged_x_min_rows = options_.staged_x_min_rows;
   }
   check_launch(kernels::quant_gemm_group(launch(), targets.data(), static_cast<int>(targets.size()),
                                          x, rows, scratch, norm ? &input_norm : nullptr),
