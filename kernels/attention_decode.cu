@@ -116,17 +116,7 @@ __global__ void __launch_bounds__(THREADS)
   uint4 kr[kLoads], vr[kLoads];
   if (load_early) load_step(first.begin, first.end, kr, vr);
   if (tid == 0) {
-    for (int split = first_split; split < used; split += split_stride) {
-      const DecodeSplit sp = split_of(kv_len, split);
-      const int end = min(sp.end, newest);
-      for (int pos = sp.begin + (split == first_split ? kStep : 0); pos < end;) {
-        const int run = min(kv.page_size - pos % kv.page_size, end - pos);
-        const T* start = cache + cache_offset(pos);
-        prefetch_l2(start, static_cast<unsigned>(run * D * sizeof(T)));
-        prefetch_l2(start + kv.v_offset, static_cast<unsigned>(run * D * sizeof(T)));
-        pos += run;
-      }
-    }
+    prefetch_splits_l2(cache, kv, page_table, kv_head, kv_len, first_split, split_stride, D, kStep);
   }
   const bool rotate = rope.inv_freq != nullptr;
   rope_math::CosSin angle[8];
@@ -172,7 +162,6 @@ __global__ void __launch_bounds__(THREADS)
   // The block's splits one after the other, each computed and stored exactly as a block of its
   // own would (so the bits do not depend on how many blocks share a sequence's splits).
   const int work = group * D;
-  const int64_t slot_floats = D + 2;
   for (int split = first_split; split < used; split += split_stride) {
     const DecodeSplit sp = split_of(kv_len, split);
     const bool has_newest = owns_newest && split == used - 1;
@@ -263,96 +252,9 @@ __global__ void __launch_bounds__(THREADS)
     }
   }
   if (used == 1) return;
-  const DecodeSplit sp = split_of(kv_len, 0);  // sp.used: the splits the merge adds
-
-  int32_t* counter = counters + int64_t(seq) * kv.num_kv_heads + kv_head;
-  if (!last_to_arrive(counter, min(used, split_stride))) return;
-  // One round of reads: each thread's values of the first kEarly splits (registers) and the
-  // splits' maxima and sums (shared memory) are all requested before any is used; each head's
-  // split weights are then computed once. Splits beyond kEarly (long sequences) are read in
-  // batches of independent loads afterwards.
-  constexpr int kElems = (GM * D + kThreads - 1) / kThreads;  // outputs per thread
-  constexpr int kEarly = 64 / kElems < kDecodeMaxSplits ? 64 / kElems : kDecodeMaxSplits;
-  const float* head_slots = partials + (int64_t(seq) * num_heads + int64_t(kv_head) * group) *
-                                           kDecodeMaxSplits * slot_floats;
-  float early[kElems][kEarly];
-#pragma unroll
-  for (int k = 0; k < kElems; ++k) {
-    const int e = tid + k * kThreads;
-    const float* slots = head_slots + int64_t(e / D) * kDecodeMaxSplits * slot_floats + e % D;
-#pragma unroll
-    for (int u = 0; u < kEarly; ++u) {
-      early[k][u] = e < work && u < sp.used ? __ldcg(slots + u * slot_floats) : 0.0f;
-    }
-  }
-  for (int i = tid; i < sp.used * group; i += kThreads) {
-    const int s = i / group;
-    const int h = i % group;
-    const float* slot = head_slots + (int64_t(h) * kDecodeMaxSplits + s) * slot_floats;
-    sm_split_max[s][h] = __ldcg(slot + D);
-    sm_split_sum[s][h] = __ldcg(slot + D + 1);
-  }
-  __syncthreads();
-  if (tid < group) {
-    const int h = tid;
-    float mx = -INFINITY;
-    for (int s = 0; s < sp.used; ++s) mx = fmaxf(mx, sm_split_max[s][h]);
-    float sum = 0.0f;
-    for (int s = 0; s < sp.used; ++s) {
-      const float w = exp2f(sm_split_max[s][h] - mx);
-      sm_split_max[s][h] = w;  // now the split's weight
-      sum += sm_split_sum[s][h] * w;
-    }
-    sm_split_sum[0][h] = sum;
-  }
-  __syncthreads();
-#pragma unroll
-  for (int k = 0; k < kElems; ++k) {
-    const int e = tid + k * kThreads;
-    if (e >= work) break;
-    const int h = e / D;
-    const int d = e % D;
-    float a = 0.0f;
-#pragma unroll
-    for (int u = 0; u < kEarly; ++u) {
-      if (u < sp.used) a += early[k][u] * sm_split_max[u][h];
-    }
-    const float* slots = head_slots + int64_t(h) * kDecodeMaxSplits * slot_floats + d;
-    for (int s0 = kEarly; s0 < sp.used; s0 += 8) {
-      float v[8];
-#pragma unroll
-      for (int u = 0; u < 8; ++u)
-        v[u] = s0 + u < sp.used ? __ldcg(slots + (s0 + u) * slot_floats) : 0.0f;
-#pragma unroll
-      for (int u = 0; u < 8; ++u) {
-        if (s0 + u < sp.used) a += v[u] * sm_split_max[s0 + u][h];
-      }
-    }
-    const int head = kv_head * group + h;
-    out[int64_t(row) * q_cols + int64_t(head) * D + d] = from_f<T>(a / sm_split_sum[0][h]);
-  }
-  if (tid == 0) *counter = 0;
-}
-
-// Blocks per (sequence, kv head): as many as a sequence can have splits while the batch is
-// small, so that the GPU fills; fewer once the batch's (sequence, kv head) pairs fill every
-// multiprocessor blocks_per_sm times, each block taking several splits in turn, instead of
-// thousands of blocks of one short split each (at batch 32, 8 kv heads and 512 positions:
-// 2,048 blocks of 64 positions, 6,144 more that found no split) and their merges. One_block_per_sm:
-// blocks that fill a multiprocessor alone (the 256-thread kernel, ~200 registers a thread) are
-// rounded down, so that a few of them do not make a second wave (batch 1: 16 blocks per kv head
-// on 132 multiprocessors, not 17).
-int decode_blocks_per_head(int heads_of_batch, int blocks_per_sm, bool one_block_per_sm) {
-  int device = 0, multiprocessors = 0;
-  if (blocks_per_sm <= 0 || cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) !=
-          cudaSuccess) {
-    return kDecodeMaxSplits;
-  }
-  const int aim = blocks_per_sm * multiprocessors;
-  const int blocks =
-      one_block_per_sm ? aim / heads_of_batch : (aim + heads_of_batch - 1) / heads_of_batch;
-  return std::clamp(blocks, 1, kDecodeMaxSplits);
+  merge_split_partials<T, GM, D, kThreads>(partials, counters, seq, num_heads, kv.num_kv_heads,
+                                           kv_head, group, kv_len, min(used, split_stride), row,
+                                           q_cols, out, sm_split_max, sm_split_sum);
 }
 
 template <class T, int D, int GM>
@@ -398,6 +300,27 @@ cudaError_t dispatch_group(const Launch& l, const void* q, const void* k, const 
 
 }  // namespace
 
+// Blocks per (sequence, kv head): as many as a sequence can have splits while the batch is
+// small, so that the GPU fills; fewer once the batch's (sequence, kv head) pairs fill every
+// multiprocessor blocks_per_sm times, each block taking several splits in turn, instead of
+// thousands of blocks of one short split each (at batch 32, 8 kv heads and 512 positions:
+// 2,048 blocks of 64 positions, 6,144 more that found no split) and their merges. One_block_per_sm:
+// blocks that fill a multiprocessor alone (the 256-thread kernel, ~200 registers a thread) are
+// rounded down, so that a few of them do not make a second wave (batch 1: 16 blocks per kv head
+// on 132 multiprocessors, not 17).
+int decode_blocks_per_head(int heads_of_batch, int blocks_per_sm, bool one_block_per_sm) {
+  int device = 0, multiprocessors = 0;
+  if (blocks_per_sm <= 0 || cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) !=
+          cudaSuccess) {
+    return kDecodeMaxSplits;
+  }
+  const int aim = blocks_per_sm * multiprocessors;
+  const int blocks =
+      one_block_per_sm ? aim / heads_of_batch : (aim + heads_of_batch - 1) / heads_of_batch;
+  return std::clamp(blocks, 1, kDecodeMaxSplits);
+}
+
 size_t decode_partial_floats(int num_seqs, int num_heads, int head_dim) {
   return static_cast<size_t>(num_seqs) * static_cast<size_t>(num_heads) * kDecodeMaxSplits *
          static_cast<size_t>(head_dim + 2);
@@ -423,6 +346,11 @@ cudaError_t attention_decode(const Launch& l, Elem t, const void* q, const void*
   }
   if (rope.inv_freq && !attention_decode_rope_supported(kv.head_dim, rope.rotary_dim)) {
     return cudaErrorInvalidValue;
+  }
+  if (shape.tensor_cores &&
+      attention_decode_tensor_cores_supported(kv.head_dim, num_heads, kv.num_kv_heads)) {
+    return attention_decode_tensor_cores(l, t, q, k, v, batch, kv, num_heads, scale, out, scratch,
+                                         shape, rope);
   }
   HEARTH_DISPATCH_16(t, T, {
     if (kv.head_dim == 64) {

@@ -177,6 +177,35 @@ __device__ __forceinline__ void mma_16816<__nv_bfloat16>(float c[4], const uint3
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// The same product when only rows 0-7 of A are in use (rows 8-15 zero): c holds row lane/4's
+// two accumulators, and rows 8-15 of the result go to registers that die at once, so a caller
+// keeps half the accumulator registers and no dependence between its MMAs.
+template <class T>
+__device__ __forceinline__ void mma_16816_top(float c[2], const uint32_t a[4], uint32_t b0,
+                                              uint32_t b1);
+
+template <>
+__device__ __forceinline__ void mma_16816_top<__half>(float c[2], const uint32_t a[4], uint32_t b0,
+                                                      uint32_t b1) {
+  asm volatile(
+      "{\n.reg .f32 unused0, unused1;\n"
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, unused0, unused1}, "
+      "{%2, %3, %4, %5}, {%6, %7}, {%0, %1, %8, %8};\n}"
+      : "+f"(c[0]), "+f"(c[1])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.0f));
+}
+
+template <>
+__device__ __forceinline__ void mma_16816_top<__nv_bfloat16>(float c[2], const uint32_t a[4],
+                                                             uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "{\n.reg .f32 unused0, unused1;\n"
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, unused0, unused1}, "
+      "{%2, %3, %4, %5}, {%6, %7}, {%0, %1, %8, %8};\n}"
+      : "+f"(c[0]), "+f"(c[1])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.0f));
+}
+
 // Two floats as a packed pair of T (low half first).
 template <class T>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi);

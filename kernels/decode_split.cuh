@@ -10,6 +10,20 @@ namespace hearth::kernels {
 
 constexpr int kDecodeTile = 64;
 
+// Blocks per (sequence, kv head) of a decode launch (attention_decode.cu): every split a block
+// while the batch is small, fewer once its (sequence, kv head) pairs fill the GPU blocks_per_sm
+// times.
+int decode_blocks_per_head(int heads_of_batch, int blocks_per_sm, bool one_block_per_sm);
+
+// The 16-bit cache's decode on the tensor cores (attention_decode_mma.cu), for head_dim 64 or
+// 128 and at most 8 query heads per kv head.
+bool attention_decode_tensor_cores_supported(int head_dim, int num_heads, int num_kv_heads);
+cudaError_t attention_decode_tensor_cores(const Launch& l, Elem t, const void* q, const void* k,
+                                          const void* v, const BatchView& batch,
+                                          const KvLayerView& kv, int num_heads, float scale,
+                                          void* out, const DecodeScratch& scratch,
+                                          const DecodeShape& shape, const DecodeRope& rope);
+
 struct DecodeSplit {
   int used;   // splits this sequence uses
   int begin;  // first position of this split
@@ -106,5 +120,110 @@ struct LaneGroupMerge {
     return {mx, s, a};
   }
 };
+
+// Tid 0 asks L2 for the keys and values of a block's splits (first_split, then every
+// stride-th), all but the first `skip` positions of the first (loaded by then) and the newest
+// (not in the cache yet).
+template <class T>
+__device__ __forceinline__ void prefetch_splits_l2(const T* cache, const KvLayerView& kv,
+                                                   const int32_t* page_table, int kv_head,
+                                                   int kv_len, int first_split, int split_stride,
+                                                   int D, int skip) {
+  const int used = split_of(kv_len, 0).used;
+  const int newest = kv_len - 1;
+  for (int split = first_split; split < used; split += split_stride) {
+    const DecodeSplit sp = split_of(kv_len, split);
+    const int end = min(sp.end, newest);
+    for (int pos = sp.begin + (split == first_split ? skip : 0); pos < end;) {
+      const int run = min(kv.page_size - pos % kv.page_size, end - pos);
+      const int64_t page = page_table[pos / kv.page_size];
+      const T* start = cache + page * kv.page_stride +
+                       (int64_t(kv_head) * kv.page_size + pos % kv.page_size) * D;
+      prefetch_l2(start, static_cast<unsigned>(run * D * sizeof(T)));
+      prefetch_l2(start + kv.v_offset, static_cast<unsigned>(run * D * sizeof(T)));
+      pos += run;
+    }
+  }
+}
+
+// The end of a decode block that stored split partials: the last of the `arriving_blocks` blocks
+// of a (sequence, kv head) to arrive adds its splits' partials in split order and writes the heads'
+// outputs (row `row` of out), then resets the counter for the next launch. Each thread's values of
+// the first kEarly splits (registers) and the splits' maxima and sums (shared memory) are all
+// requested before any is used; each head's split weights are then computed once. Splits beyond
+// kEarly (long sequences) are read in batches of independent loads afterwards.
+template <class T, int GM, int D, int kThreads>
+__device__ __forceinline__ void merge_split_partials(
+    const float* partials, int32_t* counters, int seq, int num_heads, int num_kv_heads, int kv_head,
+    int group, int kv_len, int arriving_blocks, int row, int64_t q_cols, T* out,
+    float (&sm_split_max)[kDecodeMaxSplits][GM], float (&sm_split_sum)[kDecodeMaxSplits][GM]) {
+  const int tid = threadIdx.x;
+  const int work = group * D;
+  const int64_t slot_floats = D + 2;
+  const DecodeSplit sp = split_of(kv_len, 0);  // sp.used: the splits the merge adds
+  int32_t* counter = counters + int64_t(seq) * num_kv_heads + kv_head;
+  if (!last_to_arrive(counter, arriving_blocks)) return;
+  constexpr int kElems = (GM * D + kThreads - 1) / kThreads;  // outputs per thread
+  constexpr int kEarly = 64 / kElems < kDecodeMaxSplits ? 64 / kElems : kDecodeMaxSplits;
+  const float* head_slots = partials + (int64_t(seq) * num_heads + int64_t(kv_head) * group) *
+                                           kDecodeMaxSplits * slot_floats;
+  float early[kElems][kEarly];
+#pragma unroll
+  for (int k = 0; k < kElems; ++k) {
+    const int e = tid + k * kThreads;
+    const float* slots = head_slots + int64_t(e / D) * kDecodeMaxSplits * slot_floats + e % D;
+#pragma unroll
+    for (int u = 0; u < kEarly; ++u) {
+      early[k][u] = e < work && u < sp.used ? __ldcg(slots + u * slot_floats) : 0.0f;
+    }
+  }
+  for (int i = tid; i < sp.used * group; i += kThreads) {
+    const int s = i / group;
+    const int h = i % group;
+    const float* slot = head_slots + (int64_t(h) * kDecodeMaxSplits + s) * slot_floats;
+    sm_split_max[s][h] = __ldcg(slot + D);
+    sm_split_sum[s][h] = __ldcg(slot + D + 1);
+  }
+  __syncthreads();
+  if (tid < group) {
+    const int h = tid;
+    float mx = -INFINITY;
+    for (int s = 0; s < sp.used; ++s) mx = fmaxf(mx, sm_split_max[s][h]);
+    float sum = 0.0f;
+    for (int s = 0; s < sp.used; ++s) {
+      const float w = exp2f(sm_split_max[s][h] - mx);
+      sm_split_max[s][h] = w;  // now the split's weight
+      sum += sm_split_sum[s][h] * w;
+    }
+    sm_split_sum[0][h] = sum;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < kElems; ++k) {
+    const int e = tid + k * kThreads;
+    if (e >= work) break;
+    const int h = e / D;
+    const int d = e % D;
+    float a = 0.0f;
+#pragma unroll
+    for (int u = 0; u < kEarly; ++u) {
+      if (u < sp.used) a += early[k][u] * sm_split_max[u][h];
+    }
+    const float* slots = head_slots + int64_t(h) * kDecodeMaxSplits * slot_floats + d;
+    for (int s0 = kEarly; s0 < sp.used; s0 += 8) {
+      float v[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u)
+        v[u] = s0 + u < sp.used ? __ldcg(slots + (s0 + u) * slot_floats) : 0.0f;
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        if (s0 + u < sp.used) a += v[u] * sm_split_max[s0 + u][h];
+      }
+    }
+    const int head = kv_head * group + h;
+    out[int64_t(row) * q_cols + int64_t(head) * D + d] = from_f<T>(a / sm_split_sum[0][h]);
+  }
+  if (tid == 0) *counter = 0;
+}
 
 }  // namespace hearth::kernels

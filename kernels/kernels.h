@@ -292,8 +292,8 @@ struct DecodeRope {
   int rotary_dim = 0;
 };
 struct DecodeShape {
-  // A batch of one sequence, or the rows of one sequence's speculative check: larger blocks (a
-  // row's last bits depend on this choice).
+  // A batch of one sequence, or the rows of one sequence's speculative check: larger blocks for
+  // the CUDA-core kernel (a row's last bits depend on this choice there).
   bool one_sequence = false;
   // The step's keys and values were stored by kv_store just before (a check batch, whose rows
   // read each other's): no cache position is read before the previous kernel has finished.
@@ -302,6 +302,10 @@ struct DecodeShape {
   // each taking several in turn, once the batch has enough (sequence, kv head) pairs to fill the
   // GPU (0: every split a block of its own). The bits do not depend on it.
   int blocks_per_sm = 1;
+  // 16-bit caches: the products on the tensor cores (attention_decode_mma.cu), where the heads
+  // allow (64 or 128 dims, at most 8 query heads per kv head). A row's bits then depend on
+  // nothing but its own sequence (one_sequence is ignored).
+  bool tensor_cores = false;
 };
 // The rotation pairs dims i and i + rotary_dim/2 through lanes of 8 dims: rotary_dim must be
 // 16 · 2^k and at most head_dim.

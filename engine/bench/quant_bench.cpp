@@ -388,6 +388,8 @@ QuantBenchReport run_quant_benchmark(const QuantBenchOptions& o) {
   if (o.quant_fused_max_rows >= 0) bo.quant_fused_max_rows = o.quant_fused_max_rows;
   if (o.decode_attention_blocks_per_sm >= 0)
     bo.decode_attention_blocks_per_sm = o.decode_attention_blocks_per_sm;
+  if (o.decode_attention_tensor_cores >= 0)
+    bo.decode_attention_tensor_cores = o.decode_attention_tensor_cores != 0;
   auto backend = create_cuda_backend(bo);
   auto& be = static_cast<CudaBackend&>(*backend);
   const CudaDeviceInfo& info = be.device_info();

@@ -53,6 +53,8 @@ struct QuantBenchOptions {
   int64_t quant_fused_max_rows = -1;
   // CudaBackendOptions::decode_attention_blocks_per_sm; negative: the backend's default.
   int decode_attention_blocks_per_sm = -1;
+  // CudaBackendOptions::decode_attention_tensor_cores (0 or 1); negative: the backend's default.
+  int decode_attention_tensor_cores = -1;
   uint64_t seed = 1;
   double memory_fraction = 0.9;  // models beyond this share of free memory run fewer layers
 };

@@ -551,8 +551,16 @@ TEST_F(GpuOps, DecodeAttentionBitsDoNotDependOnBlocksPerSequence) {
     backends.push_back(create_cuda_backend(o));
   }
   const AttnRope rope{128, 1.0f, 5e5};
+  // Twenty sequences of 8 kv heads fill the GPU: with 1 or 2 blocks per multiprocessor a block
+  // takes all of a sequence's splits.
+  AttnCase many{"blocks_d128_gqa4_many", 32, 8, 128, 64, {}, {}, 2};
+  for (int i = 0; i < 20; ++i) {
+    many.prompt.push_back(30 + 131 * i);
+    many.chunk.push_back(1 + i % 4);
+  }
   for (const AttnCase& c :
-       {AttnCase{"blocks_d128_gqa4", 32, 8, 128, 64, {300, 1, 129, 2100, 64}, {5, 200, 1, 3, 1}, 3},
+       {many,
+        AttnCase{"blocks_d128_gqa4", 32, 8, 128, 64, {300, 1, 129, 2100, 64}, {5, 200, 1, 3, 1}, 3},
         AttnCase{"blocks_d64_mha", 4, 4, 64, 16, {1, 63, 64, 65, 200}, {1, 2, 64, 1, 70}, 3}}) {
     const AttnRope* r = c.head_dim == 128 ? &rope : nullptr;
     const auto one_per_split = attention_outputs(c, *backends[0], r);
@@ -592,6 +600,64 @@ TEST_F(GpuOps, DecodeAttentionAppliesRopeLikeTheRopePass) {
     ASSERT_EQ(fused.size(), separate.size());
     for (size_t i = 0; i < fused.size(); ++i) {
       EXPECT_EQ(fused[i], separate[i]) << c.attn.name << " step " << i;
+    }
+  }
+}
+
+// Decode attention on the tensor cores is the default; the CUDA-core kernel it replaces for
+// 16-bit caches stays reachable (CudaBackendOptions::decode_attention_tensor_cores = false) and
+// correct: GQA, MHA, long sequences of many splits, and RoPE folded in.
+TEST_F(GpuOps, CudaCoreDecodeAttentionMatchesReference) {
+  CudaBackendOptions o;
+  o.decode_attention_tensor_cores = false;
+  auto cuda_cores = create_cuda_backend(o);
+  const AttnRope rope{128, 1.0f, 5e5};
+  run_attention_case(
+      AttnCase{"cc_d64_gqa4", 8, 2, 64, 16, {1, 15, 16, 17, 100}, {3, 1, 40, 16, 2}, 3},
+      *cuda_cores, *cpu, 1.5e-3);
+  run_attention_case(
+      AttnCase{"cc_d128_mha", 4, 4, 128, 64, {1, 63, 64, 65, 200}, {1, 2, 64, 1, 70}, 3},
+      *cuda_cores, *cpu, 1.5e-3);
+  run_attention_case(AttnCase{"cc_d128_gqa4_long", 8, 2, 128, 256, {2000, 1}, {1100, 3}, 2},
+                     *cuda_cores, *cpu, 1.5e-3);
+  run_attention_case(AttnCase{"cc_rope_d128_gqa4", 8, 2, 128, 64, {300, 1, 129}, {5, 200, 1}, 3},
+                     *cuda_cores, *cpu, 1.5e-3, &rope);
+}
+
+// On the tensor cores a decode row's bits depend on its own sequence only: a sequence decoded
+// alone (where the CUDA-core kernel takes larger blocks) and first in a batch of others, short or
+// long, GQA groups of 1 to 8 and both head sizes, with RoPE folded in.
+TEST_F(GpuOps, TensorCoreDecodeRowsDoNotDependOnTheBatch) {
+  const AttnRope rope{64, 1.0f, 1e4};
+  struct Case {
+    int64_t heads, kv_heads, head_dim, page_size;
+  };
+  for (const Case& c :
+       {Case{32, 8, 128, 64}, Case{9, 3, 64, 16}, Case{4, 4, 128, 256}, Case{16, 2, 64, 32}}) {
+    // Twenty others: with 8 kv heads the batch fills the GPU, so one block takes all of a
+    // sequence's splits in turn, where alone each split has a block of its own.
+    std::vector<int32_t> others_prompt = {700, 3, 64, 2100};
+    std::vector<int32_t> others_chunk = {1, 60, 1, 5};
+    for (int i = 0; i < 16; ++i) {
+      others_prompt.push_back(40 + 97 * i);
+      others_chunk.push_back(1 + i % 3);
+    }
+    for (int32_t own : {1, 77, 1500}) {
+      AttnCase alone{"alone", c.heads, c.kv_heads, c.head_dim, c.page_size, {own}, {1}, 3};
+      AttnCase batch = alone;
+      batch.name = "in a batch";
+      batch.prompt.insert(batch.prompt.end(), others_prompt.begin(), others_prompt.end());
+      batch.chunk.insert(batch.chunk.end(), others_chunk.begin(), others_chunk.end());
+      const AttnRope* r = c.head_dim >= rope.rotary_dim ? &rope : nullptr;
+      const auto one = attention_outputs(alone, *gpu, r);
+      const auto many = attention_outputs(batch, *gpu, r);
+      const size_t cols = static_cast<size_t>(c.heads * c.head_dim);
+      for (size_t step = 2; step < one.size(); ++step) {  // the decode steps: row 0 is the sequence
+        ASSERT_GE(many[step].size(), cols);
+        EXPECT_TRUE(std::equal(one[step].begin(), one[step].begin() + cols, many[step].begin()))
+            << c.heads << "/" << c.kv_heads << " heads of " << c.head_dim << ", " << own
+            << " positions, step " << step;
+      }
     }
   }
 }

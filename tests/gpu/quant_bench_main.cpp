@@ -4,7 +4,8 @@
 //               [--prefill 512,2048] [--batches 1,8,32] [--context 512] [--cache q4] [--steps 32]
 //               [--device 0] [--no-sweep] [--profile-step] [--fold-norm-rows N]
 //               [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N]
-//               [--decode-blocks-per-sm N] [--json] [--json-out FILE]
+//               [--decode-blocks-per-sm N] [--decode-tensor-cores 0|1] [--json]
+//               [--json-out FILE]
 //
 // --profile-step: the first timed decode step of each batch size runs between
 // cudaProfilerStart/Stop, for `ncu --profile-from-start off` (one step's kernels); with
@@ -36,7 +37,7 @@ int usage() {
                "[--batches N,..] [--check-tokens K,..] [--lora-rank R] [--lora-adapters N] "
                "[--context N] [--cache fp16|q8|q6|q4] [--steps N] [--device N] [--no-sweep] "
                "[--fold-norm-rows N] [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] "
-               "[--decode-blocks-per-sm N] "
+               "[--decode-blocks-per-sm N] [--decode-tensor-cores 0|1] "
                "[--profile-step] "
                "[--json] "
                "[--json-out FILE]\n");
@@ -95,6 +96,8 @@ int main(int argc, char** argv) {
         o.quant_fused_max_rows = std::stoll(value());
       else if (a == "--decode-blocks-per-sm")
         o.decode_attention_blocks_per_sm = std::stoi(value());
+      else if (a == "--decode-tensor-cores")
+        o.decode_attention_tensor_cores = std::stoi(value());
       else if (a == "--no-sweep")
         o.kernel_sweep = false;
       else if (a == "--profile-step")

@@ -63,6 +63,9 @@ struct CudaBackendOptions {
   // splits aim at (kernels::DecodeShape::blocks_per_sm; 0: every split a block; the same bits).
   // 1 measured best against 0, 2 and 4 at batches 4 to 32 (docs/PERFORMANCE.md).
   int decode_attention_blocks_per_sm = 1;
+  // Decode attention over a 16-bit cache on the tensor cores (kernels::DecodeShape::tensor_cores);
+  // off: the CUDA-core kernel (to compare).
+  bool decode_attention_tensor_cores = true;
   // A batch of short slices that want every logit (speculative checks: a sequence's last token
   // and its proposals) runs as a decode step with one row per token, each row attending up to
   // its own position: the decode kernels and a CUDA graph instead of the prefill path, and the

@@ -376,6 +376,7 @@ void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCa
     shape.one_sequence = prepared_.check ? prepared_.one_sequence : batch.num_seqs == 1;
     shape.keys_stored_this_step = prepared_.check;
     shape.blocks_per_sm = options_.decode_attention_blocks_per_sm;
+    shape.tensor_cores = options_.decode_attention_tensor_cores;
     check_launch(kernels::attention_decode(launch(), elem, q.data, k.data, v.data, batch, view,
                                            heads, p.scale, out.data, scratch, shape, fused),
                  "attention_decode");
