@@ -1,6 +1,7 @@
 #include "engine/backend/backend.h"
 
 #include "engine/backend/kv_cache_quant.h"
+#include "engine/core/error.h"
 
 namespace hearth {
 
@@ -69,6 +70,10 @@ std::optional<KvCacheType> parse_kv_cache_type(std::string_view name) {
     if (name == kv_cache_type_name(t)) return t;
   }
   return std::nullopt;
+}
+
+void KvCacheStorage::copy_positions(int32_t, int32_t, int64_t) {
+  fail(ErrorCode::kUnsupported, "this KV cache cannot copy positions between pages");
 }
 
 size_t KvCacheSpec::bytes_per_token() const {

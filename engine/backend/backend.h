@@ -147,6 +147,13 @@ class KvCacheStorage {
  public:
   virtual ~KvCacheStorage() = default;
   virtual const KvCacheSpec& spec() const = 0;
+  // Whether copy_positions() works here (prefix reuse then copies the matching start of a
+  // partly shared page instead of computing it again).
+  virtual bool copies_positions() const { return false; }
+  // Copies positions [0, count) of page `from` into page `to`: every layer's keys and values, as
+  // stored (codes and scales for quantized caches). Throws Error(kUnsupported) where
+  // copies_positions() is false, Error(kInvalidArgument) for pages or a count out of range.
+  virtual void copy_positions(int32_t from, int32_t to, int64_t count);
 };
 
 // Rotary embedding of every position: angle = position × inv_freq[i], cos/sin scaled by

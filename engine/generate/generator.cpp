@@ -149,10 +149,27 @@ void Generator::admit() {
         std::min<int64_t>(options_.max_seq_len, job.prompt_len + job.request.max_tokens);
     const int64_t need_pages = pages_.pages_for(std::max<int64_t>(need_tokens, 1));
     PagePool::SharedPrefix shared{{}, pages_.root_key(job.request.cache_salt)};
+    PagePool::PartialMatch partial;
     if (options_.prefix_reuse) {
       shared = pages_.acquire_prefix(job.tokens, (job.prompt_len - 1) / pages_.page_size(),
                                      job.request.cache_salt);
+      if (cache_.copies_positions()) {
+        // The next page's leading tokens, as far as an earlier page after the same chain holds
+        // them (at most up to the prompt's last token, which is always computed): copied below.
+        const auto start = static_cast<int64_t>(shared.pages.size()) * pages_.page_size();
+        const int64_t room = std::min(pages_.page_size(), job.prompt_len - 1 - start);
+        if (room > 0) {
+          partial = pages_.acquire_partial(
+              shared.chain_key,
+              std::span<const int32_t>(job.tokens)
+                  .subspan(static_cast<size_t>(start), static_cast<size_t>(room)));
+        }
+      }
     }
+    // Held while this job's pages are allocated, so that allocation cannot evict it.
+    auto release_partial = [&] {
+      if (partial.page >= 0) pages_.release({partial.page});
+    };
     const auto own_count = need_pages - static_cast<int64_t>(shared.pages.size());
     auto pages = pages_.allocate(own_count);
     if (!pages) {
@@ -168,6 +185,7 @@ void Generator::admit() {
         }
       }
       if (!pages) {
+        release_partial();
         pages_.release(shared.pages);
         break;
       }
@@ -177,6 +195,11 @@ void Generator::admit() {
     job.pages = std::move(shared.pages);
     job.pages.insert(job.pages.end(), pages->begin(), pages->end());
     job.cached = job.published * pages_.page_size();
+    if (partial.page >= 0) {
+      cache_.copy_positions(partial.page, (*pages)[0], partial.tokens);
+      job.cached += partial.tokens;
+      release_partial();
+    }
     job.result.cached_tokens = job.cached;
     job.admitted = Clock::now();
     if (draft_) job.drafted = draft_->attach(job.id, need_tokens);
@@ -198,6 +221,19 @@ void Generator::publish_full_pages(Job& job) {
   }
 }
 
+void Generator::publish_partial_page(Job& job) {
+  // The ended job's last page, when partly computed, for later jobs to copy from (its positions
+  // are never written again: the job releases its pages now).
+  if (!options_.prefix_reuse || !cache_.copies_positions()) return;
+  const int64_t ps = pages_.page_size();
+  const int64_t start = job.published * ps;
+  if (job.cached <= start || job.published >= static_cast<int64_t>(job.pages.size())) return;
+  pages_.publish_partial(job.pages[job.published], job.chain_key,
+                         std::span<const int32_t>(job.tokens)
+                             .subspan(static_cast<size_t>(start),
+                                      static_cast<size_t>(std::min(job.cached - start, ps - 1))));
+}
+
 void Generator::emit(Job& job, const std::string& text) {
   if (text.empty()) return;
   job.result.text += text;
@@ -214,6 +250,7 @@ void Generator::finish(Job& job, JobEnd end) {
     emit(job, tail);
   }
   job.result.end = end;
+  publish_partial_page(job);
   const auto now = Clock::now();
   if (job.result.tokens.empty()) {
     job.result.prompt_seconds = seconds_between(job.admitted, now);

@@ -87,7 +87,10 @@ struct GeneratorOptions {
   int64_t max_seq_len = 4096;      // positions per sequence
   int64_t max_batch_tokens = 512;  // tokens per forward pass
   // Full cache pages of finished and running jobs are kept and shared with later jobs whose
-  // prompts start with the same tokens (PagePool); off: every job computes its whole prompt.
+  // prompts start with the same tokens (PagePool), and where the cache copies positions
+  // (KvCacheStorage::copies_positions) the start of the next page is copied from an earlier page
+  // that begins alike (a finished job's last page included); off: every job computes its whole
+  // prompt.
   bool prefix_reuse = true;
   SpeculationOptions speculation;
 };
@@ -122,6 +125,7 @@ class Generator {
   void finish(Job& job, JobEnd end);
   void emit(Job& job, const std::string& text);
   void publish_full_pages(Job& job);
+  void publish_partial_page(Job& job);
   int proposal_limit(Job& job, int64_t spare) const;
   void propose_with_draft(const std::vector<Job*>& jobs, const std::vector<int>& limits);
   // Takes a sampled token (its logits are row `logit_row` of `logits`); false once the job ended.

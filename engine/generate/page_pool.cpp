@@ -94,11 +94,42 @@ uint64_t PagePool::publish(int32_t page, uint64_t parent_key,
   HEARTH_CHECK(static_cast<int64_t>(page_tokens.size()) == page_size_, "publishing a partial page");
   const uint64_t key = chain_key(parent_key, page_tokens);
   // Already published, or an equal page is: this one then stays private.
-  if (key_[page] || by_key_.count(key)) return key;
-  key_[page] = key;
-  published_[page] = {parent_key, std::vector<int32_t>(page_tokens.begin(), page_tokens.end())};
-  by_key_.emplace(key, page);
+  if (!key_[page] && !by_key_.count(key)) index(page, key, parent_key, page_tokens);
   return key;
+}
+
+void PagePool::publish_partial(int32_t page, uint64_t parent_key, std::span<const int32_t> tokens) {
+  HEARTH_CHECK(page >= 0 && page < num_pages_ && holds_[page] > 0, "publishing a page not held");
+  HEARTH_CHECK(!tokens.empty() && static_cast<int64_t>(tokens.size()) < page_size_,
+               "a partial page holds 1 to page_size - 1 tokens");
+  // The length is part of the key, so a partial page never answers a full page's lookup.
+  const uint64_t key = chain_key(parent_key, tokens);
+  if (!key_[page] && !by_key_.count(key)) index(page, key, parent_key, tokens);
+}
+
+void PagePool::index(int32_t page, uint64_t key, uint64_t parent_key,
+                     std::span<const int32_t> tokens) {
+  key_[page] = key;
+  published_[page] = {parent_key, std::vector<int32_t>(tokens.begin(), tokens.end())};
+  by_key_.emplace(key, page);
+  by_parent_.emplace(parent_key, page);
+}
+
+PagePool::PartialMatch PagePool::acquire_partial(uint64_t parent_key,
+                                                 std::span<const int32_t> tokens) {
+  PartialMatch best;
+  const auto [first, last] = by_parent_.equal_range(parent_key);
+  for (auto it = first; it != last; ++it) {
+    const std::vector<int32_t>& held = published_[it->second].tokens;
+    const size_t n = std::min(held.size(), tokens.size());
+    const auto common = static_cast<int64_t>(
+        std::mismatch(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(n), tokens.begin())
+            .first -
+        held.begin());
+    if (common > best.tokens) best = {it->second, common};
+  }
+  if (best.page >= 0) hold(best.page);
+  return best;
 }
 
 void PagePool::hold(int32_t page) {
@@ -113,6 +144,13 @@ void PagePool::evict_oldest() {
   lru_.pop_front();
   lru_pos_[p] = lru_.end();
   by_key_.erase(*key_[p]);
+  const auto [first, last] = by_parent_.equal_range(published_[p].parent_key);
+  for (auto it = first; it != last; ++it) {
+    if (it->second == p) {
+      by_parent_.erase(it);
+      break;
+    }
+  }
   key_[p].reset();
   published_[p] = {};
   free_.push_back(p);
@@ -141,6 +179,11 @@ void PagePool::check_invariants() const {
   HEARTH_CHECK(by_key_.size() == static_cast<size_t>(std::count_if(
                                      key_.begin(), key_.end(), [](const auto& k) { return k; })),
                "the index holds a page that is not published");
+  HEARTH_CHECK(by_parent_.size() == by_key_.size(), "the parent index lost or kept a page");
+  for (const auto& [parent, p] : by_parent_) {
+    HEARTH_CHECK(key_[p] && published_[p].parent_key == parent,
+                 "the parent index holds a page under another parent");
+  }
 }
 
 }  // namespace hearth

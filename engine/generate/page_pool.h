@@ -5,6 +5,9 @@
 // reference-counted: a published page no sequence holds stays cached until allocate() needs the
 // space, and is then evicted least recently used first. Only full pages are shared, and a shared
 // page is never written (its positions lie before the sharing sequence's first new position).
+// A finished sequence's last, partly filled page can be published too; it is never shared, but a
+// later sequence whose tokens after the same chain start alike may copy its leading positions
+// (acquire_partial) instead of computing them.
 #pragma once
 
 #include <cstdint>
@@ -55,6 +58,18 @@ class PagePool {
   // after the chain `parent_key`; returns the page's chain key. When an equal page is already
   // published, this one stays private and is freed on release.
   uint64_t publish(int32_t page, uint64_t parent_key, std::span<const int32_t> page_tokens);
+  // Publishes a page whose first `tokens.size()` (1 .. page_size - 1) positions are computed and
+  // will never be written again (its sequence has ended), for acquire_partial only.
+  void publish_partial(int32_t page, uint64_t parent_key, std::span<const int32_t> tokens);
+
+  // The published page after the chain `parent_key` (full or partial) whose tokens start with the
+  // longest run of `tokens`' first ones, held (release it like an allocated page once its
+  // positions are copied); page -1 and 0 tokens when none starts alike.
+  struct PartialMatch {
+    int32_t page = -1;
+    int64_t tokens = 0;  // leading positions that hold `tokens`' first ones
+  };
+  PartialMatch acquire_partial(uint64_t parent_key, std::span<const int32_t> tokens);
 
   // For tests: each page is exactly one of free, held or cached, and the index agrees. Throws
   // Error(kInternal) otherwise.
@@ -67,6 +82,8 @@ class PagePool {
   };
   void hold(int32_t page);
   void evict_oldest();
+  // Records `page` as published under `key` (not published yet, and no page has that key).
+  void index(int32_t page, uint64_t key, uint64_t parent_key, std::span<const int32_t> tokens);
 
   int64_t num_pages_;
   int64_t page_size_;
@@ -76,7 +93,8 @@ class PagePool {
   std::vector<std::optional<uint64_t>> key_;  // per page: its chain key when published
   std::vector<Published> published_;          // per page, when published
   std::unordered_map<uint64_t, int32_t> by_key_;
-  std::list<int32_t> lru_;  // cached pages, least recently used first
+  std::unordered_multimap<uint64_t, int32_t> by_parent_;  // published pages by their parent key
+  std::list<int32_t> lru_;                                // cached pages, least recently used first
   std::vector<std::list<int32_t>::iterator> lru_pos_;
 };
 

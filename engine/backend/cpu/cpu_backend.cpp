@@ -108,6 +108,37 @@ CpuKvCache::QuantRow CpuKvCache::quant_row(int64_t layer, int64_t page, int64_t 
                               row * layout_.scales_per_row * 2)};
 }
 
+void CpuKvCache::copy_positions(int32_t from, int32_t to, int64_t count) {
+  if (from < 0 || to < 0 || from >= spec_.num_pages || to >= spec_.num_pages || count < 0 ||
+      count > spec_.page_size) {
+    fail(ErrorCode::kInvalidArgument, "copy_positions: page or count out of range");
+  }
+  if (from == to || count == 0) return;
+  for (int64_t layer = 0; layer < spec_.num_layers; ++layer) {
+    if (!quantized()) {
+      // A layer's page holds [slot][kv head][dim]: the first `count` slots are contiguous.
+      const auto n = static_cast<size_t>(count * spec_.num_kv_heads * spec_.head_dim);
+      std::copy_n(keys_.data() + offset(layer, from, 0, 0), n,
+                  keys_.data() + offset(layer, to, 0, 0));
+      std::copy_n(values_.data() + offset(layer, from, 0, 0), n,
+                  values_.data() + offset(layer, to, 0, 0));
+      continue;
+    }
+    // Quantized: [kv head][slot] rows of codes, then of scales, for keys and for values.
+    for (int64_t head = 0; head < spec_.num_kv_heads; ++head) {
+      for (const bool is_value : {false, true}) {
+        const QuantRow src = quant_row(layer, from, 0, head, is_value);
+        const QuantRow dst = quant_row(layer, to, 0, head, is_value);
+        std::copy_n(quant_.data() + src.codes, static_cast<size_t>(count * layout_.row_bytes),
+                    quant_.data() + dst.codes);
+        std::copy_n(quant_.data() + src.scales,
+                    static_cast<size_t>(count * layout_.scales_per_row * 2),
+                    quant_.data() + dst.scales);
+      }
+    }
+  }
+}
+
 void CpuKvCache::store_rotated(int64_t layer, int64_t page, int64_t slot, int64_t head,
                                bool is_value, const float* x) {
   float rotated[kMaxHeadDim];  // no allocation per row: this runs for every stored key and value

@@ -68,6 +68,8 @@ class CpuKvCache final : public KvCacheStorage {
  public:
   explicit CpuKvCache(const KvCacheSpec& spec);
   const KvCacheSpec& spec() const override { return spec_; }
+  bool copies_positions() const override { return true; }
+  void copy_positions(int32_t from, int32_t to, int64_t count) override;
   bool quantized() const { return is_quantized(spec_.type); }
   // F32 caches: the key/value vector of (layer, page, slot, kv head), head_dim floats.
   float* key(int64_t layer, int64_t page, int64_t slot, int64_t head);

@@ -281,6 +281,48 @@ TEST_F(CpuBackendTest, FastAttentionMatchesExactWithAQuantizedCache) {
   }
 }
 
+// Positions copied between pages (prefix reuse of a partly shared page) read back as the ones
+// they were copied from, for every layer, in the F32 cache and the quantized ones: a decode step
+// over the copies gives the same bits as over the originals.
+TEST_F(CpuBackendTest, CopiedCachePositionsReadBackAsTheOriginals) {
+  const int64_t heads = 4, kv_heads = 2, D = 64, page = 16, len = 20;
+  for (KvCacheType type : {KvCacheType::kF32, KvCacheType::kQ8, KvCacheType::kQ4}) {
+    SCOPED_TRACE(kv_cache_type_name(type));
+    auto cache = backend->create_kv_cache({2, kv_heads, D, page, 5, type});
+    ASSERT_TRUE(cache->copies_positions());
+    // Positions 0..19 of both layers, in pages 1 and 2.
+    auto step = [&](int64_t start, int64_t n, std::vector<int32_t> table, int64_t layer,
+                    uint32_t seed) {
+      std::vector<int32_t> tokens(static_cast<size_t>(n), 1);
+      BatchDesc b;
+      SequenceSlice slice;
+      slice.tokens = tokens;
+      slice.start_pos = static_cast<int32_t>(start);
+      slice.page_table = table;
+      b.seqs.push_back(slice);
+      backend->prepare_batch(b);
+      rng.seed(seed);
+      DeviceTensor out = backend->alloc_activation(n, heads * D);
+      const auto q = random(static_cast<size_t>(n * heads * D));
+      const auto k = random(static_cast<size_t>(n * kv_heads * D), 2.0f);
+      const auto v = random(static_cast<size_t>(n * kv_heads * D));
+      backend->attention(make(n, heads * D, q), make(n, kv_heads * D, k), make(n, kv_heads * D, v),
+                         *cache, {layer, heads, kv_heads, D, 0.125f}, out);
+      return get(out);
+    };
+    for (int64_t layer = 0; layer < 2; ++layer) step(0, len, {1, 2}, layer, 7 + layer);
+    cache->copy_positions(1, 3, page);  // a whole page
+    cache->copy_positions(2, 0, 4);     // the leading 4 positions of the next
+    for (int64_t layer = 0; layer < 2; ++layer) {
+      // Position 20 goes to slot 4 of the second page: each run writes its own page.
+      EXPECT_EQ(step(len, 1, {1, 2}, layer, 99), step(len, 1, {3, 0}, layer, 99))
+          << "layer " << layer;
+    }
+    EXPECT_THROW(cache->copy_positions(0, 5, 1), Error);
+    EXPECT_THROW(cache->copy_positions(0, 1, page + 1), Error);
+  }
+}
+
 TEST_F(CpuBackendTest, EmbedSiluAndLogitRows) {
   std::vector<std::vector<int32_t>> toks, pages;
   BatchDesc b = batch_of({3, 2}, {0, 0}, toks, pages, 8);

@@ -1,6 +1,7 @@
 // The generator over a real forward pass (a tiny random model on the CPU backend).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "engine/bench/synthetic_lora.h"
@@ -214,7 +215,8 @@ TEST_F(GeneratorTest, ReusedPrefixesGiveTheSameTokensAsNoReuse) {
     EXPECT_EQ(expected[i].cached_tokens, 0);
   }
 
-  // The next message of a conversation: the previous prompt and answer are reused.
+  // The next message of a conversation: the previous prompt and answer are reused, the last
+  // partly filled page's positions copied from the page the first job left.
   const std::vector<int32_t> first_prompt = tokenizer.encode(system + questions[2], false);
   JobRequest next;
   next.prompt = first_prompt;
@@ -224,10 +226,49 @@ TEST_F(GeneratorTest, ReusedPrefixesGiveTheSameTokensAsNoReuse) {
   next.max_tokens = 8;
   JobRequest same = next;
   const JobResult continued = run({std::move(next)})[0];
+  // All but the answer's last token, which the first job sampled but never fed to the model.
   EXPECT_EQ(continued.cached_tokens,
-            static_cast<int64_t>(first_prompt.size() + together[2].tokens.size() - 1) / 16 * 16);
+            static_cast<int64_t>(first_prompt.size() + together[2].tokens.size() - 1));
   build(24, 256, 32, 8, false);
   EXPECT_EQ(run({std::move(same)})[0].tokens, continued.tokens);
+}
+
+// A prompt that shares a page's first tokens with an earlier job's (a system prompt that ends
+// mid-page, a regenerated answer) copies those positions from the earlier job's page instead of
+// computing them, up to the prompt's last token, and gives the tokens it gives without reuse.
+TEST_F(GeneratorTest, PartlySharedPagesAreCopiedNotComputed) {
+  const std::string system = "Answer briefly. ";  // 16 bytes: ends a page
+  const std::string stem = system + "The context goes on past it: ";
+  const std::vector<std::string> asks = {"who", "whom", "why not", "what else"};
+  build(24, 256, 32, 8, /*prefix_reuse=*/false);
+  std::vector<JobResult> expected;
+  for (const std::string& a : asks) expected.push_back(run({request(stem + a, 6)})[0]);
+
+  build(24);
+  const auto stem_len = static_cast<int64_t>(stem.size());
+  ASSERT_NE(stem_len % 16, 0);
+  std::string before;
+  for (size_t i = 0; i < asks.size(); ++i) {
+    const JobResult r = run({request(stem + asks[i], 6)})[0];
+    EXPECT_EQ(r.tokens, expected[i].tokens) << asks[i];
+    // The first job computes everything; each later one copies up to where its question leaves
+    // the longest earlier one (byte tokens: the common prefix of the strings).
+    int64_t common = 0;
+    for (size_t j = 0; j < i; ++j) {
+      const auto& other = asks[j];
+      const auto mismatch =
+          std::mismatch(other.begin(), other.end(), asks[i].begin(), asks[i].end());
+      common = std::max<int64_t>(common, mismatch.first - other.begin());
+    }
+    const int64_t prompt_len = stem_len + static_cast<int64_t>(asks[i].size());
+    EXPECT_EQ(r.cached_tokens, i == 0 ? 0 : std::min(stem_len + common, prompt_len - 1)) << asks[i];
+    generator->pages().check_invariants();
+  }
+  // The same prompt again (regenerate): everything but its last token comes from the cache.
+  const JobResult again = run({request(stem + asks[3], 6)})[0];
+  EXPECT_EQ(again.cached_tokens, stem_len + static_cast<int64_t>(asks[3].size()) - 1);
+  EXPECT_EQ(again.tokens, expected[3].tokens);
+  EXPECT_EQ(generator->pages().available_pages(), generator->pages().num_pages());
 }
 
 // When the cache is full of pages kept for reuse, new jobs evict them (least recently used

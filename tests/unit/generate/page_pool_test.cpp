@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -86,6 +87,41 @@ TEST(PagePool, ADuplicatePageStaysPrivate) {
   pool.check_invariants();
 }
 
+// A page published after a chain, full or partial, lends its leading positions to a later page
+// that starts alike after the same chain: the longest common start wins, held until released; a
+// partial page never answers a full page's lookup, and an evicted one is forgotten.
+TEST(PagePool, PartialMatchesFindTheLongestCommonStartAfterTheSameChain) {
+  PagePool pool(4, 4);
+  const uint64_t root = pool.root_key();
+  auto pages = *pool.allocate(3);
+  const uint64_t first = pool.publish(pages[0], root, tokens({1, 2, 3, 4}));
+  pool.publish(pages[1], first, tokens({5, 6, 7, 8}));
+  pool.publish_partial(pages[2], first, tokens({5, 6, 9}));
+  pool.release(pages);
+  EXPECT_EQ(pool.cached_pages(), 3);
+  pool.check_invariants();
+
+  auto match = pool.acquire_partial(first, tokens({5, 6, 9, 1}));
+  EXPECT_EQ(match.page, pages[2]);
+  EXPECT_EQ(match.tokens, 3);
+  EXPECT_EQ(pool.cached_pages(), 2);  // held now
+  pool.release({match.page});
+  match = pool.acquire_partial(first, tokens({5, 6, 7}));
+  EXPECT_EQ(match.page, pages[1]);
+  EXPECT_EQ(match.tokens, 3);
+  pool.release({match.page});
+  EXPECT_EQ(pool.acquire_partial(first, tokens({4, 5})).page, -1);  // starts otherwise
+  EXPECT_EQ(pool.acquire_partial(root, tokens({5, 6})).page, -1);   // after another chain
+  // The partial page is not a full page of its tokens.
+  EXPECT_EQ(pool.acquire_prefix(tokens({1, 2, 3, 4, 5, 6, 9, 0}), 2).pages.size(), 1u);
+  pool.release({pages[0]});
+  // Evicted pages (all three, for four new ones) are no longer found.
+  auto all = *pool.allocate(4);
+  EXPECT_EQ(pool.acquire_partial(first, tokens({5, 6, 9})).page, -1);
+  pool.release(all);
+  pool.check_invariants();
+}
+
 // Thousands of random allocations, prefix acquisitions, publications and releases against a
 // shadow of what each page holds: a page someone holds is never handed out again, a shared
 // page always holds the tokens it was found by, and when everyone lets go no page is missing.
@@ -123,14 +159,31 @@ TEST(PagePool, RandomUseNeverHandsOutAHeldPageOrLosesOne) {
       }
       ASSERT_EQ(s.key, key);
       s.published = static_cast<int64_t>(s.pages.size());
+      // The next page's start, copied from a page that begins alike (held until copied).
+      const int64_t start = s.published * kPageSize;
+      const auto rest = std::span(s.tokens).subspan(static_cast<size_t>(start));
+      const auto partial =
+          pool.acquire_partial(s.key, rest.first(std::min<size_t>(rest.size(), kPageSize)));
+      if (partial.page >= 0) {
+        const auto& lent = content[partial.page];
+        ASSERT_GE(static_cast<int64_t>(lent.size()), partial.tokens);
+        ASSERT_TRUE(std::equal(lent.begin(), lent.begin() + partial.tokens, rest.begin()))
+            << "a lent page does not start with the tokens it was matched by";
+      }
       auto own = pool.allocate(need - static_cast<int64_t>(s.pages.size()));
       if (!own) {  // the cache is full of held pages: give the shared ones back
+        if (partial.page >= 0) pool.release({partial.page});
         pool.release(s.pages);
         continue;
       }
       for (int32_t p : *own) {
         ASSERT_EQ(holders[p], 0) << "page " << p << " handed out while held";
+        ASSERT_NE(p, partial.page) << "the page being copied from was handed out";
         content[p].clear();
+      }
+      if (partial.page >= 0) {
+        content[own->front()].assign(rest.begin(), rest.begin() + partial.tokens);
+        pool.release({partial.page});
       }
       for (int32_t p : s.pages) ++holders[p];
       for (int32_t p : *own) ++holders[p];
@@ -147,6 +200,17 @@ TEST(PagePool, RandomUseNeverHandsOutAHeldPageOrLosesOne) {
       }
     } else if (action == 2 && !seqs.empty()) {  // finish or cancel
       const size_t k = rng() % seqs.size();
+      Seq& s = seqs[k];
+      // Half the time the ended sequence leaves its partly computed next page for copying.
+      const int64_t start = s.published * kPageSize;
+      const int64_t computed =
+          std::min<int64_t>(static_cast<int64_t>(s.tokens.size()) - start, kPageSize - 1);
+      if (rng() % 2 == 0 && computed > 0 && s.published < static_cast<int64_t>(s.pages.size())) {
+        const auto part =
+            std::span(s.tokens).subspan(static_cast<size_t>(start), static_cast<size_t>(computed));
+        content[s.pages[s.published]].assign(part.begin(), part.end());
+        pool.publish_partial(s.pages[s.published], s.key, part);
+      }
       for (int32_t p : seqs[k].pages) --holders[p];
       pool.release(seqs[k].pages);
       seqs.erase(seqs.begin() + static_cast<std::ptrdiff_t>(k));
