@@ -136,8 +136,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int base = warp * 32; base < kMaxGroup * kLanes; base += kThreads) {
     const int h = (base + lane) / kLanes;
     float x[8] = {};
-    if (h < group)
+    if (h < group) {
       unpack8<T>(load16(q + int64_t(row) * q_cols + int64_t(kv_head * group + h) * D + gl * 8), x);
+    }
     if (rotate) rope_math::rotate8<T>(x, gl, rope.rotary_dim, angle);
     *reinterpret_cast<uint4*>(&sm.q[h][gl * 8]) = pack8<T>(x);
   }
