@@ -73,41 +73,33 @@ __global__ void __launch_bounds__(THREADS)
   // batch layout (copied before the step's first kernel), the RoPE angles of the new row, and
   // the keys and values of earlier positions (written by earlier steps): the first step's are
   // loaded into registers, the rest of the block's splits are prefetched into L2.
-  const int kv_len = batch.seq_kv_len[seq];
-  if (kv_len <= 0) return;
-  // The block's splits: blockIdx.x, then every gridDim.x-th after it.
-  const int used = split_of(kv_len, 0).used;
-  const int first_split = static_cast<int>(blockIdx.x);
-  const int split_stride = static_cast<int>(gridDim.x);
-  if (first_split >= used) return;
+  DecodeBlockSplits splits;
+  if (!decode_block_splits(batch, seq, splits)) return;
+  const int kv_len = splits.kv_len, used = splits.used, newest = splits.newest;
+  const int first_split = splits.first, split_stride = splits.stride;
+  const bool owns_newest = splits.owns_newest;
 
   const int row = batch.seq_q_start[seq];
   const int64_t q_cols = int64_t(num_heads) * D;
   const int64_t kv_cols = int64_t(kv.num_kv_heads) * D;
   const int32_t* page_table = batch.pages + batch.seq_pages[seq];
   T* cache = static_cast<T*>(kv.base);
-  const int newest = kv_len - 1;
-  const bool owns_newest = (used - 1) % split_stride == first_split;  // the last split's does
   const T* k_row = k_new + int64_t(row) * kv_cols + int64_t(kv_head) * D;
   const T* v_row = v_new + int64_t(row) * kv_cols + int64_t(kv_head) * D;
 
-  auto cache_offset = [&](int pos) -> int64_t {
-    const int64_t page = page_table[pos / kv.page_size];
-    const int slot = pos % kv.page_size;
-    return page * kv.page_stride + (int64_t(kv_head) * kv.page_size + slot) * D;
-  };
+  auto offset_of = [&](int pos) { return cache_offset(kv, page_table, kv_head, pos, D); };
   // With pages a multiple of a step (the usual case), a step lies in one page: one lookup.
   const bool step_in_one_page = kv.page_size % kStep == 0;
   // Keys and values of a step's positions (before `end`) except the newest (not in the cache
   // yet).
   auto load_step = [&](int base, int end, uint4 kr[kLoads], uint4 vr[kLoads]) {
-    const int64_t step_offset = step_in_one_page ? cache_offset(base) : 0;
+    const int64_t step_offset = step_in_one_page ? offset_of(base) : 0;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const int pos = min(base + i * kGroups + lg, end - 1);  // clamped: no branch
       if (pos == newest) continue;
       const int64_t offset =
-          (step_in_one_page ? step_offset + int64_t(pos - base) * D : cache_offset(pos)) + gl * 8;
+          (step_in_one_page ? step_offset + int64_t(pos - base) * D : offset_of(pos)) + gl * 8;
       kr[i] = load16(cache + offset);
       vr[i] = load16(cache + kv.v_offset + offset);
     }
@@ -139,7 +131,7 @@ __global__ void __launch_bounds__(THREADS)
       k_newest = pack8<T>(kf);
     }
     if (lg < 2) {
-      const int64_t offset = cache_offset(newest) + (lg == 1 ? kv.v_offset : 0) + gl * 8;
+      const int64_t offset = offset_of(newest) + (lg == 1 ? kv.v_offset : 0) + gl * 8;
       *reinterpret_cast<uint4*>(cache + offset) = lg == 1 ? v_newest : k_newest;
     }
   }

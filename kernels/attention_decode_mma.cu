@@ -70,32 +70,26 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int t = lane % 4;  // ... and column pair
 
   pdl_launch_dependents();
-  const int kv_len = batch.seq_kv_len[seq];
-  if (kv_len <= 0) return;
-  const int used = split_of(kv_len, 0).used;
-  const int first_split = static_cast<int>(blockIdx.x);
-  const int split_stride = static_cast<int>(gridDim.x);
-  if (first_split >= used) return;
+  DecodeBlockSplits splits;
+  if (!decode_block_splits(batch, seq, splits)) return;
+  const int kv_len = splits.kv_len, used = splits.used, newest = splits.newest;
+  const int first_split = splits.first, split_stride = splits.stride;
+  const bool owns_newest = splits.owns_newest;
 
   const int row = batch.seq_q_start[seq];
   const int64_t q_cols = int64_t(num_heads) * D;
   const int64_t kv_cols = int64_t(kv.num_kv_heads) * D;
   const int32_t* page_table = batch.pages + batch.seq_pages[seq];
   T* cache = static_cast<T*>(kv.base);
-  const int newest = kv_len - 1;
-  const bool owns_newest = (used - 1) % split_stride == first_split;  // the last split's does
 
-  auto cache_offset = [&](int pos) -> int64_t {
-    const int64_t page = page_table[pos / kv.page_size];
-    return page * kv.page_stride + (int64_t(kv_head) * kv.page_size + pos % kv.page_size) * D;
-  };
+  auto offset_of = [&](int pos) { return cache_offset(kv, page_table, kv_head, pos, D); };
   // A warp's copy of the 16 positions from `base` into a stage: positions at or past `end` are
   // zero-filled (weight 0, and no stale value can make 0·v a NaN); the newest is skipped (its
   // row comes from shared memory). Tiles start at multiples of 16, so with pages a multiple of 16
   // a tile lies in one page: one page-table lookup.
   const bool tile_in_one_page = kv.page_size % kTile == 0;
   auto load_tile = [&](int stage, int base, int end) {
-    const int64_t tile_offset = tile_in_one_page && base < end ? cache_offset(base) : 0;
+    const int64_t tile_offset = tile_in_one_page && base < end ? offset_of(base) : 0;
 #pragma unroll
     for (int c = lane; c < kTile * kLanes; c += 32) {
       const int p = c / kLanes;
@@ -104,7 +98,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (pos == newest) continue;
       const bool valid = pos < end;
       const int64_t offset =
-          valid ? (tile_in_one_page ? tile_offset + int64_t(p) * D : cache_offset(pos)) + chunk * 8
+          valid ? (tile_in_one_page ? tile_offset + int64_t(p) * D : offset_of(pos)) + chunk * 8
                 : 0;
       cp_async16(&sm.tiles[warp][stage][0][p][chunk * 8], cache + offset, valid);
       cp_async16(&sm.tiles[warp][stage][1][p][chunk * 8], cache + kv.v_offset + offset, valid);
@@ -152,7 +146,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (lane < kLanes) {
       const uint4 packed = pack8<T>(x);
       *reinterpret_cast<uint4*>(&sm.newest[warp][gl * 8]) = packed;
-      *reinterpret_cast<uint4*>(cache + cache_offset(newest) + (warp == 1 ? kv.v_offset : 0) +
+      *reinterpret_cast<uint4*>(cache + offset_of(newest) + (warp == 1 ? kv.v_offset : 0) +
                                 gl * 8) = packed;
     }
   }

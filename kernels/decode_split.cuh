@@ -41,6 +41,38 @@ __device__ __forceinline__ DecodeSplit split_of(int kv_len, int split) {
   return s;
 }
 
+// Element offset of position `pos` of kv head `kv_head` in a 16-bit cache layer, through the
+// sequence's page table.
+__device__ __forceinline__ int64_t cache_offset(const KvLayerView& kv, const int32_t* page_table,
+                                                int kv_head, int pos, int D) {
+  const int64_t page = page_table[pos / kv.page_size];
+  return page * kv.page_stride + (int64_t(kv_head) * kv.page_size + pos % kv.page_size) * D;
+}
+
+// The splits of its (sequence, kv head) a decode block takes: blockIdx.x, then every gridDim.x-th
+// after it. The block with the last split also stores the step's new key and value.
+struct DecodeBlockSplits {
+  int kv_len;        // the sequence's positions once this step's is stored
+  int used;          // the sequence's splits
+  int first;         // the block's first split
+  int stride;        // from one of the block's splits to the next
+  int newest;        // the new position
+  bool owns_newest;  // the block has the last split
+};
+// False when block (blockIdx.x) has nothing to do: an empty sequence, or more blocks than splits.
+__device__ __forceinline__ bool decode_block_splits(const BatchView& batch, int seq,
+                                                    DecodeBlockSplits& b) {
+  b.kv_len = batch.seq_kv_len[seq];
+  if (b.kv_len <= 0) return false;
+  b.used = split_of(b.kv_len, 0).used;
+  b.first = static_cast<int>(blockIdx.x);
+  b.stride = static_cast<int>(gridDim.x);
+  if (b.first >= b.used) return false;
+  b.newest = b.kv_len - 1;
+  b.owns_newest = (b.used - 1) % b.stride == b.first;
+  return true;
+}
+
 // One step's online-softmax update for GM heads: sc holds the step's kLoads scores of this lane
 // group (positions base + i·groups + lg; those at or past `end` are clamped duplicates and get
 // weight 0). Turns sc into the positions' weights, updates the running max m and sum l, and
@@ -136,9 +168,7 @@ __device__ __forceinline__ void prefetch_splits_l2(const T* cache, const KvLayer
     const int end = min(sp.end, newest);
     for (int pos = sp.begin + (split == first_split ? skip : 0); pos < end;) {
       const int run = min(kv.page_size - pos % kv.page_size, end - pos);
-      const int64_t page = page_table[pos / kv.page_size];
-      const T* start = cache + page * kv.page_stride +
-                       (int64_t(kv_head) * kv.page_size + pos % kv.page_size) * D;
+      const T* start = cache + cache_offset(kv, page_table, kv_head, pos, D);
       prefetch_l2(start, static_cast<unsigned>(run * D * sizeof(T)));
       prefetch_l2(start + kv.v_offset, static_cast<unsigned>(run * D * sizeof(T)));
       pos += run;
