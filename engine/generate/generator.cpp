@@ -172,6 +172,13 @@ void Generator::admit() {
     };
     const auto own_count = need_pages - static_cast<int64_t>(shared.pages.size());
     auto pages = pages_.allocate(own_count);
+    if (!pages && partial.page >= 0) {
+      // The held page may be the room this job needs: computing its positions is cheaper than
+      // waiting.
+      release_partial();
+      partial = {};
+      pages = pages_.allocate(own_count);
+    }
     if (!pages) {
       // Not enough room now. If nothing runs, it can never fit: shorten the reservation to what
       // the cache holds (the job ends with kContextFull when it runs out).
@@ -185,7 +192,6 @@ void Generator::admit() {
         }
       }
       if (!pages) {
-        release_partial();
         pages_.release(shared.pages);
         break;
       }

@@ -271,6 +271,19 @@ TEST_F(GeneratorTest, PartlySharedPagesAreCopiedNotComputed) {
   EXPECT_EQ(generator->pages().available_pages(), generator->pages().num_pages());
 }
 
+// A page a job would copy from is given up when the job needs its room: over a 4-page cache the
+// second job takes all 4 pages (one shared, three of its own) instead of running short of them.
+TEST_F(GeneratorTest, APageToCopyFromGivesWayWhenItsRoomIsNeeded) {
+  build(64, 128, 4);
+  const std::string prompt = "twenty bytes prompt!";  // 20 tokens: one page and 4 of the next
+  ASSERT_EQ(run({request(prompt, 4)})[0].tokens.size(), 4u);
+  const JobResult r = run({request(prompt + "more", 40)})[0];  // 24 + 40 tokens: 4 pages
+  EXPECT_EQ(r.end, JobEnd::kLength);
+  EXPECT_EQ(r.tokens.size(), 40u);
+  EXPECT_EQ(r.cached_tokens, 16);  // the shared page only: the partial one was evicted
+  generator->pages().check_invariants();
+}
+
 // When the cache is full of pages kept for reuse, new jobs evict them (least recently used
 // first) instead of waiting, and every page comes back when all jobs are done.
 TEST_F(GeneratorTest, CachedPagesAreEvictedForNewJobs) {
