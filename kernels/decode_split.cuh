@@ -1,7 +1,9 @@
-// What the 16-bit and the quantized split-K decode kernels share: how a sequence's cache is cut
-// (tiles of 64 positions, the tiles into at most kDecodeMaxSplits splits, a function of the
-// sequence's own length only, so results do not depend on the batch), the online-softmax update
-// of a step, and the merge of a block's lane groups through shared memory.
+// What the split-K decode kernels (16-bit on CUDA cores and on tensor cores, quantized) share:
+// how a sequence's cache is cut (tiles of 64 positions, the tiles into at most kDecodeMaxSplits
+// splits, a function of the sequence's own length only, so results do not depend on the batch),
+// which splits a block takes, the online-softmax update of a step, the merge of a block's lane
+// groups or warps through shared memory, the L2 prefetch of a block's splits and the last block's
+// merge of the splits' partials.
 #pragma once
 
 #include "kernels/common.cuh"
