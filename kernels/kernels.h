@@ -335,6 +335,14 @@ struct SampleRowParams {
   float top_p = 1.0f;
   float min_p = 0.0f;
   float uniform = 0.0f;  // the draw, sampling_uniform(seed, draw_index)
+  // A speculative proposal to check instead of drawing (-1: none), as verify_proposal does
+  // (engine/sampling/speculative_sampling.h): kept when accept_uniform × q < p, else replaced by
+  // a draw from max(0, p - q) scaled by residual_uniform. q is row draft_row of the draft
+  // probabilities ([*, vocab], by token id), or certain (-1: 1 on the proposal, 0 elsewhere).
+  int32_t proposed = -1;
+  int32_t draft_row = -1;
+  float accept_uniform = 0.0f;
+  float residual_uniform = 0.0f;
 };
 
 // dst[r, v] = float(src[r, v]) with -0 turned into +0 (so sorting ties match the reference).
@@ -352,8 +360,10 @@ cudaError_t sort_rows_desc(const Launch& l, const float* keys_in, float* keys_ou
                            int32_t* ids_out, int32_t* offsets, int64_t rows, int64_t vocab,
                            void* scratch, size_t scratch_bytes);
 // Picks one token per row from sorted logits: temperature, top-k, top-p, min-p and the draw, in
-// double precision as the CPU sampler does.
+// double precision as the CPU sampler does; a row with a proposal checks it instead
+// (SampleRowParams), reading q from `draft_probs` (null when no row has a draft_row).
 cudaError_t sample_sorted(const Launch& l, const float* sorted_logits, const int32_t* sorted_ids,
-                          int64_t rows, int64_t vocab, const SampleRowParams* params, int32_t* out);
+                          int64_t rows, int64_t vocab, const SampleRowParams* params,
+                          const float* draft_probs, int32_t* out);
 
 }  // namespace hearth::kernels

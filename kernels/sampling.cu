@@ -1,7 +1,9 @@
 // Token sampling on the GPU, with the semantics and order of engine/sampling/sampler.cpp:
 // penalties, then (greedy) the first maximum, or else candidates sorted by logit (ties: lower id
 // first), top-k, softmax at the temperature in double precision, top-p, min-p and one draw from
-// the renormalised mass. Only the chosen ids leave the device.
+// the renormalised mass; or, for a row that checks a speculative proposal, the test of
+// engine/sampling/speculative_sampling.cpp over the same candidates. Only the chosen ids leave
+// the device.
 #include <cub/device/device_segmented_radix_sort.cuh>
 
 #include <climits>
@@ -163,7 +165,7 @@ constexpr int kSampleThreads = 1024;
 
 __global__ void __launch_bounds__(kSampleThreads)
     sample_sorted_kernel(const float* keys, const int32_t* ids, int64_t vocab,
-                         const SampleRowParams* params, int32_t* out) {
+                         const SampleRowParams* params, const float* draft_probs, int32_t* out) {
   __shared__ double scratch_d[32];
   __shared__ int scratch_i[32];
   pdl_wait();
@@ -220,6 +222,60 @@ __global__ void __launch_bounds__(kSampleThreads)
   double mine = 0.0;
   for (int i = begin; i < stop; ++i) mine += prob(i) / sum;
   const double mass = block_sum_d(mine, scratch_d);
+  if (p.proposed >= 0) {
+    // Checking a proposal: verify_proposal's arithmetic over the sorted candidates.
+    if (n == 1) {
+      if (threadIdx.x == 0) out[row] = id[0];
+      return;
+    }
+    int found = INT_MAX;
+    for (int i = begin; i < stop; ++i) {
+      if (id[i] == p.proposed) {
+        found = i;
+        break;
+      }
+    }
+    const int at = block_min_i(found, scratch_i);
+    const float* q = p.draft_row >= 0 ? draft_probs + int64_t(p.draft_row) * vocab : nullptr;
+    const double p_proposed = at == INT_MAX ? 0.0 : prob(at) / sum / mass;
+    const double q_proposed = q ? static_cast<double>(q[p.proposed]) : 1.0;
+    if (p_proposed > 0 && static_cast<double>(p.accept_uniform) * q_proposed < p_proposed) {
+      if (threadIdx.x == 0) out[row] = p.proposed;
+      return;
+    }
+    auto residual = [&](int i) {
+      const double qi = q ? static_cast<double>(q[id[i]]) : (id[i] == p.proposed ? 1.0 : 0.0);
+      return fmax(0.0, prob(i) / sum / mass - qi);
+    };
+    double mine_r = 0.0;
+    for (int i = begin; i < stop; ++i) mine_r += residual(i);
+    const double mass_r = block_sum_d(mine_r, scratch_d);
+    if (!(mass_r > 0.0)) {  // p <= q everywhere: p == q up to rounding, the proposal stands
+      if (threadIdx.x == 0) out[row] = p.proposed;
+      return;
+    }
+    const double target = static_cast<double>(p.residual_uniform) * mass_r;
+    double cum_r = block_exclusive_scan_d(mine_r, scratch_d);
+    int hit = INT_MAX;
+    for (int i = begin; i < stop; ++i) {
+      const double r = residual(i);
+      cum_r += r;
+      if (target < cum_r && r > 0.0) {
+        hit = i;
+        break;
+      }
+    }
+    int pick = block_min_i(hit, scratch_i);
+    if (pick == INT_MAX) {  // rounding left the target past the end: the last positive one
+      int last = INT_MAX;
+      for (int i = begin; i < stop; ++i) {
+        if (residual(i) > 0.0) last = -i;
+      }
+      pick = -block_min_i(last, scratch_i);
+    }
+    if (threadIdx.x == 0) out[row] = id[pick];
+    return;
+  }
   const double u = static_cast<double>(p.uniform) * mass;
   double cum = block_exclusive_scan_d(mine, scratch_d);
   int found = INT_MAX;
@@ -296,10 +352,10 @@ cudaError_t sort_rows_desc(const Launch& l, const float* keys_in, float* keys_ou
 
 cudaError_t sample_sorted(const Launch& l, const float* sorted_logits, const int32_t* sorted_ids,
                           int64_t rows, int64_t vocab, const SampleRowParams* params,
-                          int32_t* out) {
+                          const float* draft_probs, int32_t* out) {
   if (rows <= 0) return cudaSuccess;
   return launch_kernel(l, sample_sorted_kernel, dim3(static_cast<unsigned>(rows)), kSampleThreads,
-                       0, sorted_logits, sorted_ids, vocab, params, out);
+                       0, sorted_logits, sorted_ids, vocab, params, draft_probs, out);
 }
 
 }  // namespace hearth::kernels

@@ -274,7 +274,8 @@ class Backend {
     read_into(t, rows, out);
     return out;
   }
-  // One token per request, request i sampling from logits row i.
+  // One token per request, request i sampling from logits row i (a request with a proposal gets
+  // the verdict of checking it, as sample_or_verify in engine/sampling/speculative_sampling.h).
   virtual std::vector<int32_t> sample(DeviceTensor logits,
                                       std::span<const SampleRequest> requests) = 0;
 };

@@ -8,7 +8,6 @@
 #include "engine/generate/draft_length.h"
 #include "engine/generate/ngram_proposer.h"
 #include "engine/sampling/sampler.h"
-#include "engine/sampling/speculative_sampling.h"
 
 namespace hearth {
 
@@ -333,47 +332,6 @@ bool Generator::take_token(Job& job, int32_t id, const DeviceTensor& logits, int
   return !job.done;
 }
 
-int64_t Generator::verified_tokens(Job& job, std::span<const int32_t> proposals,
-                                   std::span<const int32_t> sampled, const DeviceTensor& logits,
-                                   int64_t first_row, int32_t& next) {
-  // A draft model's proposals come with its distribution q (sampled jobs); a lookup's are certain.
-  auto draft_probs = [&](size_t j) -> std::span<const float> {
-    return j < job.draft_probs.size() ? std::span<const float>(job.draft_probs[j])
-                                      : std::span<const float>();
-  };
-  // Row j's logits decide the token after proposal j (row 0: after the last sampled token). A
-  // greedy job keeps a proposal exactly when it is what decoding would have picked (the
-  // backend's own sample of the row), so its output is the same as without speculation.
-  const SamplingParams& params = job.request.sampling;
-  // job.tokens still ends with the proposals: row j's history is everything before proposal j.
-  const size_t before = job.tokens.size() - proposals.size();
-  const auto generated = static_cast<int64_t>(job.result.tokens.size());
-  std::vector<float> row;
-  for (size_t j = 0; j < proposals.size(); ++j) {
-    if (is_greedy(params)) {
-      if (sampled[j] != proposals[j]) {
-        next = sampled[j];
-        return static_cast<int64_t>(j);
-      }
-      continue;
-    }
-    row.resize(static_cast<size_t>(logits.cols));
-    model_.backend().read_into(logits.row(first_row + static_cast<int64_t>(j)), 1, row);
-    SampleRequest r;
-    r.params = &params;
-    r.history = std::span<const int32_t>(job.tokens).first(before + j);
-    r.generated_count = static_cast<int32_t>(generated + static_cast<int64_t>(j));
-    r.draw_index = static_cast<uint64_t>(generated) + j;
-    const SpeculativeVerdict v = verify_proposal(row, r, proposals[j], draft_probs(j));
-    if (!v.accepted) {
-      next = v.token;
-      return static_cast<int64_t>(j);
-    }
-  }
-  next = sampled[proposals.size()];  // every proposal kept: the last row gives one more token
-  return static_cast<int64_t>(proposals.size());
-}
-
 bool Generator::step() {
   const auto started = Clock::now();
   admit();
@@ -483,6 +441,15 @@ bool Generator::step() {
         r.history = std::span<const int32_t>(job.tokens).first(static_cast<size_t>(before + j));
         r.generated_count = static_cast<int32_t>(generated + j);
         r.draw_index = static_cast<uint64_t>(generated + j);
+        if (j < job.proposed_now) {
+          // Row j decides proposal j: the backend checks it where the logits are (kept with
+          // probability min(1, p/q), greedy: kept when it is the argmax). A draft model's
+          // proposals come with its distribution q; a lookup's are certain.
+          r.proposed = job.tokens[static_cast<size_t>(before + j)];
+          if (static_cast<size_t>(j) < job.draft_probs.size()) {
+            r.draft_probs = job.draft_probs[static_cast<size_t>(j)];
+          }
+        }
         requests.push_back(r);
         rows.push_back(logit_row + j);
       }
@@ -525,11 +492,18 @@ bool Generator::step() {
       take_token(job, sampled[0], logits, row0);
       continue;
     }
-    // Speculation: the cache now holds the last token and every proposal; keep the agreed ones.
+    // Speculation: the cache now holds the last token and every proposal. Each proposal's row
+    // came back as the proposal when it was kept, else as its replacement: keep the proposals
+    // up to the first replacement, which is the next token (or, every one kept, the last row's
+    // own sample). The output is what sampling each position would give (greedy: the same
+    // tokens; sampled: the same distribution).
     const int64_t k = job.proposed_now;
     const std::vector<int32_t> proposals(job.tokens.end() - k, job.tokens.end());
-    int32_t next = 0;
-    const int64_t kept = verified_tokens(job, proposals, sampled, logits, row0, next);
+    int64_t kept = 0;
+    while (kept < k && sampled[static_cast<size_t>(kept)] == proposals[static_cast<size_t>(kept)]) {
+      ++kept;
+    }
+    const int32_t next = sampled[static_cast<size_t>(kept)];
     job.tokens.resize(job.tokens.size() - static_cast<size_t>(k));
     job.result.proposed_tokens += k;
     job.result.accepted_tokens += kept;

@@ -130,9 +130,6 @@ class Generator {
   void propose_with_draft(const std::vector<Job*>& jobs, const std::vector<int>& limits);
   // Takes a sampled token (its logits are row `logit_row` of `logits`); false once the job ended.
   bool take_token(Job& job, int32_t id, const DeviceTensor& logits, int64_t logit_row);
-  int64_t verified_tokens(Job& job, std::span<const int32_t> proposals,
-                          std::span<const int32_t> sampled, const DeviceTensor& logits,
-                          int64_t first_row, int32_t& next);
 
   LlamaModel& model_;
   KvCacheStorage& cache_;

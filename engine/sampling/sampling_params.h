@@ -34,6 +34,12 @@ struct SampleRequest {
   std::span<const int32_t> history;  // recent tokens (prompt and generated), oldest first
   int32_t generated_count = 0;       // how many of `history`'s last entries were generated
   uint64_t draw_index = 0;           // counter for the random draw (same seed+index → same u)
+  // A speculative proposal for this row (-1: none). With one, the row's token is the verdict of
+  // verify_proposal (engine/sampling/speculative_sampling.h): the proposal exactly when it is
+  // kept, else its replacement. `draft_probs`: the proposer's distribution over the vocabulary,
+  // or empty for a certain proposal (prompt lookup).
+  int32_t proposed = -1;
+  std::span<const float> draft_probs;
 };
 
 // The uniform draw in [0, 1) for (seed, index): splitmix64, identical on every backend.

@@ -26,4 +26,16 @@ struct SpeculativeVerdict {
 SpeculativeVerdict verify_proposal(std::span<float> logits, const SampleRequest& request,
                                    int32_t proposed, std::span<const float> draft_probs = {});
 
+// The token a row of logits gives: sample_token's, or, when `request` carries a proposal,
+// verify_proposal's verdict (the proposal exactly when it is kept: a replacement never equals
+// it). What every backend's sample() computes.
+int32_t sample_or_verify(std::span<float> logits, const SampleRequest& request);
+
+// The two uniform draws verify_proposal makes for a request (the GPU sampler makes the same).
+struct SpeculativeUniforms {
+  float accept = 0;    // the proposal is kept when accept × q(proposal) < p(proposal)
+  float residual = 0;  // scaled by the residual's mass, picks the replacement
+};
+SpeculativeUniforms speculative_uniforms(uint64_t seed, uint64_t draw_index);
+
 }  // namespace hearth

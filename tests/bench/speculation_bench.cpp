@@ -5,8 +5,10 @@
 //
 //   speculation_bench --model PATH [--draft-model PATH] [--backend cuda|cpu]
 //                     [--concurrency 1,8,32] [--max-tokens N] [--draft-tokens K]
-//                     [--json-out FILE]
-// With --draft-model, the draft model's speculation is measured instead of prompt lookup.
+//                     [--temperature T] [--json-out FILE]
+// With --draft-model, the draft model's speculation is measured instead of prompt lookup. With
+// --temperature (> 0) the requests sample (a fixed seed per request): proposals are then checked
+// by speculative sampling, and answers need not be identical, only equally distributed.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -48,7 +50,7 @@ constexpr const char* kFunction = R"(def summarize_orders(orders, tax_rate):
         "largest": largest,
     })";
 
-GenerationRequest edit_request(int max_tokens, int variant) {
+GenerationRequest edit_request(int max_tokens, int variant, float temperature) {
   GenerationRequest r;
   r.messages = {{"system", "You are a careful coding assistant. Answer with code only."},
                 {"user", std::string("Here is a Python function:\n\n```python\n") + kFunction +
@@ -56,6 +58,8 @@ GenerationRequest edit_request(int max_tokens, int variant) {
                              "return the whole updated function." +
                              (variant > 0 ? " (request " + std::to_string(variant) + ")" : "")}};
   r.max_tokens = max_tokens;
+  r.sampling.temperature = temperature;
+  r.sampling.seed = 1234 + static_cast<uint64_t>(variant);
   return r;
 }
 
@@ -65,10 +69,11 @@ struct Run {
   std::vector<std::vector<int32_t>> tokens;
 };
 
-Run run_batch(Engine& engine, int concurrency, int max_tokens) {
+Run run_batch(Engine& engine, int concurrency, int max_tokens, float temperature) {
   std::vector<RequestId> ids;
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < concurrency; ++i) ids.push_back(engine.submit(edit_request(max_tokens, i)));
+  for (int i = 0; i < concurrency; ++i)
+    ids.push_back(engine.submit(edit_request(max_tokens, i, temperature)));
   while (engine.step()) {
   }
   Run r;
@@ -87,6 +92,7 @@ int main_impl(int argc, char** argv) {
   std::string model, draft_model, backend = "cuda", json_out;
   std::vector<int> concurrency = {1, 8, 32};
   int max_tokens = 256, draft_tokens = 8;
+  float temperature = 0.0f;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -111,6 +117,8 @@ int main_impl(int argc, char** argv) {
       max_tokens = std::stoi(value());
     } else if (a == "--draft-tokens") {
       draft_tokens = std::stoi(value());
+    } else if (a == "--temperature") {
+      temperature = std::stof(value());
     } else if (a == "--json-out") {
       json_out = value();
     } else {
@@ -144,7 +152,7 @@ int main_impl(int argc, char** argv) {
     if (mode == 1 && !draft_model.empty()) o.draft_model_path = draft_model;
     o.draft_tokens = draft_tokens;
     engine->load(o);
-    run_batch(*engine, 1, 16);  // warm-up: kernels, graphs
+    run_batch(*engine, 1, 16, temperature);  // warm-up: kernels, graphs
     engines.push_back(std::move(engine));
   }
   std::vector<std::vector<Run>> runs(2);
@@ -152,7 +160,7 @@ int main_impl(int argc, char** argv) {
     for (int mode = 0; mode < 2; ++mode) runs[mode].push_back({});
     for (int rep = 0; rep < kRepeats; ++rep) {
       for (int mode = 0; mode < 2; ++mode) {
-        Run r = run_batch(*engines[mode], c, max_tokens);
+        Run r = run_batch(*engines[mode], c, max_tokens, temperature);
         Run& best = runs[mode].back();
         if (best.seconds == 0 || r.seconds < best.seconds) best = std::move(r);
       }
@@ -178,6 +186,7 @@ int main_impl(int argc, char** argv) {
                 100 * kept, identical, off.tokens.size());
     report.push_back({{"concurrency", concurrency[i]},
                       {"speculation", mode_name},
+                      {"temperature", temperature},
                       {"tokens_per_s_off", off_tps},
                       {"tokens_per_s_on", on_tps},
                       {"speedup", on_tps / off_tps},

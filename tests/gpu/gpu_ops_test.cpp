@@ -15,11 +15,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <random>
 
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/core/error.h"
+#include "engine/sampling/sampler.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace hearth {
@@ -500,6 +502,56 @@ TEST_F(GpuOps, AttentionWithEightWarpBlocksMatchesReference) {
                      1.5e-3);
 }
 
+// Prefix reuse copies the matching start of a partly shared page (KvCacheStorage::
+// copy_positions): a decode step over the copies gives exactly the output it gives over the
+// originals, for every cache type and both layers.
+TEST_F(GpuOps, CopiedCachePositionsReadBackAsTheOriginals) {
+  const int64_t heads = 4, kv_heads = 2, D = 64, page = 16, len = 20;
+  for (KvCacheType type :
+       {KvCacheType::kF16, KvCacheType::kQ8, KvCacheType::kQ6, KvCacheType::kQ4}) {
+    SCOPED_TRACE(kv_cache_type_name(type));
+    auto cache = gpu->create_kv_cache({2, kv_heads, D, page, 5, type});
+    ASSERT_TRUE(cache->copies_positions());
+    DeviceTensor q = gpu->alloc_activation(len, heads * D);
+    DeviceTensor k = gpu->alloc_activation(len, kv_heads * D);
+    DeviceTensor v = gpu->alloc_activation(len, kv_heads * D);
+    DeviceTensor out = gpu->alloc_activation(len, heads * D);
+    auto step = [&](int32_t start, int32_t n, std::vector<int32_t> table, int64_t layer,
+                    uint64_t seed) {
+      TestBatch batch;
+      batch.seqs.push_back({start, n, table, false});
+      const PreparedBatch p = gpu->prepare_batch(batch.desc());
+      Keep keep;
+      load(*gpu, random_values(static_cast<size_t>(n * heads * D), seed, 1.0f), n, heads * D, q,
+           p.tokens, keep);
+      load(*gpu, random_values(static_cast<size_t>(n * kv_heads * D), seed + 1, 2.0f), n,
+           kv_heads * D, k, p.tokens, keep);
+      load(*gpu, random_values(static_cast<size_t>(n * kv_heads * D), seed + 2, 1.0f), n,
+           kv_heads * D, v, p.tokens, keep);
+      AttentionParams ap;
+      ap.layer = layer;
+      ap.num_heads = heads;
+      ap.num_kv_heads = kv_heads;
+      ap.head_dim = D;
+      ap.scale = 0.125f;
+      gpu->attention(q.first_rows(p.tokens), k.first_rows(p.tokens), v.first_rows(p.tokens), *cache,
+                     ap, out.first_rows(p.tokens));
+      return gpu->read(out, n);
+    };
+    // Positions 0..19 of both layers, in pages 1 and 2.
+    for (int64_t layer = 0; layer < 2; ++layer) step(0, len, {1, 2}, layer, 7 + 10 * layer);
+    cache->copy_positions(1, 3, page);  // a whole page
+    cache->copy_positions(2, 0, 4);     // the leading 4 positions of the next
+    for (int64_t layer = 0; layer < 2; ++layer) {
+      // Position 20 goes to slot 4 of the second page: each run writes its own page.
+      EXPECT_EQ(step(len, 1, {1, 2}, layer, 99), step(len, 1, {3, 0}, layer, 99))
+          << "layer " << layer;
+    }
+    EXPECT_THROW(cache->copy_positions(0, 5, 1), Error);
+    EXPECT_THROW(cache->copy_positions(0, 1, page + 1), Error);
+  }
+}
+
 // Over q8/q6/q4 caches both backends store the same codes (tests/gpu/gpu_kv_quant_test.cpp checks
 // the bytes), so the outputs differ by the attention's arithmetic only: the prefill kernel rounds
 // the dequantized rows to fp16 for the tensor cores, hence twice the fp16 cache's tolerance.
@@ -792,6 +844,154 @@ TEST_F(GpuOps, SamplingPicksTheSameTokensAsTheCpuSampler) {
     EXPECT_EQ(got[0], 3) << "greedy must take the first maximum";
     EXPECT_EQ(mismatches, 0);
   }
+}
+
+// Rows that check a speculative proposal (SampleRequest::proposed): the GPU keeps exactly the
+// proposals the CPU keeps; where candidates are cut (top-k, top-p, min-p) both scan them in
+// logit order and pick the same replacement; with nothing cut the CPU walks the vocabulary in
+// id order, so a replacement must only lie where p > q; and over many draws of one row the GPU's
+// tokens follow p (chi-square), which is what makes speculation lossless.
+TEST_F(GpuOps, SamplingChecksProposalsAsTheCpuDoes) {
+  const int64_t vocab = 1000;
+  const auto base = random_values(static_cast<size_t>(vocab), 77, 6.0f);
+  std::vector<SamplingParams> params(5);
+  params[0].temperature = 1.0f;  // nothing cut
+  params[1].temperature = 0.8f;
+  params[1].top_k = 40;
+  params[2].temperature = 1.0f;
+  params[2].top_p = 0.9f;
+  params[3].temperature = 0.7f;
+  params[3].min_p = 0.05f;
+  params[3].repetition_penalty = 1.3f;
+  params[3].presence_penalty = 0.4f;
+  params[4].temperature = 0.0f;  // greedy: kept exactly when it is the argmax
+  for (size_t i = 0; i < params.size(); ++i) params[i].seed = 500 + i;
+  const auto top = static_cast<int32_t>(std::max_element(base.begin(), base.end()) - base.begin());
+  std::vector<int32_t> history;
+  for (int i = 0; i < 50; ++i) history.push_back(static_cast<int32_t>((i * 13) % 97));
+  // A draft distribution that agrees with the logits only roughly.
+  std::vector<float> draft(static_cast<size_t>(vocab));
+  double draft_sum = 0;
+  for (int64_t t = 0; t < vocab; ++t) {
+    draft[static_cast<size_t>(t)] =
+        std::exp(0.7f * base[static_cast<size_t>(t)] + 0.5f * static_cast<float>(t % 7));
+    draft_sum += draft[static_cast<size_t>(t)];
+  }
+  for (float& q : draft) q = static_cast<float>(q / draft_sum);
+
+  struct Check {
+    size_t params;
+    int32_t proposed;
+    bool with_draft;
+  };
+  std::vector<Check> checks;
+  for (size_t pi = 0; pi < params.size(); ++pi) {
+    for (const int32_t proposed : {top, static_cast<int32_t>((top + 1) % vocab), int32_t{3}}) {
+      for (const bool with_draft : {false, true}) checks.push_back({pi, proposed, with_draft});
+    }
+  }
+  const int64_t draws = 24;
+  const int64_t rows = static_cast<int64_t>(checks.size()) * draws;
+  std::vector<float> logits;
+  std::vector<SampleRequest> requests;
+  for (const Check& c : checks) {
+    for (int64_t d = 0; d < draws; ++d) {
+      logits.insert(logits.end(), base.begin(), base.end());
+      SampleRequest r;
+      r.params = &params[c.params];
+      r.history = history;
+      r.generated_count = 20;
+      r.draw_index = static_cast<uint64_t>(d);
+      r.proposed = c.proposed;
+      if (c.with_draft) r.draft_probs = draft;
+      requests.push_back(r);
+    }
+  }
+  auto run = [&](Backend& b, const std::vector<float>& values,
+                 const std::vector<SampleRequest>& req) {
+    const auto n = static_cast<int64_t>(req.size());
+    TestBatch batch;
+    for (int64_t r = 0; r < n; ++r) batch.seqs.push_back({0, 1, {0}, false});
+    DeviceTensor t = b.alloc_activation(n, vocab);
+    const PreparedBatch p = b.prepare_batch(batch.desc());
+    Keep keep;
+    load(b, values, n, vocab, t, p.tokens, keep);
+    return b.sample(t.first_rows(n), req);
+  };
+  const auto got = run(*gpu, logits, requests);
+  const auto ref = run(*cpu, logits, requests);
+  ASSERT_EQ(got.size(), static_cast<size_t>(rows));
+  int kept = 0, replaced_alike = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    const Check& c = checks[static_cast<size_t>(i / draws)];
+    const SampleRequest& r = requests[static_cast<size_t>(i)];
+    const bool gpu_kept = got[static_cast<size_t>(i)] == c.proposed;
+    const bool cpu_kept = ref[static_cast<size_t>(i)] == c.proposed;
+    ASSERT_EQ(gpu_kept, cpu_kept) << "check " << i / draws << " draw " << i % draws;
+    kept += gpu_kept;
+    if (gpu_kept) continue;
+    const bool cut = params[c.params].top_k > 0 || params[c.params].top_p < 1.0f ||
+                     params[c.params].min_p > 0.0f || params[c.params].temperature <= 0.0f;
+    if (cut) {
+      EXPECT_EQ(got[static_cast<size_t>(i)], ref[static_cast<size_t>(i)])
+          << "check " << i / draws << " draw " << i % draws;
+    }
+    replaced_alike += got[static_cast<size_t>(i)] == ref[static_cast<size_t>(i)];
+    // The replacement lies where the residual p - q is positive.
+    std::vector<float> row = base;
+    const TokenDistribution p = sampling_distribution(row, r);
+    const int32_t token = got[static_cast<size_t>(i)];
+    const double q = c.with_draft ? draft[static_cast<size_t>(token)] : 0.0;
+    EXPECT_GT(p.prob_of(token) - q, 0.0) << "check " << i / draws << " draw " << i % draws;
+  }
+  std::printf("[ proposals ] %d of %lld kept on both; %d replacements identical\n", kept,
+              static_cast<long long>(rows), replaced_alike);
+  EXPECT_GT(kept, 0);
+  EXPECT_LT(kept, rows);
+
+  // One row, a certain proposal, 8,192 draws: the tokens follow p.
+  const int64_t n = 8192;
+  std::vector<float> many;
+  std::vector<SampleRequest> one(static_cast<size_t>(n));
+  SamplingParams warm;
+  warm.temperature = 1.5f;
+  warm.seed = 99;
+  for (int64_t d = 0; d < n; ++d) {
+    many.insert(many.end(), base.begin(), base.end());
+    one[static_cast<size_t>(d)].params = &warm;
+    one[static_cast<size_t>(d)].draw_index = static_cast<uint64_t>(d);
+    one[static_cast<size_t>(d)].proposed = top;
+  }
+  const auto tokens = run(*gpu, many, one);
+  std::vector<float> row = base;
+  SampleRequest plain;
+  plain.params = &warm;
+  const TokenDistribution p = sampling_distribution(row, plain);
+  std::vector<int> counts(static_cast<size_t>(vocab), 0);
+  for (int32_t t : tokens) ++counts[static_cast<size_t>(t)];
+  double chi2 = 0, rest_expected = 0;
+  int cells = 0, rest_count = 0;
+  for (int64_t t = 0; t < vocab; ++t) {
+    const double e = p.prob_of(static_cast<int32_t>(t)) * static_cast<double>(n);
+    const int c = counts[static_cast<size_t>(t)];
+    if (e >= 5) {
+      chi2 += (c - e) * (c - e) / e;
+      ++cells;
+    } else {
+      rest_expected += e;
+      rest_count += c;
+    }
+  }
+  if (rest_expected >= 5) {
+    chi2 += (rest_count - rest_expected) * (rest_count - rest_expected) / rest_expected;
+    ++cells;
+  }
+  // Far in the tail of chi-square with cells - 1 degrees of freedom (about 5 sigma).
+  const double df = cells - 1;
+  std::printf("[ proposals ] %lld draws of one row: chi-square %.1f over %d cells\n",
+              static_cast<long long>(n), chi2, cells);
+  ASSERT_GE(cells, 5);
+  EXPECT_LT(chi2, df + 5.0 * std::sqrt(2.0 * df));
 }
 
 // ---- memory and errors ----

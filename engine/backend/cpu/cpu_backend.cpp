@@ -9,7 +9,7 @@
 #include "engine/backend/cpu/cpu_gemm.h"
 #include "engine/backend/cpu/cpu_math.h"
 #include "engine/core/error.h"
-#include "engine/sampling/sampler.h"
+#include "engine/sampling/speculative_sampling.h"
 
 namespace hearth {
 
@@ -431,7 +431,7 @@ std::vector<int32_t> CpuBackend::sample(DeviceTensor logits,
   for (size_t i = 0; i < requests.size(); ++i) {
     std::memcpy(row.data(), f32(logits) + static_cast<int64_t>(i) * logits.cols,
                 row.size() * sizeof(float));
-    ids[i] = sample_token(row, requests[i]);
+    ids[i] = sample_or_verify(row, requests[i]);
   }
   return ids;
 }

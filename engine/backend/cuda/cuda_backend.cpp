@@ -358,8 +358,56 @@ DeviceTensor CudaBackend::alloc_activation(int64_t rows, int64_t cols) {
 }
 
 CudaKvCache::CudaKvCache(GraphEpoch epoch, const KvCacheSpec& spec, DeviceBuffer pool,
-                         kernels::Elem elem)
-    : on_destroy_(std::move(epoch)), spec_(spec), pool_(std::move(pool)), elem_(elem) {}
+                         kernels::Elem elem, int device, cudaStream_t stream)
+    : on_destroy_(std::move(epoch)),
+      spec_(spec),
+      pool_(std::move(pool)),
+      elem_(elem),
+      device_(device),
+      stream_(stream) {}
+
+void CudaKvCache::copy_positions(int32_t from, int32_t to, int64_t count) {
+  if (from < 0 || to < 0 || from >= spec_.num_pages || to >= spec_.num_pages || count < 0 ||
+      count > spec_.page_size) {
+    fail(ErrorCode::kInvalidArgument, "copy_positions: page or count out of range");
+  }
+  if (from == to || count == 0) return;
+  DeviceGuard guard(device_);
+  auto* pool = static_cast<char*>(pool_.get());
+  // `rows` rows of `width` bytes, `pitch` apart, starting `offset` bytes into both pages.
+  auto copy_rows = [&](int64_t page_bytes, int64_t offset, int64_t rows, int64_t pitch,
+                       int64_t width) {
+    check_cuda(cudaMemcpy2DAsync(pool + to * page_bytes + offset, static_cast<size_t>(pitch),
+                                 pool + from * page_bytes + offset, static_cast<size_t>(pitch),
+                                 static_cast<size_t>(width), static_cast<size_t>(rows),
+                                 cudaMemcpyDeviceToDevice, stream_),
+               "copying cache positions");
+  };
+  const int64_t heads = spec_.num_kv_heads;
+  if (!is_quantized(spec_.type)) {
+    // A page is [layer][keys, values][kv head][slot][dim]: every (layer, kind, head) row starts
+    // with the slots to copy, one pitch apart.
+    const auto esize = static_cast<int64_t>(kernels::elem_size(elem_));
+    const int64_t pitch = spec_.page_size * spec_.head_dim * esize;
+    copy_rows(spec_.num_layers * 2 * heads * pitch, 0, spec_.num_layers * 2 * heads, pitch,
+              count * spec_.head_dim * esize);
+    return;
+  }
+  // Quantized (engine/backend/kv_cache_quant.h): per layer, [kv head][slot] rows of key codes,
+  // value codes, key scales and value scales; the codes of keys and values lie back to back, and
+  // so do their scales.
+  const KvQuantLayout q = KvQuantLayout::of(spec_);
+  const int64_t page_bytes = spec_.num_layers * q.layer_page_bytes;
+  const int64_t code_pitch = spec_.page_size * q.row_bytes;
+  const int64_t scale_pitch = spec_.page_size * q.scales_per_row * 2;
+  HEARTH_CHECK(q.v_codes == heads * code_pitch && q.v_scales - q.k_scales == heads * scale_pitch,
+               "copy_positions: unexpected quantized cache layout");
+  for (int64_t layer = 0; layer < spec_.num_layers; ++layer) {
+    const int64_t base = layer * q.layer_page_bytes;
+    copy_rows(page_bytes, base, 2 * heads, code_pitch, count * q.row_bytes);
+    copy_rows(page_bytes, base + q.k_scales, 2 * heads, scale_pitch, count * q.scales_per_row * 2);
+  }
+}
 
 kernels::KvLayerView CudaKvCache::layer(int64_t index) const {
   kernels::KvLayerView v;
@@ -404,8 +452,8 @@ std::unique_ptr<KvCacheStorage> CudaBackend::create_kv_cache(const KvCacheSpec& 
                         std::to_string(s.page_size) + " tokens");
   check_cuda(cudaMemsetAsync(pool.get(), 0, pool.size(), stream_), "clearing the KV cache");
   kv_page_size_ = s.page_size;
-  return std::make_unique<CudaKvCache>(epoch_, s, std::move(pool),
-                                       to_elem(options_.activation_dtype));
+  return std::make_unique<CudaKvCache>(
+      epoch_, s, std::move(pool), to_elem(options_.activation_dtype), options_.device, stream_);
 }
 
 MemoryUsage CudaBackend::memory_usage() const {

@@ -76,16 +76,22 @@ class CudaLinearWeight final : public BackendWeight {
 // their scales inside the same per-layer block.
 class CudaKvCache final : public KvCacheStorage {
  public:
-  CudaKvCache(GraphEpoch epoch, const KvCacheSpec& spec, DeviceBuffer pool, kernels::Elem elem);
+  // Copies run on `stream` (the backend's), so they are ordered with its forward passes.
+  CudaKvCache(GraphEpoch epoch, const KvCacheSpec& spec, DeviceBuffer pool, kernels::Elem elem,
+              int device, cudaStream_t stream);
   const KvCacheSpec& spec() const override { return spec_; }
   kernels::KvLayerView layer(int64_t index) const;
   kernels::Elem elem() const { return elem_; }
+  bool copies_positions() const override { return true; }
+  void copy_positions(int32_t from, int32_t to, int64_t count) override;
 
  private:
   EpochOnDestroy on_destroy_;
   KvCacheSpec spec_;
   DeviceBuffer pool_;
   kernels::Elem elem_;
+  int device_;
+  cudaStream_t stream_;
 };
 
 // The batch as prepared, on the host side (sizes the ops need when they are issued).
@@ -335,6 +341,8 @@ class CudaBackend final : public Backend {
   DeviceBuffer sample_scratch_;
   DeviceBuffer sample_small_;  // params, penalties, chosen ids
   PinnedBuffer sample_host_;
+  DeviceBuffer sample_draft_;  // draft models' probabilities of the proposals a sample checks
+  PinnedBuffer sample_draft_host_;
 
   struct PendingLinear {
     const CudaLinearWeight* weight;

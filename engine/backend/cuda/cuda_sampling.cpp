@@ -1,7 +1,8 @@
-// Sampling on the GPU. The host turns each request into a few numbers (the draw, the filters)
-// and the list of logit adjustments (penalties and bias) the CPU sampler applies too; the
-// GPU applies them to an f32 copy of the logits, then takes the first maximum (greedy) or sorts
-// every row and draws. Only the chosen token ids come back.
+// Sampling on the GPU. The host turns each request into a few numbers (the draws, the filters,
+// a speculative proposal) and the list of logit adjustments (penalties and bias) the CPU sampler
+// applies too; the GPU applies them to an f32 copy of the logits, then takes the first maximum
+// (greedy) or sorts every row and draws, or checks the row's proposal. Only the chosen token ids
+// come back (a draft model's probabilities, when a proposal has them, go up first).
 #include <algorithm>
 #include <cstring>
 
@@ -9,6 +10,7 @@
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/core/error.h"
 #include "engine/sampling/sampler.h"
+#include "engine/sampling/speculative_sampling.h"
 
 namespace hearth::cuda {
 namespace {
@@ -31,6 +33,7 @@ std::vector<int32_t> CudaBackend::sample(DeviceTensor logits,
 
   std::vector<kernels::SampleRowParams> params(static_cast<size_t>(rows));
   std::vector<kernels::PenaltyEntry> penalties;
+  std::vector<std::span<const float>> draft_rows;  // probabilities of proposals that have them
   bool all_greedy = true;
   for (int64_t i = 0; i < rows; ++i) {
     const SampleRequest& r = requests[static_cast<size_t>(i)];
@@ -42,6 +45,19 @@ std::vector<int32_t> CudaBackend::sample(DeviceTensor logits,
     q.top_p = p.top_p;
     q.min_p = p.min_p;
     q.uniform = sampling_uniform(p.seed, r.draw_index);
+    if (r.proposed >= 0) {
+      HEARTH_CHECK(r.proposed < vocab, "sample: proposed token outside the vocabulary");
+      HEARTH_CHECK(r.draft_probs.empty() || static_cast<int64_t>(r.draft_probs.size()) == vocab,
+                   "sample: draft probabilities do not cover the vocabulary");
+      const SpeculativeUniforms u = speculative_uniforms(p.seed, r.draw_index);
+      q.proposed = r.proposed;
+      q.accept_uniform = u.accept;
+      q.residual_uniform = u.residual;
+      if (!r.draft_probs.empty()) {
+        q.draft_row = static_cast<int32_t>(draft_rows.size());
+        draft_rows.push_back(r.draft_probs);
+      }
+    }
     all_greedy = all_greedy && (p.temperature <= 0.0f || p.top_k == 1);
     // The same adjustments the CPU sampler makes (engine/sampling/sampler.h).
     for (const LogitAdjustment& a : logit_adjustments(r, vocab)) {
@@ -70,6 +86,24 @@ std::vector<int32_t> CudaBackend::sample(DeviceTensor logits,
   check_cuda(
       cudaMemcpyAsync(device, host, params_bytes + penalty_bytes, cudaMemcpyHostToDevice, stream_),
       "sending sampling parameters");
+
+  const float* draft_dev = nullptr;
+  if (!draft_rows.empty()) {
+    const size_t row_bytes = static_cast<size_t>(vocab) * sizeof(float);
+    const size_t bytes = draft_rows.size() * row_bytes;
+    if (sample_draft_.size() < bytes) {
+      sample_draft_ =
+          DeviceBuffer(bytes, MemoryCategory::kWorkspace, counters_, "draft probabilities");
+    }
+    if (sample_draft_host_.size() < bytes) sample_draft_host_ = PinnedBuffer(bytes);
+    auto* staged = static_cast<std::byte*>(sample_draft_host_.get());
+    for (size_t i = 0; i < draft_rows.size(); ++i) {
+      std::memcpy(staged + i * row_bytes, draft_rows[i].data(), row_bytes);
+    }
+    check_cuda(cudaMemcpyAsync(sample_draft_.get(), staged, bytes, cudaMemcpyHostToDevice, stream_),
+               "sending draft probabilities");
+    draft_dev = sample_draft_.as<float>();
+  }
 
   const size_t logit_bytes = static_cast<size_t>(rows * vocab) * sizeof(float);
   if (sample_logits_.size() < logit_bytes) {
@@ -112,7 +146,7 @@ std::vector<int32_t> CudaBackend::sample(DeviceTensor logits,
         "sort_rows_desc");
     check_launch(
         kernels::sample_sorted(l, sample_sorted_.as<float>(), sample_ids_out_.as<int32_t>(), rows,
-                               vocab, params_dev, ids_dev),
+                               vocab, params_dev, draft_dev, ids_dev),
         "sample_sorted");
   }
   auto* ids_host = reinterpret_cast<int32_t*>(host + params_bytes + penalty_bytes);

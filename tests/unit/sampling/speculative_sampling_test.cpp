@@ -115,5 +115,37 @@ TEST(SpeculativeSampling, GreedyKeepsExactlyTheArgmax) {
   EXPECT_EQ(v.token, 0);
 }
 
+// What backends compute per row: the sample without a proposal, the verdict with one, and the
+// verdict's token tells whether the proposal was kept (a replacement never equals it).
+TEST(SpeculativeSampling, SampleOrVerifyGivesTheVerdictsToken) {
+  SamplingParams params;
+  params.temperature = 0.9f;
+  params.top_k = 4;
+  params.seed = 3;
+  const std::vector<float> q = {0.1f, 0.5f, 0.1f, 0.1f, 0.1f, 0.1f};
+  int kept = 0;
+  for (uint64_t i = 0; i < 400; ++i) {
+    SampleRequest r;
+    r.params = &params;
+    r.draw_index = i;
+    std::vector<float> a = kLogits, b = kLogits;
+    EXPECT_EQ(sample_or_verify(a, r), sample_token(b, r));
+    for (const bool with_draft : {false, true}) {
+      r.proposed = static_cast<int32_t>(i % 6);
+      r.draft_probs = with_draft ? std::span<const float>(q) : std::span<const float>();
+      a = kLogits;
+      b = kLogits;
+      const SpeculativeVerdict v = verify_proposal(b, r, r.proposed, r.draft_probs);
+      const int32_t token = sample_or_verify(a, r);
+      EXPECT_EQ(token, v.token);
+      EXPECT_EQ(token == r.proposed, v.accepted) << "draw " << i;
+      kept += v.accepted;
+      r.draft_probs = {};
+    }
+    r.proposed = -1;
+  }
+  EXPECT_GT(kept, 0);
+}
+
 }  // namespace
 }  // namespace hearth
