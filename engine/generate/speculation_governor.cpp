@@ -7,7 +7,7 @@ namespace hearth {
 namespace {
 constexpr double kWeight = 0.2;      // of a new step in the running averages
 constexpr int kStepsToJudge = 8;     // speculative steps between judgements
-constexpr double kTolerance = 0.97;  // speculation must deliver at least this share
+constexpr double kTolerance = 1.0;   // speculation must deliver at least what plain steps do
 constexpr int kLongestPause = 1024;  // steps
 constexpr double kFarSlower = 0.5;   // a speculative step below this share pauses at once
 }  // namespace
