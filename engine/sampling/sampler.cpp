@@ -110,9 +110,110 @@ double TokenDistribution::prob_of(int32_t token) const {
 
 namespace {
 
+// The top-k candidates of a sampled row (all tokens without top-k) in logit order, ties to the
+// lower id, with their softmax probabilities at the temperature (max-subtracted, in double).
+// They are sorted only as far as a walk goes: a draw or a top-p/min-p cut rarely passes the
+// first few dozen of a 50k vocabulary, and sorting all of it cost ~7 ms a token on a CPU.
+class CandidateWalk {
+ public:
+  CandidateWalk(std::span<const float> logits, size_t keep, double inv_t)
+      : logits_(logits), order_(logits.size()), inv_t_(inv_t) {
+    std::iota(order_.begin(), order_.end(), 0);
+    if (keep < order_.size()) {
+      const auto front = order_.begin() + static_cast<std::ptrdiff_t>(keep);
+      if (keep <= kFirstSort) {  // a usual top-k: sorted at once
+        std::partial_sort(order_.begin(), front, order_.end(), by_logit());
+        sorted_ = keep;
+      } else {  // the top `keep`, unordered, in front
+        std::nth_element(order_.begin(), front, order_.end(), by_logit());
+      }
+      order_.resize(keep);
+    }
+    top_ = logits_[static_cast<size_t>(token(0))];
+    for (int32_t t : order_) sum_ += weight(t);
+  }
+  size_t size() const { return order_.size(); }
+  int32_t token(size_t i) {
+    if (i >= sorted_) {
+      const size_t end = std::min(order_.size(), std::max({i + 1, 2 * sorted_, kFirstSort}));
+      std::partial_sort(order_.begin() + static_cast<std::ptrdiff_t>(sorted_),
+                        order_.begin() + static_cast<std::ptrdiff_t>(end), order_.end(),
+                        by_logit());
+      sorted_ = end;
+    }
+    return order_[i];
+  }
+  // Probability of the i-th candidate under the softmax over all of them.
+  double prob(size_t i) {
+    while (probs_.size() <= i) probs_.push_back(weight(token(probs_.size())) / sum_);
+    return probs_[i];
+  }
+
+ private:
+  struct ByLogit {
+    const float* logits;
+    bool operator()(int32_t a, int32_t b) const {
+      const float la = logits[a], lb = logits[b];
+      return la > lb || (la == lb && a < b);
+    }
+  };
+  ByLogit by_logit() const { return {logits_.data()}; }
+  double weight(int32_t t) const {
+    return std::exp((static_cast<double>(logits_[static_cast<size_t>(t)]) - top_) * inv_t_);
+  }
+
+  static constexpr size_t kFirstSort = 64;  // candidates sorted by the first step of a walk
+
+  std::span<const float> logits_;
+  std::vector<int32_t> order_;
+  size_t sorted_ = 0;
+  double inv_t_;
+  double top_ = 0;
+  double sum_ = 0;
+  std::vector<double> probs_;
+};
+
+// How many of the walk's candidates survive top-p and min-p, and their probability `mass` (<= 1:
+// draws are scaled by it instead of every probability being divided, which is the arithmetic the
+// CUDA sampler reproduces).
+struct Survivors {
+  size_t n = 0;
+  double mass = 1.0;
+};
+
+Survivors survivors(CandidateWalk& walk, const SamplingParams& p) {
+  Survivors s{walk.size(), 1.0};
+  // top-p: the smallest prefix whose mass reaches top_p (always at least one token).
+  if (p.top_p < 1.0f) {
+    double cum = 0;
+    for (size_t i = 0; i < s.n; ++i) {
+      cum += walk.prob(i);
+      if (cum >= p.top_p) {
+        s.n = i + 1;
+        break;
+      }
+    }
+  }
+  // min-p: drop tokens below min_p × the top probability.
+  if (p.min_p > 0.0f) {
+    const double floor = p.min_p * walk.prob(0);
+    size_t m = 1;
+    while (m < s.n && walk.prob(m) >= floor) ++m;
+    s.n = m;
+  }
+  if (s.n < walk.size()) {
+    s.mass = 0;
+    for (size_t i = 0; i < s.n; ++i) s.mass += walk.prob(i);
+  }
+  return s;
+}
+
+size_t top_k_keep(const SamplingParams& p, size_t vocab) {
+  return p.top_k > 0 ? std::min<size_t>(vocab, static_cast<size_t>(p.top_k)) : vocab;
+}
+
 // The surviving candidates with their probabilities under the softmax over all top-k candidates
-// (so they sum to `mass` <= 1, not to 1): sample_token scales its draw by the mass instead of
-// dividing every probability, which is the arithmetic the CUDA sampler reproduces.
+// (so they sum to `mass` <= 1, not to 1).
 struct Candidates {
   std::vector<int32_t> tokens;
   std::vector<double> probs;
@@ -130,58 +231,13 @@ Candidates filtered_candidates(std::span<float> logits, const SampleRequest& req
     d.probs = {1.0};
     return d;
   }
-
-  // Candidates sorted by logit, descending (ties: lower id first, for determinism).
-  std::vector<int32_t> order(logits.size());
-  std::iota(order.begin(), order.end(), 0);
-  size_t keep = order.size();
-  if (p.top_k > 0) keep = std::min<size_t>(keep, p.top_k);
-  auto by_logit = [&](int32_t a, int32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  };
-  if (keep < order.size()) {
-    std::partial_sort(order.begin(), order.begin() + keep, order.end(), by_logit);
-    order.resize(keep);
-  } else {
-    std::sort(order.begin(), order.end(), by_logit);
+  CandidateWalk walk(logits, top_k_keep(p, logits.size()), 1.0 / p.temperature);
+  const Survivors s = survivors(walk, p);
+  for (size_t i = 0; i < s.n; ++i) {
+    d.tokens.push_back(walk.token(i));
+    d.probs.push_back(walk.prob(i));
   }
-
-  // Softmax over the candidates at the given temperature (max-subtracted, in double).
-  const double inv_t = 1.0 / p.temperature;
-  const double top = logits[order[0]];
-  std::vector<double> prob(order.size());
-  double sum = 0;
-  for (size_t i = 0; i < order.size(); ++i) {
-    prob[i] = std::exp((static_cast<double>(logits[order[i]]) - top) * inv_t);
-    sum += prob[i];
-  }
-  for (double& q : prob) q /= sum;
-
-  // top-p: the smallest prefix whose mass reaches top_p (always at least one token).
-  size_t n = prob.size();
-  if (p.top_p < 1.0f) {
-    double cum = 0;
-    for (size_t i = 0; i < n; ++i) {
-      cum += prob[i];
-      if (cum >= p.top_p) {
-        n = i + 1;
-        break;
-      }
-    }
-  }
-  // min-p: drop tokens below min_p × the top probability.
-  if (p.min_p > 0.0f) {
-    const double floor = p.min_p * prob[0];
-    size_t m = 1;
-    while (m < n && prob[m] >= floor) ++m;
-    n = m;
-  }
-  order.resize(n);
-  prob.resize(n);
-  d.mass = 0;
-  for (double q : prob) d.mass += q;
-  d.tokens = std::move(order);
-  d.probs = std::move(prob);
+  d.mass = s.mass;
   return d;
 }
 
@@ -212,16 +268,22 @@ TokenDistribution sampling_distribution(std::span<float> logits, const SampleReq
 }
 
 int32_t sample_token(std::span<float> logits, const SampleRequest& request) {
-  const Candidates c = filtered_candidates(logits, request);
-  if (c.tokens.size() == 1) return c.tokens[0];
-  const double u =
-      static_cast<double>(sampling_uniform(request.params->seed, request.draw_index)) * c.mass;
+  HEARTH_CHECK(request.params != nullptr, "sample request without params");
+  HEARTH_CHECK(!logits.empty(), "empty logits");
+  const SamplingParams& p = *request.params;
+  apply_logit_adjustments(logits, request);
+  if (is_greedy(p)) return argmax(logits);
+  // One draw from the survivors, walked in logit order only as far as it lands.
+  CandidateWalk walk(logits, top_k_keep(p, logits.size()), 1.0 / p.temperature);
+  const Survivors s = survivors(walk, p);
+  if (s.n == 1) return walk.token(0);
+  const double u = static_cast<double>(sampling_uniform(p.seed, request.draw_index)) * s.mass;
   double cum = 0;
-  for (size_t i = 0; i < c.tokens.size(); ++i) {
-    cum += c.probs[i];
-    if (u < cum) return c.tokens[i];
+  for (size_t i = 0; i < s.n; ++i) {
+    cum += walk.prob(i);
+    if (u < cum) return walk.token(i);
   }
-  return c.tokens.back();
+  return walk.token(s.n - 1);
 }
 
 }  // namespace hearth

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -107,6 +108,81 @@ TEST(Sampler, SameSeedSameTokensDifferentSeedDifferentStream) {
   for (uint64_t i = 0; i < 64; ++i) c.push_back(draw(kLogits, p, i));
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
+}
+
+// The draw walks the candidates in logit order but sorts them only as far as it goes (the first
+// 64, then doubling). Against the definition with everything sorted: flat rows whose draws land
+// hundreds of candidates deep, ties (the lower id first), top-k above and below the first sort,
+// deep top-p cuts and min-p; and sampling_distribution's survivors in the same order.
+TEST(Sampler, DrawsThatWalkDeepPickWhatAFullSortPicks) {
+  std::mt19937 rng(5);
+  for (const float spread : {0.05f, 1.0f, 6.0f}) {
+    std::normal_distribution<float> normal(0.0f, spread);
+    std::vector<float> logits(5000);
+    for (float& l : logits) l = std::round(normal(rng) * 64.0f) / 64.0f;  // many ties
+    std::vector<SamplingParams> params(5);
+    params[0].temperature = 1.0f;
+    params[1].temperature = 0.8f;
+    params[1].top_k = 300;
+    params[2].temperature = 1.3f;
+    params[2].top_p = 0.97f;
+    params[3].temperature = 0.9f;
+    params[3].min_p = 0.01f;
+    params[4].temperature = 1.0f;
+    params[4].top_k = 50;
+    params[4].top_p = 0.9f;
+    for (const SamplingParams& p : params) {
+      // The definition: every candidate sorted, softmax over the top-k, then top-p and min-p.
+      std::vector<int32_t> order(logits.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+      if (p.top_k > 0) order.resize(static_cast<size_t>(p.top_k));
+      std::vector<double> prob(order.size());
+      double sum = 0;
+      for (size_t i = 0; i < order.size(); ++i) {
+        prob[i] = std::exp((static_cast<double>(logits[order[i]]) - logits[order[0]]) /
+                           static_cast<double>(p.temperature));
+        sum += prob[i];
+      }
+      for (double& q : prob) q /= sum;
+      size_t n = order.size();
+      double cum = 0;
+      for (size_t i = 0; p.top_p < 1.0f && i < n; ++i) {
+        cum += prob[i];
+        if (cum >= p.top_p) n = i + 1;
+      }
+      size_t m = 1;
+      while (p.min_p > 0.0f && m < n && prob[m] >= p.min_p * prob[0]) ++m;
+      if (p.min_p > 0.0f) n = m;
+      double mass = 0;
+      for (size_t i = 0; i < n; ++i) mass += prob[i];
+      int deep = 0;
+      for (uint64_t index = 0; index < 200; ++index) {
+        const double u = sampling_uniform(p.seed, index) * mass;
+        double c = 0;
+        int32_t expected = order[n - 1];
+        for (size_t i = 0; i < n; ++i) {
+          c += prob[i];
+          if (u < c) {
+            expected = order[i];
+            deep += i >= 64;
+            break;
+          }
+        }
+        ASSERT_EQ(draw(logits, p, index), expected) << "spread " << spread << " draw " << index;
+      }
+      if (spread < 0.1f && p.top_k == 0 && p.min_p == 0.0f) EXPECT_GT(deep, 100);
+      std::vector<float> row = logits;
+      SampleRequest r;
+      r.params = &p;
+      const TokenDistribution d = sampling_distribution(row, r);
+      if (p.top_k > 0 || p.top_p < 1.0f || p.min_p > 0.0f) {
+        ASSERT_EQ(d.tokens.size(), n);
+        for (size_t i = 0; i < n; ++i) EXPECT_EQ(d.tokens[i], order[i]) << i;
+      }
+    }
+  }
 }
 
 TEST(Sampler, PenaltiesFollowHuggingFaceAndOpenAi) {
