@@ -75,6 +75,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int j = 0; j < 8; ++j) x[j] = is_value ? x[j] : rotated[j];
     hadamard8<kLanes>(x, gl, norm);
+    if (!is_value) subtract_key_offset<D>(x, kv.key_offsets, kv_head, gl);
     const Codes8 codes = quantize8<BITS>(x);
     if (lg < 2) {
       const int newest = kv_len - 1;

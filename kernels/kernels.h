@@ -68,6 +68,9 @@ struct KvLayerView {
   int32_t bits = 16;
   int64_t k_scales = 0;
   int64_t v_scales = 0;
+  // Quantized caches: this layer's key offsets [kv heads][head_dim] (rotated), taken from each
+  // key after its rotation and before it is quantized (KvCacheStorage::set_key_offsets).
+  const float* key_offsets = nullptr;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ __global__ void __launch_bounds__(kThreads)
   float x[8];
   unpack8<T>(load16(src), x);
   hadamard8<kLanes>(x, gl, norm);
+  if (!is_value) subtract_key_offset<D>(x, kv.key_offsets, head, gl);
   const Codes8 codes = quantize8<BITS>(x);  // every lane: the shuffles need the whole warp
   if (!live || pos < 0) return;
   const int seq = batch.token_seq[row];

@@ -42,6 +42,18 @@ __device__ __forceinline__ void hadamard8(float x[8], int gl, float norm) {
   for (int j = 0; j < 8; ++j) x[j] *= norm;
 }
 
+// A key row's lane takes its head's key offset (KvLayerView::key_offsets) from its 8 rotated
+// values: one float subtraction each, as the CPU reference does.
+template <int D>
+__device__ __forceinline__ void subtract_key_offset(float x[8], const float* key_offsets, int head,
+                                                    int gl) {
+  if (key_offsets == nullptr) return;
+  const float4* mu = reinterpret_cast<const float4*>(key_offsets + head * D + gl * 8);
+  const float4 a = mu[0], b = mu[1];
+  x[0] -= a.x, x[1] -= a.y, x[2] -= a.z, x[3] -= a.w;
+  x[4] -= b.x, x[5] -= b.y, x[6] -= b.z, x[7] -= b.w;
+}
+
 // Bytes of one row's codes.
 template <int BITS, int D>
 constexpr int kv_row_bytes() {
@@ -192,10 +204,10 @@ cudaError_t kv_store_quantized(const Launch& l, Elem t, const void* k, const voi
                                const BatchView& batch, const KvLayerView& kv);
 
 cudaError_t attention_decode_quantized(const Launch& l, Elem t, const void* q, const void* k,
-                                       const void* v, const BatchView& batch,
-                                       const KvLayerView& kv, int num_heads, float scale,
-                                       void* out, const DecodeScratch& scratch,
-                                       const DecodeShape& shape, const DecodeRope& rope);
+                                       const void* v, const BatchView& batch, const KvLayerView& kv,
+                                       int num_heads, float scale, void* out,
+                                       const DecodeScratch& scratch, const DecodeShape& shape,
+                                       const DecodeRope& rope);
 
 // 1/√D as the reference computes it.
 inline float hadamard_norm(int head_dim) {

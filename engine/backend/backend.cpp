@@ -76,6 +76,14 @@ void KvCacheStorage::copy_positions(int32_t, int32_t, int64_t) {
   fail(ErrorCode::kUnsupported, "this KV cache cannot copy positions between pages");
 }
 
+void KvCacheStorage::set_key_offsets(std::span<const float>) {
+  fail(ErrorCode::kUnsupported, "this KV cache does not offset its keys");
+}
+
+std::vector<float> KvCacheStorage::mean_keys(std::span<const int32_t>, int64_t, int64_t) const {
+  fail(ErrorCode::kUnsupported, "this KV cache does not read its keys back");
+}
+
 size_t KvCacheSpec::bytes_per_token() const {
   // Per kv head and layer: keys and values, each head_dim codes of `bits` bits, plus one fp16
   // scale per kKvQuantGroup values when quantized.

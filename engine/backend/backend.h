@@ -154,6 +154,21 @@ class KvCacheStorage {
   // stored (codes and scales for quantized caches). Throws Error(kUnsupported) where
   // copies_positions() is false, Error(kInvalidArgument) for pages or a count out of range.
   virtual void copy_positions(int32_t from, int32_t to, int64_t count);
+
+  // Quantized caches may store every key less a fixed vector μ per (layer, kv head): attention
+  // does not change, since each score of a query drops by the same q·μ and softmax ignores a
+  // common shift, but keys whose large common part is taken out lose less to quantization.
+  // Whether set_key_offsets() and mean_keys() work here.
+  virtual bool offsets_keys() const { return false; }
+  // μ for every layer and kv head, [layers][kv heads][head_dim] in the rotated space of
+  // engine/backend/kv_cache_quant.h, for keys stored from now on (keys already stored keep
+  // theirs: set it before any job runs). Throws Error(kUnsupported) where offsets_keys() is
+  // false, Error(kInvalidArgument) for the wrong size or a value that is not finite.
+  virtual void set_key_offsets(std::span<const float> offsets);
+  // The mean stored key over positions [begin, end) of the sequence whose pages are `pages`,
+  // rotated, as read back with its offset added: [layers][kv heads][head_dim].
+  virtual std::vector<float> mean_keys(std::span<const int32_t> pages, int64_t begin,
+                                       int64_t end) const;
 };
 
 // Rotary embedding of every position: angle = position × inv_freq[i], cos/sin scaled by

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <string>
 
 #include "engine/core/dtype.h"
 #include "engine/core/error.h"
@@ -99,6 +101,62 @@ void dequantize_kv_row(const uint8_t* codes, const uint16_t* scales, int64_t hea
     const float s = half_to_float(scales[j / kKvQuantGroup]);
     rotated[j] = (static_cast<float>(code_at(codes, head_dim, j, bits) - half) + 0.5f) * s;
   }
+}
+
+void check_key_offsets(const KvCacheSpec& spec, std::span<const float> offsets) {
+  const auto wanted = static_cast<size_t>(spec.num_layers * spec.num_kv_heads * spec.head_dim);
+  if (offsets.size() != wanted) {
+    fail(ErrorCode::kInvalidArgument, "key offsets: " + std::to_string(offsets.size()) +
+                                          " values for a cache that needs " +
+                                          std::to_string(wanted));
+  }
+  for (float x : offsets) {
+    if (!std::isfinite(x)) fail(ErrorCode::kInvalidArgument, "key offsets: a value is not finite");
+  }
+}
+
+std::vector<float> mean_stored_keys(const KvCacheSpec& spec, std::span<const int32_t> pages,
+                                    int64_t begin, int64_t end, std::span<const float> offsets,
+                                    const std::function<const uint8_t*(int32_t page)>& page_bytes) {
+  if (begin < 0 || end <= begin || end > static_cast<int64_t>(pages.size()) * spec.page_size) {
+    fail(ErrorCode::kInvalidArgument, "mean_keys: positions out of the sequence's pages");
+  }
+  for (int32_t page : pages) {
+    if (page < 0 || page >= spec.num_pages) {
+      fail(ErrorCode::kInvalidArgument, "mean_keys: page out of range");
+    }
+  }
+  const KvQuantLayout layout = KvQuantLayout::of(spec);
+  const int64_t D = spec.head_dim;
+  const int64_t heads = spec.num_kv_heads;
+  std::vector<double> sums(static_cast<size_t>(spec.num_layers * heads * D), 0.0);
+  float row[kMaxHeadDim];
+  uint16_t scales[kMaxHeadDim / kKvQuantGroup];
+  for (int64_t first = begin; first < end;) {
+    const int64_t index = first / spec.page_size;
+    const int64_t last = std::min(end, (index + 1) * spec.page_size);
+    const uint8_t* page = page_bytes(pages[static_cast<size_t>(index)]);
+    for (int64_t layer = 0; layer < spec.num_layers; ++layer) {
+      const uint8_t* block = page + layer * layout.layer_page_bytes;
+      for (int64_t head = 0; head < heads; ++head) {
+        double* sum = sums.data() + (layer * heads + head) * D;
+        for (int64_t pos = first; pos < last; ++pos) {
+          const int64_t r = head * spec.page_size + pos % spec.page_size;
+          std::memcpy(scales, block + layout.k_scales + r * layout.scales_per_row * 2,
+                      static_cast<size_t>(layout.scales_per_row) * 2);
+          dequantize_kv_row(block + r * layout.row_bytes, scales, D, layout.bits, row);
+          for (int64_t j = 0; j < D; ++j) sum[j] += row[j];
+        }
+      }
+    }
+    first = last;
+  }
+  std::vector<float> mean(sums.size());
+  const auto n = static_cast<double>(end - begin);
+  for (size_t i = 0; i < sums.size(); ++i) {
+    mean[i] = static_cast<float>(sums[i] / n) + (offsets.empty() ? 0.0f : offsets[i]);
+  }
+  return mean;
 }
 
 }  // namespace hearth

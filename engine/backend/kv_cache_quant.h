@@ -21,6 +21,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
 
 #include "engine/backend/backend.h"
 
@@ -59,5 +62,17 @@ void quantize_kv_row(const float* rotated, int64_t head_dim, int bits, uint8_t* 
 // Codes and scales → the rotated row's values.
 void dequantize_kv_row(const uint8_t* codes, const uint16_t* scales, int64_t head_dim, int bits,
                        float* rotated);
+
+// Key offsets (KvCacheStorage::set_key_offsets): a stored key row is quantize(H·k − μ), μ taken
+// after the rotation with one float subtraction per value (the kernels do the same).
+// Throws Error(kInvalidArgument) unless `offsets` holds layers × kv heads × head_dim finite
+// values.
+void check_key_offsets(const KvCacheSpec& spec, std::span<const float> offsets);
+// KvCacheStorage::mean_keys over a quantized cache whose pages (all layers of one, as laid out
+// above) `page_bytes` returns: the mean of the keys read back at positions [begin, end) of the
+// sequence with `pages`, plus `offsets` (empty: none).
+std::vector<float> mean_stored_keys(const KvCacheSpec& spec, std::span<const int32_t> pages,
+                                    int64_t begin, int64_t end, std::span<const float> offsets,
+                                    const std::function<const uint8_t*(int32_t page)>& page_bytes);
 
 }  // namespace hearth

@@ -32,6 +32,11 @@ class SplitKvCache final : public KvCacheStorage {
   // spec.num_layers must equal the sum of the parts' layers; every part has spec's pages.
   SplitKvCache(const KvCacheSpec& spec, std::vector<std::unique_ptr<KvCacheStorage>> parts);
   const KvCacheSpec& spec() const override { return spec_; }
+  // Key offsets go to the parts by layer.
+  bool offsets_keys() const override;
+  void set_key_offsets(std::span<const float> offsets) override;
+  std::vector<float> mean_keys(std::span<const int32_t> pages, int64_t begin,
+                               int64_t end) const override;
   size_t parts() const { return parts_.size(); }
   KvCacheStorage& part(size_t stage) { return *parts_.at(stage); }
 

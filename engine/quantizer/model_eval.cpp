@@ -6,6 +6,7 @@
 
 #include "engine/backend/backend_factory.h"
 #include "engine/core/error.h"
+#include "engine/model/key_offsets.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/model_loader.h"
 #include "engine/quantizer/calibration.h"
@@ -45,6 +46,7 @@ struct LoadedModel {
       adapter_weights.push_back(a.weight);
     }
     if (!slots.empty()) model->set_adapters(slots);
+    calibrate_key_offsets(*model, *cache, *bundle.tokenizer);
   }
   std::vector<float> adapter_weights;  // per slot
 

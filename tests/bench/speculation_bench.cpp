@@ -5,10 +5,15 @@
 //
 //   speculation_bench --model PATH [--draft-model PATH] [--backend cuda|cpu]
 //                     [--concurrency 1,8,32] [--max-tokens N] [--draft-tokens K]
-//                     [--temperature T] [--json-out FILE]
+//                     [--temperature T] [--seeds S] [--json-out FILE]
 // With --draft-model, the draft model's speculation is measured instead of prompt lookup. With
 // --temperature (> 0) the requests sample (a fixed seed per request): proposals are then checked
-// by speculative sampling, and answers need not be identical, only equally distributed.
+// by speculative sampling, and answers need not be identical, only equally distributed. Sampled
+// answers differ in length between the two engines (one that stops early spends a larger share
+// of its time on the prompt), so each measurement then runs the batch with S seeds (default 6)
+// and sums them, and the decode rate (tokens over the time after each request's first token) is
+// reported beside the wall-clock rate.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -50,7 +55,7 @@ constexpr const char* kFunction = R"(def summarize_orders(orders, tax_rate):
         "largest": largest,
     })";
 
-GenerationRequest edit_request(int max_tokens, int variant, float temperature) {
+GenerationRequest edit_request(int max_tokens, int variant, float temperature, uint64_t seed) {
   GenerationRequest r;
   r.messages = {{"system", "You are a careful coding assistant. Answer with code only."},
                 {"user", std::string("Here is a Python function:\n\n```python\n") + kFunction +
@@ -59,31 +64,40 @@ GenerationRequest edit_request(int max_tokens, int variant, float temperature) {
                              (variant > 0 ? " (request " + std::to_string(variant) + ")" : "")}};
   r.max_tokens = max_tokens;
   r.sampling.temperature = temperature;
-  r.sampling.seed = 1234 + static_cast<uint64_t>(variant);
+  r.sampling.seed = seed + static_cast<uint64_t>(variant);
   return r;
 }
 
+// One measurement: the batch run once per seed, summed.
 struct Run {
-  double seconds = 0;
-  int64_t generated = 0, proposed = 0, accepted = 0;
-  std::vector<std::vector<int32_t>> tokens;
+  double seconds = 0;         // wall clock
+  double decode_seconds = 0;  // requests' time after their first token
+  int64_t generated = 0, proposed = 0, accepted = 0, decoded = 0;
+  std::vector<std::vector<int32_t>> tokens;  // the first seed's answers
 };
 
-Run run_batch(Engine& engine, int concurrency, int max_tokens, float temperature) {
-  std::vector<RequestId> ids;
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < concurrency; ++i)
-    ids.push_back(engine.submit(edit_request(max_tokens, i, temperature)));
-  while (engine.step()) {
-  }
+Run run_batch(Engine& engine, int concurrency, int max_tokens, float temperature, int seeds) {
   Run r;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (RequestId id : ids) {
-    const GenerationResult g = *engine.take_result(id);
-    r.generated += g.stats.generated_tokens;
-    r.proposed += g.stats.proposed_tokens;
-    r.accepted += g.stats.accepted_tokens;
-    r.tokens.push_back(g.tokens);
+  for (int seed = 0; seed < seeds; ++seed) {
+    std::vector<RequestId> ids;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < concurrency; ++i) {
+      ids.push_back(engine.submit(
+          edit_request(max_tokens, i, temperature, 1234 + 1000 * static_cast<uint64_t>(seed))));
+    }
+    while (engine.step()) {
+    }
+    r.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (RequestId id : ids) {
+      const GenerationResult g = *engine.take_result(id);
+      r.generated += g.stats.generated_tokens;
+      r.proposed += g.stats.proposed_tokens;
+      r.accepted += g.stats.accepted_tokens;
+      // The first token ends the prompt's time; the others are the decode's.
+      r.decoded += std::max<int64_t>(g.stats.generated_tokens - 1, 0);
+      r.decode_seconds += g.stats.decode_seconds;
+      if (seed == 0) r.tokens.push_back(g.tokens);
+    }
   }
   return r;
 }
@@ -91,7 +105,7 @@ Run run_batch(Engine& engine, int concurrency, int max_tokens, float temperature
 int main_impl(int argc, char** argv) {
   std::string model, draft_model, backend = "cuda", json_out;
   std::vector<int> concurrency = {1, 8, 32};
-  int max_tokens = 256, draft_tokens = 8;
+  int max_tokens = 256, draft_tokens = 8, seeds = 0;
   float temperature = 0.0f;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -119,6 +133,8 @@ int main_impl(int argc, char** argv) {
       draft_tokens = std::stoi(value());
     } else if (a == "--temperature") {
       temperature = std::stof(value());
+    } else if (a == "--seeds") {
+      seeds = std::stoi(value());
     } else if (a == "--json-out") {
       json_out = value();
     } else {
@@ -130,6 +146,7 @@ int main_impl(int argc, char** argv) {
     std::fprintf(stderr, "--model is required\n");
     return 2;
   }
+  if (seeds <= 0) seeds = temperature > 0 ? 6 : 1;
   int max_concurrency = 1;
   for (int c : concurrency) max_concurrency = std::max(max_concurrency, c);
 
@@ -152,7 +169,7 @@ int main_impl(int argc, char** argv) {
     if (mode == 1 && !draft_model.empty()) o.draft_model_path = draft_model;
     o.draft_tokens = draft_tokens;
     engine->load(o);
-    run_batch(*engine, 1, 16, temperature);  // warm-up: kernels, graphs
+    run_batch(*engine, 1, 16, temperature, 1);  // warm-up: kernels, graphs
     engines.push_back(std::move(engine));
   }
   std::vector<std::vector<Run>> runs(2);
@@ -160,7 +177,7 @@ int main_impl(int argc, char** argv) {
     for (int mode = 0; mode < 2; ++mode) runs[mode].push_back({});
     for (int rep = 0; rep < kRepeats; ++rep) {
       for (int mode = 0; mode < 2; ++mode) {
-        Run r = run_batch(*engines[mode], c, max_tokens, temperature);
+        Run r = run_batch(*engines[mode], c, max_tokens, temperature, seeds);
         Run& best = runs[mode].back();
         if (best.seconds == 0 || r.seconds < best.seconds) best = std::move(r);
       }
@@ -168,9 +185,9 @@ int main_impl(int argc, char** argv) {
   }
   const char* mode_name = draft_model.empty() ? "ngram" : "draft";
   std::printf(
-      "concurrent | tokens/s off | tokens/s %s | speed-up | kept of proposed | "
-      "identical answers\n",
-      mode_name);
+      "concurrent | tokens/s off | tokens/s %s | speed-up | decode tokens/s off | %s | "
+      "speed-up | kept of proposed | identical answers (first seed) | tokens off / %s\n",
+      mode_name, mode_name, mode_name);
   for (size_t i = 0; i < concurrency.size(); ++i) {
     const Run& off = runs[0][i];
     const Run& on = runs[1][i];
@@ -180,16 +197,26 @@ int main_impl(int argc, char** argv) {
     for (size_t r = 0; r < off.tokens.size(); ++r) identical += off.tokens[r] == on.tokens[r];
     const double kept =
         on.proposed > 0 ? static_cast<double>(on.accepted) / static_cast<double>(on.proposed) : 0;
-    std::printf("%10d | %12.1f | %14.1f | %7.2fx | %7lld of %6lld (%4.1f %%) | %d of %zu\n",
-                concurrency[i], off_tps, on_tps, on_tps / off_tps,
-                static_cast<long long>(on.accepted), static_cast<long long>(on.proposed),
-                100 * kept, identical, off.tokens.size());
+    // Per request: the mean rate of its decode (every request weighs by its time).
+    const double off_decode = static_cast<double>(off.decoded) / off.decode_seconds;
+    const double on_decode = static_cast<double>(on.decoded) / on.decode_seconds;
+    std::printf(
+        "%10d | %12.1f | %14.1f | %7.2fx | %19.1f | %9.1f | %7.2fx | %7lld of %6lld (%4.1f %%) | "
+        "%d of %zu | %lld / %lld\n",
+        concurrency[i], off_tps, on_tps, on_tps / off_tps, off_decode, on_decode,
+        on_decode / off_decode, static_cast<long long>(on.accepted),
+        static_cast<long long>(on.proposed), 100 * kept, identical, off.tokens.size(),
+        static_cast<long long>(off.generated), static_cast<long long>(on.generated));
     report.push_back({{"concurrency", concurrency[i]},
                       {"speculation", mode_name},
                       {"temperature", temperature},
                       {"tokens_per_s_off", off_tps},
                       {"tokens_per_s_on", on_tps},
                       {"speedup", on_tps / off_tps},
+                      {"decode_tokens_per_s_off", off_decode},
+                      {"decode_tokens_per_s_on", on_decode},
+                      {"decode_speedup", on_decode / off_decode},
+                      {"seeds", seeds},
                       {"generated_off", off.generated},
                       {"generated_on", on.generated},
                       {"proposed", on.proposed},

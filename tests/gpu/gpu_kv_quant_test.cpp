@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "engine/backend/kv_cache_quant.h"
@@ -32,11 +33,13 @@ std::vector<uint16_t> to_half(const std::vector<float>& x) {
 }
 
 // Rows of several sequences (one a pad row) stored by kv_store into a two-layer cache with
-// scattered pages; the whole pool is compared byte for byte with the reference's layout.
+// scattered pages, without and with key offsets; the whole pool is compared byte for byte with
+// the reference's layout.
 TEST(GpuKvQuant, StoredBytesAreTheReferencesBytes) {
   HEARTH_REQUIRE_GPU();
   for (KvCacheType type : {KvCacheType::kQ8, KvCacheType::kQ6, KvCacheType::kQ4}) {
-    for (int64_t D : {64, 128}) {
+    for (const auto& [D, offsets] :
+         {std::pair<int64_t, bool>{64, false}, {128, false}, {64, true}, {128, true}}) {
       const int64_t kv_heads = 3, page = 16, layers = 2, layer = 1;
       const KvCacheSpec spec{layers, kv_heads, D, page, 6, type};
       const KvQuantLayout layout = KvQuantLayout::of(spec);
@@ -57,6 +60,10 @@ TEST(GpuKvQuant, StoredBytesAreTheReferencesBytes) {
       std::vector<float> k = random_values(static_cast<size_t>(T * kv_heads * D), 11, 3.0f);
       std::vector<float> v = random_values(static_cast<size_t>(T * kv_heads * D), 12, 0.01f);
       k[7] = 60.0f;
+      // This layer's key offsets (rotated), taken from each rotated key before quantizing.
+      const std::vector<float> mu = offsets
+                                        ? random_values(static_cast<size_t>(kv_heads * D), 13, 2.0f)
+                                        : std::vector<float>(static_cast<size_t>(kv_heads * D));
 
       std::vector<uint8_t> expected(spec.bytes(), 0);
       for (int32_t t = 0; t < T; ++t) {
@@ -68,6 +75,9 @@ TEST(GpuKvQuant, StoredBytesAreTheReferencesBytes) {
             std::vector<float> row((is_v ? v : k).begin() + (t * kv_heads + h) * D,
                                    (is_v ? v : k).begin() + (t * kv_heads + h + 1) * D);
             hadamard_rotate(row.data(), D);
+            if (!is_v) {
+              for (int64_t j = 0; j < D; ++j) row[j] -= mu[h * D + j];
+            }
             const int64_t block = (pg * layers + layer) * layout.layer_page_bytes;
             const int64_t r = h * page + slot;
             uint16_t scales[4];
@@ -96,6 +106,8 @@ TEST(GpuKvQuant, StoredBytesAreTheReferencesBytes) {
       view.num_kv_heads = static_cast<int32_t>(kv_heads);
       view.head_dim = static_cast<int32_t>(D);
       view.num_pages = static_cast<int32_t>(spec.num_pages);
+      float* d_mu = device_copy(mu);
+      if (offsets) view.key_offsets = d_mu;
       kernels::BatchView batch;
       int32_t* d_positions = device_copy(positions);
       int32_t* d_token_seq = device_copy(token_seq);
@@ -120,12 +132,12 @@ TEST(GpuKvQuant, StoredBytesAreTheReferencesBytes) {
           first = std::min(first, i);
         }
       }
-      EXPECT_EQ(differ, 0u) << kv_cache_type_name(type) << " D " << D << ": first at byte "
-                            << first;
-      for (void* p :
-           {static_cast<void*>(pool), static_cast<void*>(d_positions),
-            static_cast<void*>(d_token_seq), static_cast<void*>(d_pages),
-            static_cast<void*>(d_seq_pages), static_cast<void*>(d_k), static_cast<void*>(d_v)}) {
+      EXPECT_EQ(differ, 0u) << kv_cache_type_name(type) << " D " << D << " offsets " << offsets
+                            << ": first at byte " << first;
+      for (void* p : {static_cast<void*>(pool), static_cast<void*>(d_positions),
+                      static_cast<void*>(d_token_seq), static_cast<void*>(d_pages),
+                      static_cast<void*>(d_seq_pages), static_cast<void*>(d_k),
+                      static_cast<void*>(d_v), static_cast<void*>(d_mu)}) {
         cudaFree(p);
       }
     }

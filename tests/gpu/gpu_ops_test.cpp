@@ -424,6 +424,11 @@ std::vector<std::vector<float>> attention_outputs(const AttnCase& c, Backend& b,
 
   {
     auto cache = b.create_kv_cache(spec);
+    if (cache->offsets_keys()) {
+      // Key offsets, as a loaded model's quantized cache has them: the backends store the same
+      // codes and attention is unchanged by them (KvCacheStorage::set_key_offsets).
+      cache->set_key_offsets(random_values(static_cast<size_t>(2 * kc), 17, 0.5f));
+    }
     DeviceTensor q = b.alloc_activation(max_rows, qc);
     DeviceTensor k = b.alloc_activation(max_rows, kc);
     DeviceTensor v = b.alloc_activation(max_rows, kc);

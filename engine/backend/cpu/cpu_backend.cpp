@@ -139,11 +139,29 @@ void CpuKvCache::copy_positions(int32_t from, int32_t to, int64_t count) {
   }
 }
 
+void CpuKvCache::set_key_offsets(std::span<const float> offsets) {
+  if (!quantized()) KvCacheStorage::set_key_offsets(offsets);  // throws: nothing to offset
+  check_key_offsets(spec_, offsets);
+  key_offsets_.assign(offsets.begin(), offsets.end());
+}
+
+std::vector<float> CpuKvCache::mean_keys(std::span<const int32_t> pages, int64_t begin,
+                                         int64_t end) const {
+  if (!quantized()) return KvCacheStorage::mean_keys(pages, begin, end);  // throws
+  return mean_stored_keys(spec_, pages, begin, end, key_offsets_, [&](int32_t page) {
+    return quant_.data() + static_cast<size_t>(page * spec_.num_layers * layout_.layer_page_bytes);
+  });
+}
+
 void CpuKvCache::store_rotated(int64_t layer, int64_t page, int64_t slot, int64_t head,
                                bool is_value, const float* x) {
   float rotated[kMaxHeadDim];  // no allocation per row: this runs for every stored key and value
   std::copy_n(x, spec_.head_dim, rotated);
   hadamard_rotate(rotated, spec_.head_dim);
+  if (!is_value && !key_offsets_.empty()) {
+    const float* mu = key_offsets_.data() + (layer * spec_.num_kv_heads + head) * spec_.head_dim;
+    for (int64_t j = 0; j < spec_.head_dim; ++j) rotated[j] -= mu[j];
+  }
   const QuantRow r = quant_row(layer, page, slot, head, is_value);
   uint16_t scales[kMaxHeadDim / kKvQuantGroup];
   quantize_kv_row(rotated, spec_.head_dim, layout_.bits, quant_.data() + r.codes, scales);

@@ -70,6 +70,10 @@ class CpuKvCache final : public KvCacheStorage {
   const KvCacheSpec& spec() const override { return spec_; }
   bool copies_positions() const override { return true; }
   void copy_positions(int32_t from, int32_t to, int64_t count) override;
+  bool offsets_keys() const override { return quantized(); }
+  void set_key_offsets(std::span<const float> offsets) override;
+  std::vector<float> mean_keys(std::span<const int32_t> pages, int64_t begin,
+                               int64_t end) const override;
   bool quantized() const { return is_quantized(spec_.type); }
   // F32 caches: the key/value vector of (layer, page, slot, kv head), head_dim floats.
   float* key(int64_t layer, int64_t page, int64_t slot, int64_t head);
@@ -91,7 +95,8 @@ class CpuKvCache final : public KvCacheStorage {
   KvQuantLayout layout_;
   std::vector<float> keys_;
   std::vector<float> values_;
-  std::vector<uint8_t> quant_;  // quantized caches: every page's layer blocks
+  std::vector<uint8_t> quant_;      // quantized caches: every page's layer blocks
+  std::vector<float> key_offsets_;  // [layer][kv head][dim], empty while none were set
 };
 
 // The prepared batch, flattened per token.

@@ -358,13 +358,45 @@ DeviceTensor CudaBackend::alloc_activation(int64_t rows, int64_t cols) {
 }
 
 CudaKvCache::CudaKvCache(GraphEpoch epoch, const KvCacheSpec& spec, DeviceBuffer pool,
-                         kernels::Elem elem, int device, cudaStream_t stream)
+                         DeviceBuffer key_offsets, kernels::Elem elem, int device,
+                         cudaStream_t stream)
     : on_destroy_(std::move(epoch)),
       spec_(spec),
       pool_(std::move(pool)),
+      key_offsets_(std::move(key_offsets)),
       elem_(elem),
       device_(device),
       stream_(stream) {}
+
+void CudaKvCache::set_key_offsets(std::span<const float> offsets) {
+  if (!offsets_keys()) KvCacheStorage::set_key_offsets(offsets);  // throws: nothing to offset
+  check_key_offsets(spec_, offsets);
+  DeviceGuard guard(device_);
+  host_offsets_.assign(offsets.begin(), offsets.end());
+  // Ordered after the stream's earlier steps (their keys keep the old offsets) and before its
+  // later ones; synchronous, so `offsets` may go once this returns.
+  check_cuda(cudaMemcpyAsync(key_offsets_.get(), host_offsets_.data(),
+                             host_offsets_.size() * sizeof(float), cudaMemcpyHostToDevice, stream_),
+             "sending the key offsets");
+  check_cuda(cudaStreamSynchronize(stream_), "waiting for the key offsets");
+}
+
+std::vector<float> CudaKvCache::mean_keys(std::span<const int32_t> pages, int64_t begin,
+                                          int64_t end) const {
+  if (!offsets_keys()) return KvCacheStorage::mean_keys(pages, begin, end);  // throws
+  DeviceGuard guard(device_);
+  // Whole pages come to the host; the CPU's dequantization reads them (the same bits).
+  const KvQuantLayout q = KvQuantLayout::of(spec_);
+  const auto page_bytes = static_cast<size_t>(spec_.num_layers * q.layer_page_bytes);
+  std::vector<uint8_t> host(page_bytes);
+  check_cuda(cudaStreamSynchronize(stream_), "waiting for the GPU");
+  return mean_stored_keys(spec_, pages, begin, end, host_offsets_, [&](int32_t page) {
+    check_cuda(cudaMemcpy(host.data(), static_cast<const char*>(pool_.get()) + page * page_bytes,
+                          page_bytes, cudaMemcpyDeviceToHost),
+               "reading a cache page");
+    return host.data();
+  });
+}
 
 void CudaKvCache::copy_positions(int32_t from, int32_t to, int64_t count) {
   if (from < 0 || to < 0 || from >= spec_.num_pages || to >= spec_.num_pages || count < 0 ||
@@ -423,6 +455,7 @@ kernels::KvLayerView CudaKvCache::layer(int64_t index) const {
     v.v_offset = q.v_codes;
     v.k_scales = q.k_scales;
     v.v_scales = q.v_scales;
+    v.key_offsets = key_offsets_.as<float>() + index * spec_.num_kv_heads * spec_.head_dim;
     return v;
   }
   const int64_t half = spec_.num_kv_heads * spec_.page_size * spec_.head_dim;
@@ -451,9 +484,18 @@ std::unique_ptr<KvCacheStorage> CudaBackend::create_kv_cache(const KvCacheSpec& 
                     "a KV cache of " + std::to_string(s.num_pages) + " pages of " +
                         std::to_string(s.page_size) + " tokens");
   check_cuda(cudaMemsetAsync(pool.get(), 0, pool.size(), stream_), "clearing the KV cache");
+  DeviceBuffer key_offsets;
+  if (is_quantized(s.type)) {
+    key_offsets = DeviceBuffer(
+        static_cast<size_t>(s.num_layers * s.num_kv_heads * s.head_dim) * sizeof(float),
+        MemoryCategory::kKvCache, counters_, "the KV cache's key offsets");
+    check_cuda(cudaMemsetAsync(key_offsets.get(), 0, key_offsets.size(), stream_),
+               "clearing the key offsets");
+  }
   kv_page_size_ = s.page_size;
-  return std::make_unique<CudaKvCache>(
-      epoch_, s, std::move(pool), to_elem(options_.activation_dtype), options_.device, stream_);
+  return std::make_unique<CudaKvCache>(epoch_, s, std::move(pool), std::move(key_offsets),
+                                       to_elem(options_.activation_dtype), options_.device,
+                                       stream_);
 }
 
 MemoryUsage CudaBackend::memory_usage() const {

@@ -77,18 +77,27 @@ class CudaLinearWeight final : public BackendWeight {
 class CudaKvCache final : public KvCacheStorage {
  public:
   // Copies run on `stream` (the backend's), so they are ordered with its forward passes.
-  CudaKvCache(GraphEpoch epoch, const KvCacheSpec& spec, DeviceBuffer pool, kernels::Elem elem,
-              int device, cudaStream_t stream);
+  // `key_offsets`: quantized caches, layers × kv heads × head_dim floats, cleared.
+  CudaKvCache(GraphEpoch epoch, const KvCacheSpec& spec, DeviceBuffer pool,
+              DeviceBuffer key_offsets, kernels::Elem elem, int device, cudaStream_t stream);
   const KvCacheSpec& spec() const override { return spec_; }
   kernels::KvLayerView layer(int64_t index) const;
   kernels::Elem elem() const { return elem_; }
   bool copies_positions() const override { return true; }
   void copy_positions(int32_t from, int32_t to, int64_t count) override;
+  bool offsets_keys() const override { return is_quantized(spec_.type); }
+  void set_key_offsets(std::span<const float> offsets) override;
+  std::vector<float> mean_keys(std::span<const int32_t> pages, int64_t begin,
+                               int64_t end) const override;
 
  private:
   EpochOnDestroy on_destroy_;
   KvCacheSpec spec_;
   DeviceBuffer pool_;
+  // Read by the kernels that store keys (captured graphs keep the address: it never moves);
+  // zeros until set_key_offsets(), which subtracting leaves the keys' bits as they were.
+  DeviceBuffer key_offsets_;
+  std::vector<float> host_offsets_;  // what key_offsets_ holds; empty while zeros
   kernels::Elem elem_;
   int device_;
   cudaStream_t stream_;

@@ -15,6 +15,7 @@
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
 #include "engine/backend/cuda/nccl_api.h"
+#include "engine/backend/kv_cache_quant.h"
 #include "engine/core/error.h"
 #include "engine/core/quantized_weight.h"
 #include "engine/formats/quant_tile_layout.h"
@@ -53,6 +54,44 @@ class ShardedKvCache final : public KvCacheStorage {
       : spec_(spec), parts_(std::move(parts)) {}
   const KvCacheSpec& spec() const override { return spec_; }
   KvCacheStorage& part(int d) { return *parts_[static_cast<size_t>(d)]; }
+  // Key offsets go to the parts by kv head, every layer's alike.
+  bool offsets_keys() const override {
+    return std::all_of(parts_.begin(), parts_.end(),
+                       [](const auto& p) { return p->offsets_keys(); });
+  }
+  void set_key_offsets(std::span<const float> offsets) override {
+    if (!offsets_keys()) KvCacheStorage::set_key_offsets(offsets);  // throws
+    check_key_offsets(spec_, offsets);
+    const int64_t D = spec_.head_dim, heads = spec_.num_kv_heads;
+    int64_t first = 0;
+    for (const auto& p : parts_) {
+      const int64_t mine = p->spec().num_kv_heads;
+      std::vector<float> part;
+      for (int64_t layer = 0; layer < spec_.num_layers; ++layer) {
+        const auto* at = offsets.data() + (layer * heads + first) * D;
+        part.insert(part.end(), at, at + mine * D);
+      }
+      p->set_key_offsets(part);
+      first += mine;
+    }
+  }
+  std::vector<float> mean_keys(std::span<const int32_t> pages, int64_t begin,
+                               int64_t end) const override {
+    if (!offsets_keys()) return KvCacheStorage::mean_keys(pages, begin, end);  // throws
+    const int64_t D = spec_.head_dim, heads = spec_.num_kv_heads;
+    std::vector<float> all(static_cast<size_t>(spec_.num_layers * heads * D));
+    int64_t first = 0;
+    for (const auto& p : parts_) {
+      const int64_t mine = p->spec().num_kv_heads;
+      const std::vector<float> part = p->mean_keys(pages, begin, end);
+      for (int64_t layer = 0; layer < spec_.num_layers; ++layer) {
+        std::copy_n(part.begin() + layer * mine * D, mine * D,
+                    all.begin() + (layer * heads + first) * D);
+      }
+      first += mine;
+    }
+    return all;
+  }
 
  private:
   KvCacheSpec spec_;
