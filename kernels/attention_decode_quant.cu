@@ -37,6 +37,7 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int kStep = kGroups * kLoads;
   __shared__ LaneGroupMerge<GM, D, kGroups> merge;
   __shared__ float sm_out[GM][D];
+  __shared__ float first_partial[GM][kLanes];  // position 0's score, per lane of lane group 0
 
   const int split = blockIdx.x;
   const int kv_head = blockIdx.y;
@@ -82,6 +83,10 @@ __global__ void __launch_bounds__(kThreads)
       const KvQuantRow dst = kv_quant_row<BITS, D>(kv, page_table[newest / kv.page_size], kv_head,
                                                    newest % kv.page_size, is_value);
       store_codes<BITS, D>(codes, gl, dst.codes, dst.scales);
+      if (newest == 0 && !is_value) {
+        *reinterpret_cast<uint4*>(first_key_row<D>(kv, page_table[0], kv_head) + gl * 8) =
+            pack8<__half>(x);
+      }
     }
     __syncthreads();  // the block's own reads of the newest position come after
   }
@@ -134,6 +139,22 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < 8; ++i) acc[h][i] = 0.0f;
   }
 
+  // Position 0's score comes from its fp16 key (kv_quant.cuh), not from its codes: lane group
+  // 0 of the split that starts the sequence computes its lanes' parts now, before the loop's
+  // loads are live, and puts them in the first step in place of the codes' (each lane reads
+  // back only what it wrote).
+  if (sp.begin == 0 && lg == 0) {
+    float first_key[8];
+    unpack8<__half>(load16(first_key_row<D>(kv, page_table[0], kv_head) + gl * 8), first_key);
+#pragma unroll
+    for (int h = 0; h < GM; ++h) {
+      float dot = 0.0f;
+#pragma unroll
+      for (int d = 0; d < 8; ++d) dot = fmaf(qv[h][d], first_key[d], dot);
+      first_partial[h][gl] = dot;
+    }
+  }
+
   QuantKv cur[kLoads];
   load_step(sp.begin, cur);
   for (int base = sp.begin; base < end; base += kStep) {
@@ -151,6 +172,10 @@ __global__ void __launch_bounds__(kThreads)
         for (int d = 0; d < 8; ++d) dot = fmaf(qv[h][d], kc[d], dot);
         sc[h][i] = cur[i].k_scale * fmaf(-kOffset, q_sum[h], dot);
       }
+    }
+    if (base == 0 && lg == 0) {
+#pragma unroll
+      for (int h = 0; h < GM; ++h) sc[h][0] = first_partial[h][gl];
     }
 #pragma unroll
     for (int off = kLanes / 2; off > 0; off >>= 1) {

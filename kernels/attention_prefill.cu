@@ -111,6 +111,16 @@ __global__ void __launch_bounds__(W * 32)
       cp_async16(dk + swizzle<D>(row, ch), src_k, valid);
       cp_async16(dv + swizzle<D>(row, ch), src_v, valid);
     }
+    if constexpr (BITS != 16) {
+      // The sequence's first key is read in fp16 (kv_quant.cuh), not from its codes: the
+      // threads that wrote row 0 of tile 0 above (c = tid < kChunks) overwrite it, outside the
+      // loop so that other chunks pay nothing.
+      if (tile == 0 && tid < kChunks) {
+        float x[8];
+        unpack8<__half>(load16(first_key_row<D>(kv, page_table[0], kv_head) + tid * 8), x);
+        *reinterpret_cast<uint4*>(dk + swizzle<D>(0, tid)) = pack8<T>(x);
+      }
+    }
   };
   load_tile(0, 0);
   cp_async_commit();

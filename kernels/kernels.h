@@ -68,6 +68,9 @@ struct KvLayerView {
   int32_t bits = 16;
   int64_t k_scales = 0;
   int64_t v_scales = 0;
+  // ... and its fp16 keys of a sequence's first position [kv heads][head_dim] start first_keys
+  // bytes from its keys' codes (read instead of position 0's codes).
+  int64_t first_keys = 0;
   // Quantized caches: this layer's key offsets [kv heads][head_dim] (rotated), taken from each
   // key after its rotation and before it is quantized (KvCacheStorage::set_key_offsets).
   const float* key_offsets = nullptr;

@@ -39,6 +39,9 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t page = batch.pages[batch.seq_pages[seq] + pos / kv.page_size];
   const KvQuantRow dst = kv_quant_row<BITS, D>(kv, page, head, pos % kv.page_size, is_value);
   store_codes<BITS, D>(codes, gl, dst.codes, dst.scales);
+  if (pos == 0 && !is_value) {
+    *reinterpret_cast<uint4*>(first_key_row<D>(kv, page, head) + gl * 8) = pack8<__half>(x);
+  }
 }
 
 template <class T, int D>

@@ -178,6 +178,13 @@ __device__ __forceinline__ KvQuantRow kv_quant_row(const KvLayerView& kv, int64_
               row * (D / kKvGroup)};
 }
 
+// The fp16 key of a sequence's first position, kv head `kv_head`, in its first page.
+template <int D>
+__device__ __forceinline__ __half* first_key_row(const KvLayerView& kv, int64_t page, int kv_head) {
+  uint8_t* block = static_cast<uint8_t*>(kv.base) + page * kv.page_stride;
+  return reinterpret_cast<__half*>(block + kv.first_keys) + int64_t(kv_head) * D;
+}
+
 // Runs the statement with constexpr ints BITS (8/6/4) and D (64/128) set from the view; any
 // other view gives cudaErrorInvalidValue.
 #define HEARTH_DISPATCH_KV_QUANT(kv, BITS, D, ...)                               \

@@ -84,18 +84,23 @@ std::vector<float> KvCacheStorage::mean_keys(std::span<const int32_t>, int64_t, 
   fail(ErrorCode::kUnsupported, "this KV cache does not read its keys back");
 }
 
+size_t KvCacheSpec::page_bytes() const {
+  if (is_quantized(type)) {
+    return static_cast<size_t>(num_layers * KvQuantLayout::of(*this).layer_page_bytes);
+  }
+  // Per kv head and layer: keys and values, each head_dim values of `bits` bits.
+  const auto row = static_cast<size_t>(head_dim * kv_cache_bits(type) / 8);
+  return static_cast<size_t>(num_layers * num_kv_heads * page_size) * 2 * row;
+}
+
 size_t KvCacheSpec::bytes_per_token() const {
-  // Per kv head and layer: keys and values, each head_dim codes of `bits` bits, plus one fp16
-  // scale per kKvQuantGroup values when quantized.
-  const int bits = kv_cache_bits(type);
-  const size_t values = static_cast<size_t>(head_dim);
-  const size_t row = values * static_cast<size_t>(bits) / 8 +
-                     (bits < 16 ? values / kKvQuantGroup * sizeof(uint16_t) : 0);
-  return static_cast<size_t>(num_layers) * static_cast<size_t>(num_kv_heads) * 2 * row;
+  if (page_size <= 0) return 0;
+  const auto page = static_cast<size_t>(page_size);
+  return (page_bytes() + page - 1) / page;
 }
 
 size_t KvCacheSpec::bytes() const {
-  return bytes_per_token() * static_cast<size_t>(num_pages) * static_cast<size_t>(page_size);
+  return page_bytes() * static_cast<size_t>(num_pages);
 }
 
 }  // namespace hearth

@@ -139,8 +139,10 @@ struct KvCacheSpec {
   int64_t num_pages = 0;
   KvCacheType type = KvCacheType::kF16;
   size_t bytes() const;  // total storage for keys and values of all layers
-  // Keys and values of one token over all layers (codes and scales for quantized types).
+  // Keys and values of one token over all layers (codes and scales for quantized types, and
+  // a page's share of the fp16 first keys of engine/backend/kv_cache_quant.h, rounded up).
   size_t bytes_per_token() const;
+  size_t page_bytes() const;  // one page of every layer
 };
 
 class KvCacheStorage {

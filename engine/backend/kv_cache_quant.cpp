@@ -20,7 +20,8 @@ KvQuantLayout KvQuantLayout::of(const KvCacheSpec& spec) {
   l.v_codes = rows * l.row_bytes;
   l.k_scales = 2 * l.v_codes;
   l.v_scales = l.k_scales + rows * l.scales_per_row * 2;
-  l.layer_page_bytes = l.v_scales + rows * l.scales_per_row * 2;
+  l.first_keys = l.v_scales + rows * l.scales_per_row * 2;
+  l.layer_page_bytes = l.first_keys + spec.num_kv_heads * spec.head_dim * 2;
   return l;
 }
 
@@ -103,6 +104,14 @@ void dequantize_kv_row(const uint8_t* codes, const uint16_t* scales, int64_t hea
   }
 }
 
+void store_first_key(const float* rotated, int64_t head_dim, uint16_t* row) {
+  for (int64_t j = 0; j < head_dim; ++j) row[j] = float_to_half(rotated[j]);
+}
+
+void load_first_key(const uint16_t* row, int64_t head_dim, float* rotated) {
+  for (int64_t j = 0; j < head_dim; ++j) rotated[j] = half_to_float(row[j]);
+}
+
 void check_key_offsets(const KvCacheSpec& spec, std::span<const float> offsets) {
   const auto wanted = static_cast<size_t>(spec.num_layers * spec.num_kv_heads * spec.head_dim);
   if (offsets.size() != wanted) {
@@ -142,9 +151,16 @@ std::vector<float> mean_stored_keys(const KvCacheSpec& spec, std::span<const int
         double* sum = sums.data() + (layer * heads + head) * D;
         for (int64_t pos = first; pos < last; ++pos) {
           const int64_t r = head * spec.page_size + pos % spec.page_size;
-          std::memcpy(scales, block + layout.k_scales + r * layout.scales_per_row * 2,
-                      static_cast<size_t>(layout.scales_per_row) * 2);
-          dequantize_kv_row(block + r * layout.row_bytes, scales, D, layout.bits, row);
+          if (pos == 0) {
+            uint16_t first_key[kMaxHeadDim];
+            std::memcpy(first_key, block + layout.first_keys + head * D * 2,
+                        static_cast<size_t>(D) * 2);
+            load_first_key(first_key, D, row);
+          } else {
+            std::memcpy(scales, block + layout.k_scales + r * layout.scales_per_row * 2,
+                        static_cast<size_t>(layout.scales_per_row) * 2);
+            dequantize_kv_row(block + r * layout.row_bytes, scales, D, layout.bits, row);
+          }
           for (int64_t j = 0; j < D; ++j) sum[j] += row[j];
         }
       }

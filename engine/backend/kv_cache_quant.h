@@ -14,9 +14,15 @@
 // nibble of byte j/2; q6: its low 4 bits as q4 (D/2 bytes), then its high 2 bits, value j at
 // bits 2·(j % 4) of byte D/2 + j/4.
 //
+// A sequence's first position is the one most heads attend to most (an "attention sink"), and
+// its key is unlike the others: a page whose slot 0 holds position 0 of a sequence also keeps
+// that key in fp16 (rotated and offset as the codes are, rounded to nearest), and attention
+// reads the fp16 key instead of its codes. Its codes are stored too.
+//
 // A page of one layer holds, in order: the keys' codes [kv heads][page_size][row bytes], the
 // values' codes (same), the keys' scales [kv heads][page_size][D / kKvQuantGroup] (fp16), the
-// values' scales (same). All layers of a page are contiguous, as for the 16-bit cache.
+// values' scales (same), the first position's keys [kv heads][D] (fp16; meaningful only in a
+// sequence's first page). All layers of a page are contiguous, as for the 16-bit cache.
 #pragma once
 
 #include <cstddef>
@@ -40,6 +46,7 @@ struct KvQuantLayout {
   int64_t v_codes = 0;         // from a layer-page's start to its values' codes
   int64_t k_scales = 0;        // ... to its keys' scales
   int64_t v_scales = 0;        // ... to its values' scales
+  int64_t first_keys = 0;      // ... to its first position's fp16 keys
   int64_t layer_page_bytes = 0;
 
   static KvQuantLayout of(const KvCacheSpec& spec);
@@ -62,6 +69,9 @@ void quantize_kv_row(const float* rotated, int64_t head_dim, int bits, uint8_t* 
 // Codes and scales → the rotated row's values.
 void dequantize_kv_row(const uint8_t* codes, const uint16_t* scales, int64_t head_dim, int bits,
                        float* rotated);
+// A sequence's first key, rotated and offset, as fp16 bit patterns / back (round to nearest).
+void store_first_key(const float* rotated, int64_t head_dim, uint16_t* row);
+void load_first_key(const uint16_t* row, int64_t head_dim, float* rotated);
 
 // Key offsets (KvCacheStorage::set_key_offsets): a stored key row is quantize(H·k − μ), μ taken
 // after the rotation with one float subtraction per value (the kernels do the same).
@@ -70,7 +80,7 @@ void dequantize_kv_row(const uint8_t* codes, const uint16_t* scales, int64_t hea
 void check_key_offsets(const KvCacheSpec& spec, std::span<const float> offsets);
 // KvCacheStorage::mean_keys over a quantized cache whose pages (all layers of one, as laid out
 // above) `page_bytes` returns: the mean of the keys read back at positions [begin, end) of the
-// sequence with `pages`, plus `offsets` (empty: none).
+// sequence with `pages` (position 0 from its fp16 row), plus `offsets` (empty: none).
 std::vector<float> mean_stored_keys(const KvCacheSpec& spec, std::span<const int32_t> pages,
                                     int64_t begin, int64_t end, std::span<const float> offsets,
                                     const std::function<const uint8_t*(int32_t page)>& page_bytes);

@@ -33,8 +33,9 @@ std::vector<uint16_t> to_half(const std::vector<float>& x) {
 }
 
 // Rows of several sequences (one a pad row) stored by kv_store into a two-layer cache with
-// scattered pages, without and with key offsets; the whole pool is compared byte for byte with
-// the reference's layout.
+// scattered pages, without and with key offsets; the whole pool (the fp16 first key of the
+// sequence that starts at position 0 included) is compared byte for byte with the reference's
+// layout.
 TEST(GpuKvQuant, StoredBytesAreTheReferencesBytes) {
   HEARTH_REQUIRE_GPU();
   for (KvCacheType type : {KvCacheType::kQ8, KvCacheType::kQ6, KvCacheType::kQ4}) {
@@ -88,6 +89,12 @@ TEST(GpuKvQuant, StoredBytesAreTheReferencesBytes) {
             std::memcpy(expected.data() + block + (is_v ? layout.v_scales : layout.k_scales) +
                             r * layout.scales_per_row * 2,
                         scales, static_cast<size_t>(layout.scales_per_row) * 2);
+            if (positions[t] == 0 && !is_v) {  // a sequence's first key, also in fp16
+              std::vector<uint16_t> first(static_cast<size_t>(D));
+              store_first_key(row.data(), D, first.data());
+              std::memcpy(expected.data() + block + layout.first_keys + h * D * 2, first.data(),
+                          static_cast<size_t>(D) * 2);
+            }
           }
         }
       }
@@ -101,6 +108,7 @@ TEST(GpuKvQuant, StoredBytesAreTheReferencesBytes) {
       view.v_offset = layout.v_codes;
       view.k_scales = layout.k_scales;
       view.v_scales = layout.v_scales;
+      view.first_keys = layout.first_keys;
       view.bits = layout.bits;
       view.page_size = static_cast<int32_t>(page);
       view.num_kv_heads = static_cast<int32_t>(kv_heads);

@@ -57,8 +57,8 @@ void CpuBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCac
       const float* k_row = static_cast<const float*>(k.data) + t * k.cols + h * D;
       const float* v_row = static_cast<const float*>(v.data) + t * v.cols + h * D;
       if (cache.quantized()) {
-        cache.store_rotated(p.layer, page, slot, h, false, k_row);
-        cache.store_rotated(p.layer, page, slot, h, true, v_row);
+        cache.store_rotated(p.layer, page, slot, h, false, k_row, pos == 0);
+        cache.store_rotated(p.layer, page, slot, h, true, v_row, pos == 0);
       } else {
         std::copy_n(k_row, D, cache.key(p.layer, page, slot, h));
         std::copy_n(v_row, D, cache.value(p.layer, page, slot, h));
@@ -88,8 +88,10 @@ void CpuBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCac
         for (int64_t j = 0; j < len; ++j) {
           const int64_t page = page_of(s, j);
           const size_t at = static_cast<size_t>((h * len + j) * D);
-          cache.load_rotated(p.layer, page, j % spec.page_size, h, false, seq_keys[s].data() + at);
-          cache.load_rotated(p.layer, page, j % spec.page_size, h, true, seq_values[s].data() + at);
+          cache.load_rotated(p.layer, page, j % spec.page_size, h, false, seq_keys[s].data() + at,
+                             j == 0);
+          cache.load_rotated(p.layer, page, j % spec.page_size, h, true, seq_values[s].data() + at,
+                             j == 0);
         }
       }
     });

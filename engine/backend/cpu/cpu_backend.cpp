@@ -108,6 +108,11 @@ CpuKvCache::QuantRow CpuKvCache::quant_row(int64_t layer, int64_t page, int64_t 
                               row * layout_.scales_per_row * 2)};
 }
 
+size_t CpuKvCache::first_key_row(int64_t layer, int64_t page, int64_t head) const {
+  const int64_t block = (page * spec_.num_layers + layer) * layout_.layer_page_bytes;
+  return static_cast<size_t>(block + layout_.first_keys + head * spec_.head_dim * 2);
+}
+
 void CpuKvCache::copy_positions(int32_t from, int32_t to, int64_t count) {
   if (from < 0 || to < 0 || from >= spec_.num_pages || to >= spec_.num_pages || count < 0 ||
       count > spec_.page_size) {
@@ -136,6 +141,10 @@ void CpuKvCache::copy_positions(int32_t from, int32_t to, int64_t count) {
                     quant_.data() + dst.scales);
       }
     }
+    // Slot 0 is copied, so its fp16 first keys are too (they matter where it is position 0).
+    std::copy_n(quant_.data() + first_key_row(layer, from, 0),
+                static_cast<size_t>(spec_.num_kv_heads * spec_.head_dim * 2),
+                quant_.data() + first_key_row(layer, to, 0));
   }
 }
 
@@ -154,13 +163,19 @@ std::vector<float> CpuKvCache::mean_keys(std::span<const int32_t> pages, int64_t
 }
 
 void CpuKvCache::store_rotated(int64_t layer, int64_t page, int64_t slot, int64_t head,
-                               bool is_value, const float* x) {
+                               bool is_value, const float* x, bool first_position) {
   float rotated[kMaxHeadDim];  // no allocation per row: this runs for every stored key and value
   std::copy_n(x, spec_.head_dim, rotated);
   hadamard_rotate(rotated, spec_.head_dim);
   if (!is_value && !key_offsets_.empty()) {
     const float* mu = key_offsets_.data() + (layer * spec_.num_kv_heads + head) * spec_.head_dim;
     for (int64_t j = 0; j < spec_.head_dim; ++j) rotated[j] -= mu[j];
+  }
+  if (first_position && !is_value) {
+    uint16_t first_key[kMaxHeadDim];
+    store_first_key(rotated, spec_.head_dim, first_key);
+    std::memcpy(quant_.data() + first_key_row(layer, page, head), first_key,
+                static_cast<size_t>(spec_.head_dim) * 2);
   }
   const QuantRow r = quant_row(layer, page, slot, head, is_value);
   uint16_t scales[kMaxHeadDim / kKvQuantGroup];
@@ -169,7 +184,14 @@ void CpuKvCache::store_rotated(int64_t layer, int64_t page, int64_t slot, int64_
 }
 
 void CpuKvCache::load_rotated(int64_t layer, int64_t page, int64_t slot, int64_t head,
-                              bool is_value, float* out) const {
+                              bool is_value, float* out, bool first_position) const {
+  if (first_position && !is_value) {
+    uint16_t first_key[kMaxHeadDim];
+    std::memcpy(first_key, quant_.data() + first_key_row(layer, page, head),
+                static_cast<size_t>(spec_.head_dim) * 2);
+    load_first_key(first_key, spec_.head_dim, out);
+    return;
+  }
   const QuantRow r = quant_row(layer, page, slot, head, is_value);
   uint16_t scales[kMaxHeadDim / kKvQuantGroup];
   std::memcpy(scales, quant_.data() + r.scales, static_cast<size_t>(layout_.scales_per_row) * 2);

@@ -79,10 +79,12 @@ class CpuKvCache final : public KvCacheStorage {
   float* key(int64_t layer, int64_t page, int64_t slot, int64_t head);
   float* value(int64_t layer, int64_t page, int64_t slot, int64_t head);
   // Quantized caches: rotates and quantizes x into the row / reads the row back, rotated.
+  // `first_position`: the row is position 0 of its sequence, whose key is also kept in fp16 and
+  // read from there.
   void store_rotated(int64_t layer, int64_t page, int64_t slot, int64_t head, bool is_value,
-                     const float* x);
+                     const float* x, bool first_position);
   void load_rotated(int64_t layer, int64_t page, int64_t slot, int64_t head, bool is_value,
-                    float* out) const;
+                    float* out, bool first_position) const;
 
  private:
   size_t offset(int64_t layer, int64_t page, int64_t slot, int64_t head) const;
@@ -91,6 +93,7 @@ class CpuKvCache final : public KvCacheStorage {
     size_t scales;
   };
   QuantRow quant_row(int64_t layer, int64_t page, int64_t slot, int64_t head, bool is_value) const;
+  size_t first_key_row(int64_t layer, int64_t page, int64_t head) const;
   KvCacheSpec spec_;
   KvQuantLayout layout_;
   std::vector<float> keys_;

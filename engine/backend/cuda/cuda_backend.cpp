@@ -439,6 +439,10 @@ void CudaKvCache::copy_positions(int32_t from, int32_t to, int64_t count) {
     copy_rows(page_bytes, base, 2 * heads, code_pitch, count * q.row_bytes);
     copy_rows(page_bytes, base + q.k_scales, 2 * heads, scale_pitch, count * q.scales_per_row * 2);
   }
+  // Slot 0 is copied, so each layer's fp16 first keys are too (they matter where it is
+  // position 0 of a sequence).
+  copy_rows(page_bytes, q.first_keys, spec_.num_layers, q.layer_page_bytes,
+            heads * spec_.head_dim * 2);
 }
 
 kernels::KvLayerView CudaKvCache::layer(int64_t index) const {
@@ -455,6 +459,7 @@ kernels::KvLayerView CudaKvCache::layer(int64_t index) const {
     v.v_offset = q.v_codes;
     v.k_scales = q.k_scales;
     v.v_scales = q.v_scales;
+    v.first_keys = q.first_keys;
     v.key_offsets = key_offsets_.as<float>() + index * spec_.num_kv_heads * spec_.head_dim;
     return v;
   }

@@ -118,17 +118,21 @@ TEST(KvCacheQuant, ErrorStaysWithinHalfAStepAndNonFiniteValuesDoNotEscape) {
   }
 }
 
-TEST(KvCacheQuant, BytesPerTokenCountCodesAndScales) {
+TEST(KvCacheQuant, BytesPerTokenCountCodesScalesAndFirstKeys) {
   KvCacheSpec spec{32, 8, 128, 64, 10, KvCacheType::kF16};
   EXPECT_EQ(spec.bytes_per_token(), size_t{32} * 8 * 2 * 128 * 2);  // 128 KiB
-  spec.type = KvCacheType::kQ8;
-  EXPECT_EQ(spec.bytes_per_token(), size_t{32} * 8 * 2 * (128 + 8));
-  spec.type = KvCacheType::kQ6;
-  EXPECT_EQ(spec.bytes_per_token(), size_t{32} * 8 * 2 * (96 + 8));
-  spec.type = KvCacheType::kQ4;
-  EXPECT_EQ(spec.bytes_per_token(), size_t{32} * 8 * 2 * (64 + 8));
   EXPECT_EQ(spec.bytes(), spec.bytes_per_token() * 640);
-  EXPECT_EQ(KvQuantLayout::of(spec).layer_page_bytes * 32, spec.bytes_per_token() * 64);
+  // A page's fp16 first keys (32 layers × 8 heads × 128 dims × 2 bytes) over its 64 positions.
+  const size_t first_keys = size_t{32} * 8 * 128 * 2 / 64;
+  spec.type = KvCacheType::kQ8;
+  EXPECT_EQ(spec.bytes_per_token(), size_t{32} * 8 * 2 * (128 + 8) + first_keys);
+  spec.type = KvCacheType::kQ6;
+  EXPECT_EQ(spec.bytes_per_token(), size_t{32} * 8 * 2 * (96 + 8) + first_keys);
+  spec.type = KvCacheType::kQ4;
+  EXPECT_EQ(spec.bytes_per_token(), size_t{32} * 8 * 2 * (64 + 8) + first_keys);
+  EXPECT_EQ(spec.bytes(), spec.bytes_per_token() * 640);
+  EXPECT_EQ(spec.page_bytes(), spec.bytes_per_token() * 64);
+  EXPECT_EQ(KvQuantLayout::of(spec).layer_page_bytes * 32, spec.page_bytes());
   EXPECT_EQ(parse_kv_cache_type("q6"), KvCacheType::kQ6);
   EXPECT_EQ(parse_kv_cache_type("fp32"), std::nullopt);  // not a choice users have
   EXPECT_STREQ(kv_cache_type_name(KvCacheType::kQ4), "q4");
@@ -163,22 +167,28 @@ TEST(KvCacheQuant, CpuAttentionOverAQuantizedCacheMatchesDenseAttention) {
                        {0, heads, kv_heads, D, 0.125f}, out);
     const std::vector<float> o = backend->read(out, len);
 
-    // What the cache holds, back in the original space.
-    auto held = [&](const std::vector<float>& x) {
+    // What the cache holds, back in the original space (the first position's keys in fp16).
+    auto held = [&](const std::vector<float>& x, bool keys) {
       std::vector<float> y(x.size());
       std::vector<uint8_t> codes(static_cast<size_t>(D * bits / 8));
       uint16_t scales[2];
       for (size_t r = 0; r < x.size() / D; ++r) {
         std::vector<float> row(x.begin() + r * D, x.begin() + (r + 1) * D);
         hadamard_rotate(row.data(), D);
-        quantize_kv_row(row.data(), D, bits, codes.data(), scales);
-        dequantize_kv_row(codes.data(), scales, D, bits, row.data());
+        if (keys && r < static_cast<size_t>(kv_heads)) {
+          std::vector<uint16_t> half(static_cast<size_t>(D));
+          store_first_key(row.data(), D, half.data());
+          load_first_key(half.data(), D, row.data());
+        } else {
+          quantize_kv_row(row.data(), D, bits, codes.data(), scales);
+          dequantize_kv_row(codes.data(), scales, D, bits, row.data());
+        }
         hadamard_rotate(row.data(), D);
         std::copy(row.begin(), row.end(), y.begin() + r * D);
       }
       return y;
     };
-    const std::vector<float> kh = held(kv), vh = held(vv);
+    const std::vector<float> kh = held(kv, true), vh = held(vv, false);
     double worst_held = 0, worst_original = 0, err2 = 0, ref2 = 0;
     for (int64_t t = 0; t < len; ++t) {
       for (int64_t h = 0; h < heads; ++h) {

@@ -268,10 +268,13 @@ TEST(Cli, QuantizedCacheIsPlannedAndAnswers) {
     previous = c["tokens_that_fit"].get<int64_t>();
   }
   // SmolLM2: 30 layers × 3 kv heads × K and V × 64 dims; q4 keeps 4 bits and a 2-byte scale per
-  // 32 values; the CPU's full precision is fp32.
-  EXPECT_EQ(b["cache_choices"][3]["bytes_per_token"], 30 * 3 * 2 * (32 + 4));
+  // 32 values, and each page of 64 positions one fp16 first key per layer and kv head; the
+  // CPU's full precision is fp32.
+  const int q4_per_token = 30 * 3 * 2 * (32 + 4) + 30 * 3 * 64 * 2 / 64;
+  EXPECT_EQ(b["cache_choices"][3]["bytes_per_token"], q4_per_token);
   EXPECT_EQ(b["cache_choices"][0]["bytes_per_token"], 30 * 3 * 2 * 64 * 4);
-  EXPECT_EQ(a["kv_cache"].get<int64_t>() / b["kv_cache"].get<int64_t>(), 256 / 36);
+  EXPECT_EQ(a["kv_cache"].get<int64_t>() / b["kv_cache"].get<int64_t>(),
+            30 * 3 * 2 * 64 * 4 / q4_per_token);
 
   std::ifstream in(test::fixtures_dir() / "model" / "hf_parity.json");
   const json c = json::parse(in)["cases"][0];  // "The capital of France is"
