@@ -453,14 +453,17 @@ void Engine::load(const LoadOptions& options, const ProgressCallback& progress,
   report("allocating cache", 0, 1);
   impl->cache = impl->model->create_kv_cache(impl->resolved.num_pages, impl->resolved.page_size,
                                              options.kv_cache_type);
-  calibrate_key_offsets(*impl->model, *impl->cache, *impl->bundle.tokenizer);
+  if (is_quantized(options.kv_cache_type)) report("measuring the cache's keys", 0, 1);
+  calibrate_key_offsets(*impl->model, *impl->cache, *impl->bundle.tokenizer,
+                        key_offset_tokens(options.device));
   if (options.speculation == Speculation::kDraft) {
     impl->draft_model = std::make_unique<LlamaModel>(
         impl->draft_bundle.info.config, impl->backend(), *impl->draft_bundle.weights, model_options,
         [&](int64_t done, int64_t total) { report("uploading draft", done, total); }, cancel);
     impl->draft_cache = impl->draft_model->create_kv_cache(
         impl->resolved.num_pages, impl->resolved.page_size, options.kv_cache_type);
-    calibrate_key_offsets(*impl->draft_model, *impl->draft_cache, *impl->draft_bundle.tokenizer);
+    calibrate_key_offsets(*impl->draft_model, *impl->draft_cache, *impl->draft_bundle.tokenizer,
+                          key_offset_tokens(options.device));
     impl->drafter = std::make_unique<DraftModel>(*impl->draft_model, *impl->draft_cache);
   }
   GeneratorOptions gen;

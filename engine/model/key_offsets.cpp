@@ -54,6 +54,10 @@ légumes de saison. Am Nachmittag wird es ruhiger, und die Händler packen ihre 
 )";
 }
 
+int64_t key_offset_tokens(DeviceKind device) {
+  return device == DeviceKind::kCpu ? 128 : 512;
+}
+
 std::vector<float> key_offsets_from_means(const LlamaModel& model,
                                           std::vector<float> rotated_means) {
   const ModelConfig& c = model.config();
@@ -80,12 +84,13 @@ std::vector<float> key_offsets_from_means(const LlamaModel& model,
   return rotated_means;
 }
 
-void calibrate_key_offsets(LlamaModel& model, KvCacheStorage& cache, const Tokenizer& tokenizer) {
+void calibrate_key_offsets(LlamaModel& model, KvCacheStorage& cache, const Tokenizer& tokenizer,
+                           int64_t max_tokens) {
   if (!cache.offsets_keys()) return;
   const KvCacheSpec& spec = cache.spec();
   std::vector<int32_t> tokens = tokenizer.encode(key_offset_text(), true);
-  const int64_t n = std::min({static_cast<int64_t>(tokens.size()), model.options().max_seq_len,
-                              spec.num_pages * spec.page_size});
+  const int64_t n = std::min({static_cast<int64_t>(tokens.size()), max_tokens,
+                              model.options().max_seq_len, spec.num_pages * spec.page_size});
   if (n < 2) return;
   tokens.resize(static_cast<size_t>(n));
   std::vector<int32_t> pages(static_cast<size_t>((n + spec.page_size - 1) / spec.page_size));

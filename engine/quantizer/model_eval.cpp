@@ -27,7 +27,7 @@ struct LoadedModel {
 
   LoadedModel(const fs::path& path, Backend& backend, int64_t ctx, const CancelToken& cancel,
               const std::vector<AdapterSpec>& adapters = {},
-              KvCacheType cache_type = KvCacheType::kF16)
+              KvCacheType cache_type = KvCacheType::kF16, int64_t measured_tokens = 0)
       : bundle(open_model(path, true)) {
     LlamaModelOptions o;
     o.max_seq_len = ctx;
@@ -46,7 +46,7 @@ struct LoadedModel {
       adapter_weights.push_back(a.weight);
     }
     if (!slots.empty()) model->set_adapters(slots);
-    calibrate_key_offsets(*model, *cache, *bundle.tokenizer);
+    calibrate_key_offsets(*model, *cache, *bundle.tokenizer, measured_tokens);
   }
   std::vector<float> adapter_weights;  // per slot
 
@@ -130,7 +130,8 @@ PerplexityResult evaluate_perplexity(const fs::path& model, const std::string& t
   const ModelInfo info = Engine::inspect(model);
   check_ctx(o, info.config);
   auto backend = create_backend(o.device, o.cuda_device, o.cpu_threads, o.cpu_linears);
-  LoadedModel m(model, *backend, o.ctx, cancel, o.adapters, o.kv_cache_type);
+  LoadedModel m(model, *backend, o.ctx, cancel, o.adapters, o.kv_cache_type,
+                key_offset_tokens(o.device));
   const std::vector<int32_t> ids = tokenize(m.bundle, text, o);
   const auto n = static_cast<int64_t>(ids.size());
   const int64_t V = m.bundle.info.config.vocab_size;
@@ -170,7 +171,8 @@ KlResult evaluate_kl_divergence(const fs::path& model, const fs::path& reference
   o.ctx = std::min(o.ctx, info.config.max_position_embeddings);
   auto backend = create_backend(o.device, o.cuda_device, o.cpu_threads, o.cpu_linears);
   LoadedModel ref(reference, *backend, o.ctx, cancel);
-  LoadedModel mod(model, *backend, o.ctx, cancel, o.adapters, o.kv_cache_type);
+  LoadedModel mod(model, *backend, o.ctx, cancel, o.adapters, o.kv_cache_type,
+                  key_offset_tokens(o.device));
   const std::vector<int32_t> ids = tokenize(ref.bundle, text, o);
   const auto n = static_cast<int64_t>(ids.size());
   const int64_t V = ref_info.config.vocab_size;

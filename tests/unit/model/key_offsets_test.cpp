@@ -75,7 +75,7 @@ TEST(KeyOffsets, LayerSplitStoresWhatOneBackendStores) {
   auto logits = [&](LlamaModel& model, bool calibrated) {
     auto cache = model.create_kv_cache(16, 16, KvCacheType::kQ4);
     EXPECT_TRUE(cache->offsets_keys());
-    if (calibrated) calibrate_key_offsets(model, *cache, tokenizer);
+    if (calibrated) calibrate_key_offsets(model, *cache, tokenizer, 96);
     const std::vector<int32_t> prompt = tokenizer.encode("offsets reach every stage", false);
     const std::vector<int32_t> pages = {12, 13};
     BatchDesc b;
