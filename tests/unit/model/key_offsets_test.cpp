@@ -1,6 +1,7 @@
 // Key offsets of a quantized KV cache (engine/model/key_offsets.h): only the dims RoPE turns
-// slowly over the context keep their mean, and calibration reaches every part of a layer split,
-// so a split model stores the same keys as a whole one.
+// slowly over the context keep their mean, calibration reaches every part of a layer split (a
+// split model stores the same keys as a whole one), and prefix reuse over such a cache gives
+// the tokens it gives without reuse.
 #include "engine/model/key_offsets.h"
 
 #include <gtest/gtest.h>
@@ -8,10 +9,12 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/kv_cache_quant.h"
+#include "engine/generate/generator.h"
 #include "engine/model/rope.h"
 #include "tests/common/tiny_model.h"
 
@@ -85,6 +88,45 @@ TEST(KeyOffsets, LayerSplitStoresWhatOneBackendStores) {
   const std::vector<float> expected = logits(whole, true);
   EXPECT_EQ(logits(parts, true), expected);
   EXPECT_NE(logits(whole, false), expected);  // the offsets changed what was stored
+}
+
+// Prefix reuse over a q4 cache with key offsets: a job whose prompt shares the start of an
+// earlier one's first page copies those positions (the fp16 first key with them) and gives the
+// tokens it gives without reuse.
+TEST(KeyOffsets, PrefixReuseOverAQuantizedCacheGivesTheSameTokens) {
+  const ModelConfig c = config_with_64_dim_heads();
+  const test::TinyWeights weights(c);
+  const test::ByteTokenizer tokenizer;
+  auto backend = create_cpu_backend(2);
+  LlamaModel model(c, *backend, weights, options());
+  const std::vector<std::string> prompts = {"shared: one", "shared: two", "shared: three"};
+  auto run = [&](bool reuse) {
+    auto cache = model.create_kv_cache(16, 16, KvCacheType::kQ4);
+    calibrate_key_offsets(model, *cache, tokenizer, 64);
+    GeneratorOptions go;
+    go.max_seq_len = options().max_seq_len;
+    go.max_batch_tokens = options().max_batch_tokens;
+    go.prefix_reuse = reuse;
+    Generator generator(model, *cache, tokenizer, go);
+    std::vector<JobResult> results;
+    for (const std::string& p : prompts) {  // one after another: each finds the last's pages
+      JobRequest r;
+      r.prompt = tokenizer.encode(p, false);
+      r.max_tokens = 10;
+      r.ignore_eos = true;
+      const int64_t id = generator.submit(std::move(r));
+      while (!generator.idle()) generator.step();
+      results.push_back(*generator.take_result(id));
+    }
+    return results;
+  };
+  const std::vector<JobResult> without = run(false), with = run(true);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(with[i].tokens, without[i].tokens) << prompts[i];
+    EXPECT_EQ(without[i].cached_tokens, 0);
+  }
+  EXPECT_EQ(with[1].cached_tokens, 8);  // "shared: ", copied from the first job's page 0
+  EXPECT_EQ(with[2].cached_tokens, 9);  // "shared: t", from the second's
 }
 
 }  // namespace
