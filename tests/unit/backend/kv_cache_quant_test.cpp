@@ -26,6 +26,30 @@ std::vector<float> normal(size_t n, std::mt19937& rng, float scale = 1.0f) {
   return v;
 }
 
+// Stores len positions of k, v ([len, kv_heads × D]) into `cache` at pages {2, 0, 3} of one
+// sequence through the CPU backend's attention, and returns its output for q [len, heads × D].
+std::vector<float> attention_over(Backend& backend, KvCacheStorage& cache, int64_t len,
+                                  int64_t heads, int64_t kv_heads, int64_t D,
+                                  const std::vector<float>& q, const std::vector<float>& k,
+                                  const std::vector<float>& v) {
+  const std::vector<int32_t> tokens(static_cast<size_t>(len), 1), table = {2, 0, 3};
+  BatchDesc b;
+  SequenceSlice slice;
+  slice.tokens = tokens;
+  slice.page_table = table;
+  b.seqs.push_back(slice);
+  backend.prepare_batch(b);
+  auto make = [&](int64_t cols, const std::vector<float>& values) {
+    DeviceTensor t = backend.alloc_activation(len, cols);
+    std::copy(values.begin(), values.end(), static_cast<float*>(t.data));
+    return t;
+  };
+  DeviceTensor out = backend.alloc_activation(len, heads * D);
+  backend.attention(make(heads * D, q), make(kv_heads * D, k), make(kv_heads * D, v), cache,
+                    {0, heads, kv_heads, D, 0.125f}, out);
+  return backend.read(out, len);
+}
+
 // H·x from the matrix definition: H[i][j] = (-1)^popcount(i & j) / √n.
 std::vector<double> dense_hadamard(const std::vector<float>& x) {
   const size_t n = x.size();
@@ -148,24 +172,10 @@ TEST(KvCacheQuant, CpuAttentionOverAQuantizedCacheMatchesDenseAttention) {
   for (KvCacheType type : {KvCacheType::kQ8, KvCacheType::kQ6, KvCacheType::kQ4}) {
     auto cache = backend->create_kv_cache({1, kv_heads, D, page, 4, type});
     const int bits = kv_cache_bits(type);
-    std::vector<int32_t> tokens(len, 1), table = {2, 0, 3};
-    BatchDesc b;
-    SequenceSlice slice;
-    slice.tokens = tokens;
-    slice.page_table = table;
-    b.seqs.push_back(slice);
-    backend->prepare_batch(b);
     const auto qv = normal(len * heads * D, rng), kv = normal(len * kv_heads * D, rng, 2.0f),
                vv = normal(len * kv_heads * D, rng);
-    auto make = [&](int64_t cols, const std::vector<float>& values) {
-      DeviceTensor t = backend->alloc_activation(len, cols);
-      std::copy(values.begin(), values.end(), static_cast<float*>(t.data));
-      return t;
-    };
-    DeviceTensor out = backend->alloc_activation(len, heads * D);
-    backend->attention(make(heads * D, qv), make(kv_heads * D, kv), make(kv_heads * D, vv), *cache,
-                       {0, heads, kv_heads, D, 0.125f}, out);
-    const std::vector<float> o = backend->read(out, len);
+    const std::vector<float> o =
+        attention_over(*backend, *cache, len, heads, kv_heads, D, qv, kv, vv);
 
     // What the cache holds, back in the original space (the first position's keys in fp16).
     auto held = [&](const std::vector<float>& x, bool keys) {
@@ -258,23 +268,9 @@ TEST(KvCacheQuant, KeyOffsetsCutTheErrorOfKeysWithACommonPart) {
   const auto qv = normal(len * heads * D, rng), vv = normal(len * kv_heads * D, rng);
   std::vector<float> kv = normal(len * kv_heads * D, rng);
   for (size_t i = 0; i < kv.size(); ++i) kv[i] += common[i % common.size()];
-  std::vector<int32_t> tokens(len, 1), table = {2, 0, 3};
+  const std::vector<int32_t> table = {2, 0, 3};  // attention_over's pages
   auto run = [&](KvCacheStorage& cache) {
-    BatchDesc b;
-    SequenceSlice slice;
-    slice.tokens = tokens;
-    slice.page_table = table;
-    b.seqs.push_back(slice);
-    backend->prepare_batch(b);
-    auto make = [&](int64_t cols, const std::vector<float>& values) {
-      DeviceTensor t = backend->alloc_activation(len, cols);
-      std::copy(values.begin(), values.end(), static_cast<float*>(t.data));
-      return t;
-    };
-    DeviceTensor out = backend->alloc_activation(len, heads * D);
-    backend->attention(make(heads * D, qv), make(kv_heads * D, kv), make(kv_heads * D, vv), cache,
-                       {0, heads, kv_heads, D, 0.125f}, out);
-    return backend->read(out, len);
+    return attention_over(*backend, cache, len, heads, kv_heads, D, qv, kv, vv);
   };
   auto exact = backend->create_kv_cache({1, kv_heads, D, page, 4, KvCacheType::kF32});
   auto plain = backend->create_kv_cache({1, kv_heads, D, page, 4, KvCacheType::kQ4});
