@@ -106,9 +106,9 @@ __global__ void __launch_bounds__(kThreads)
     }
   };
 
-  // The codes are used as they are: a lane's 8 values share one scale s, so
+  // q8/q6 codes are used as they are: a lane's 8 values share one scale s, so
   // q·((c - o)·s) = s·(q·c - o·Σq) and p·(c - o)·s = (p·s)·c - o·(p·s), the second term summed
-  // apart (acc_offset) and taken off once at the end.
+  // apart (acc_offset) and taken off once at the end. q4's levels (codes8) need no offset.
   constexpr float kOffset = kv_code_offset<BITS>();
   float qv[GM][8], q_sum[GM];
 #pragma unroll
@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(kThreads)
         float dot = 0.0f;
 #pragma unroll
         for (int d = 0; d < 8; ++d) dot = fmaf(qv[h][d], kc[d], dot);
-        sc[h][i] = cur[i].k_scale * fmaf(-kOffset, q_sum[h], dot);
+        sc[h][i] = cur[i].k_scale * (kOffset != 0.0f ? fmaf(-kOffset, q_sum[h], dot) : dot);
       }
     }
     if (base == 0 && lg == 0) {
@@ -210,8 +210,10 @@ __global__ void __launch_bounds__(kThreads)
   }
 #pragma unroll
   for (int h = 0; h < GM; ++h) {
+    if constexpr (kOffset != 0.0f) {
 #pragma unroll
-    for (int d = 0; d < 8; ++d) acc[h][d] = fmaf(-kOffset, acc_offset[h], acc[h][d]);
+      for (int d = 0; d < 8; ++d) acc[h][d] = fmaf(-kOffset, acc_offset[h], acc[h][d]);
+    }
   }
 
   // Merge the lane groups.

@@ -81,37 +81,69 @@ __device__ __forceinline__ int code_of(uint2 c, int j) {
   return ((c.x >> (4 * j)) & 15) | (((c.y >> (2 * j)) & 3) << 4);
 }
 
-// A lane's 8 codes as floats (0 .. 2^b - 1), without integer-to-float conversions (a slow
-// instruction): the code is put into the mantissa of 2^23 and 2^23 subtracted.
+// q4's level of u = c - 7.5, in units of the scale: u · (3/4 + 5u²/1024), as kv_q4_level in
+// the reference. Every intermediate is exact in fp32, so any contraction gives the same bits.
+__host__ __device__ __forceinline__ constexpr float q4_level(float u) {
+  return u * (0.75f + 0.0048828125f * (u * u));
+}
+
+// The midpoints between q4's positive levels q4_level(0.5) .. q4_level(7.5).
+template <int I>
+__device__ __forceinline__ constexpr float q4_midpoint() {
+  return 0.5f * (q4_level(I + 0.5f) + q4_level(I + 1.5f));
+}
+
+// A lane's 8 codes as floats v with value (v - kv_code_offset<BITS>()) · scale: q8 and q6 give
+// the code itself (0 .. 2^b - 1), its offset taken once per sum by the caller; q4 gives its
+// level (offset 0). No integer-to-float conversions (a slow instruction): the code is put into
+// the mantissa of 2^23 (q4: 2c + 1 into that of 2^22, which reads c + 0.5) and the power taken
+// off.
 template <int BITS>
 __device__ __forceinline__ void codes8(uint2 c, float out[8]) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
-    uint32_t bits;
     if constexpr (BITS == 8) {
       // Byte j & 3 of the word, two zero bytes and 0x4B of 0x4B000000 (selector 0x754j).
-      bits = __byte_perm(j < 4 ? c.x : c.y, 0x4B000000u, (j & 3) | 0x7540);
+      const uint32_t bits = __byte_perm(j < 4 ? c.x : c.y, 0x4B000000u, (j & 3) | 0x7540);
+      out[j] = __int_as_float(bits) - 8388608.0f;
     } else if constexpr (BITS == 4) {
-      bits = 0x4B000000u | ((c.x >> (4 * j)) & 15u);
+      const uint32_t bits = 0x4A800001u | ((c.x >> (4 * j) << 1) & 30u);
+      out[j] = q4_level(__int_as_float(bits) - 4194312.0f);  // 2^22 + c + 0.5 - (2^22 + 8)
     } else {
-      bits = 0x4B000000u | ((c.x >> (4 * j)) & 15u) | (((c.y >> (2 * j)) & 3u) << 4);
+      const uint32_t bits = 0x4B000000u | ((c.x >> (4 * j)) & 15u) | (((c.y >> (2 * j)) & 3u) << 4);
+      out[j] = __int_as_float(bits) - 8388608.0f;
     }
-    out[j] = __int_as_float(bits) - 8388608.0f;
   }
 }
 
-// The value of code c is (c - kv_code_offset<BITS>()) · scale.
+// The value of code c is (c - kv_code_offset<BITS>()) · scale for q8 and q6; q4's codes8 gives
+// levels, whose offset is 0.
 template <int BITS>
 constexpr float kv_code_offset() {
-  return static_cast<float>(1 << (BITS - 1)) - 0.5f;
+  return BITS == 4 ? 0.0f : static_cast<float>(1 << (BITS - 1)) - 0.5f;
 }
 
 template <int BITS>
 __device__ __forceinline__ void dequant8(uint2 c, float scale, float out[8]) {
   constexpr int kHalf = 1 << (BITS - 1);
 #pragma unroll
-  for (int j = 0; j < 8; ++j)
-    out[j] = (static_cast<float>(code_of<BITS>(c, j) - kHalf) + 0.5f) * scale;
+  for (int j = 0; j < 8; ++j) {
+    if constexpr (BITS == 4) {
+      out[j] = q4_level(static_cast<float>(code_of<BITS>(c, j) - kHalf) + 0.5f) * scale;
+    } else {
+      out[j] = (static_cast<float>(code_of<BITS>(c, j) - kHalf) + 0.5f) * scale;
+    }
+  }
+}
+
+// q4's code of y = x · (1/s), as the reference: 8 + k for y ≥ 0 and 7 - k below, k being how
+// many midpoints |y| reaches (NaN gives 8).
+__device__ __forceinline__ uint32_t q4_code(float y) {
+  const float a = fabsf(y);
+  uint32_t k = (a >= q4_midpoint<0>()) + (a >= q4_midpoint<1>()) + (a >= q4_midpoint<2>()) +
+               (a >= q4_midpoint<3>()) + (a >= q4_midpoint<4>()) + (a >= q4_midpoint<5>()) +
+               (a >= q4_midpoint<6>());
+  return y < 0.0f ? 7u - k : 8u + k;
 }
 
 // A lane's 8 rotated values quantized with its scale group (4 lanes). Every lane of the warp
@@ -136,8 +168,12 @@ __device__ __forceinline__ Codes8 quantize8(const float x[8]) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const float f = __fmul_rn(x[j], inv);  // rounded as the reference's product
-    const uint32_t code =
-        static_cast<uint32_t>(fminf(fmaxf(floorf(f) + static_cast<float>(kHalf), 0.0f), kTop));
+    uint32_t code;
+    if constexpr (BITS == 4) {
+      code = q4_code(f);
+    } else {
+      code = static_cast<uint32_t>(fminf(fmaxf(floorf(f) + static_cast<float>(kHalf), 0.0f), kTop));
+    }
     if constexpr (BITS == 8) {
       if (j < 4) {
         c.lo |= code << (8 * j);

@@ -1,6 +1,7 @@
 #include "engine/backend/kv_cache_quant.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -61,6 +62,21 @@ int code_at(const uint8_t* codes, int64_t d, int64_t j, int bits) {
   return low | (high << 4);
 }
 
+// The midpoints between q4's positive levels kv_q4_level(8 .. 15).
+constexpr std::array<float, 7> q4_midpoints() {
+  std::array<float, 7> t{};
+  for (int i = 0; i < 7; ++i) t[i] = 0.5f * (kv_q4_level(8 + i) + kv_q4_level(9 + i));
+  return t;
+}
+
+int q4_code(float y) {
+  static constexpr std::array<float, 7> kMidpoints = q4_midpoints();
+  const float a = std::fabs(y);
+  int k = 0;
+  for (float t : kMidpoints) k += a >= t ? 1 : 0;
+  return y < 0.0f ? 7 - k : 8 + k;
+}
+
 }  // namespace
 
 void quantize_kv_row(const float* rotated, int64_t head_dim, int bits, uint8_t* codes,
@@ -72,7 +88,7 @@ void quantize_kv_row(const float* rotated, int64_t head_dim, int bits, uint8_t* 
     const float* x = rotated + g * kKvQuantGroup;
     float max_abs = 0.0f;
     for (int i = 0; i < kKvQuantGroup; ++i) max_abs = std::max(max_abs, std::fabs(x[i]));
-    // Rounded up to fp16, so that no value lies beyond the top level by more than half a step.
+    // Rounded up to fp16, so that every |x| · (1/s) stays within 2^(b-1), the levels' range.
     const float wanted = std::fmin(max_abs / static_cast<float>(half), 65504.0f);
     uint16_t scale = float_to_half(wanted);
     if (half_to_float(scale) < wanted) ++scale;
@@ -82,9 +98,11 @@ void quantize_kv_row(const float* rotated, int64_t head_dim, int bits, uint8_t* 
     for (int i = 0; i < kKvQuantGroup; ++i) {
       const int64_t j = g * kKvQuantGroup + i;
       // fmax/fmin before the conversion: a NaN becomes code 0 instead of undefined behaviour.
-      const int c = static_cast<int>(
-          std::fmin(std::fmax(std::floor(x[i] * inv) + static_cast<float>(half), 0.0f),
-                    static_cast<float>(top)));
+      const int c = bits == 4
+                        ? q4_code(x[i] * inv)
+                        : static_cast<int>(std::fmin(
+                              std::fmax(std::floor(x[i] * inv) + static_cast<float>(half), 0.0f),
+                              static_cast<float>(top)));
       if (bits == 8) {
         codes[j] = static_cast<uint8_t>(c);
         continue;
@@ -100,7 +118,8 @@ void dequantize_kv_row(const uint8_t* codes, const uint16_t* scales, int64_t hea
   const int half = 1 << (bits - 1);
   for (int64_t j = 0; j < head_dim; ++j) {
     const float s = half_to_float(scales[j / kKvQuantGroup]);
-    rotated[j] = (static_cast<float>(code_at(codes, head_dim, j, bits) - half) + 0.5f) * s;
+    const int c = code_at(codes, head_dim, j, bits);
+    rotated[j] = (bits == 4 ? kv_q4_level(c) : static_cast<float>(c - half) + 0.5f) * s;
   }
 }
 

@@ -5,8 +5,14 @@
 // It is first rotated by the normalized Walsh-Hadamard transform H (H = Hᵀ = H⁻¹), which
 // spreads an outlier channel over every dim, then cut into groups of kKvQuantGroup values,
 // each with an fp16 scale s = max|x| / 2^(b-1) (rounded up) and b-bit codes
-//   c = clamp(floor(x · (1/s)) + 2^(b-1), 0, 2^b - 1), read back as (c - 2^(b-1) + 0.5) · s
+//   q8, q6: c = clamp(floor(x · (1/s)) + 2^(b-1), 0, 2^b - 1), read back as (c - 2^(b-1) + 0.5) · s
 // (mid-rise: all 2^b levels are used; a zero group has s = 0 and reads back 0).
+//   q4: c is the nearest of 16 levels that lie closer together near zero, read back as
+// kv_q4_level(c) · s. A rotated row is close to normal, and a group of 32 normal values scaled
+// by its maximum is dense in the middle and sparse at the ends: levels placed for that
+// (Lloyd-Max for it, here the odd cubic that follows them) have 15 % less squared error than
+// even steps on a model's rotated keys and values, which cuts the cache's KL divergence 7 %
+// (SmolLM2). The levels are exact in fp32.
 // Attention never rotates the cache back: H is orthonormal, so q·k = (Hq)·(Hk) and
 // Σⱼ pⱼ vⱼ = H(Σⱼ pⱼ Hvⱼ): q is rotated once, the weighted sum of values once.
 //
@@ -63,7 +69,17 @@ void require_kv_quant_supported(KvCacheType type, int64_t head_dim);
 // multiplication by 1/√n, in this order (the kernels do the same operations).
 void hadamard_rotate(float* x, int64_t n);
 
-// One rotated row → codes and scales (fp16 bit patterns).
+// Level of q4 code c (0 .. 15), in units of its scale: u · (3/4 + 5u²/1024) with u = c - 7.5,
+// from ±0.3756 to ±7.6849. Every intermediate is exact in fp32, so any order of the operations
+// (the kernels fuse them) gives these bits.
+constexpr float kv_q4_level(int code) {
+  const float u = static_cast<float>(code) - 7.5f;
+  return u * (0.75f + 0.0048828125f * (u * u));
+}
+
+// One rotated row → codes and scales (fp16 bit patterns). q4's code of y = x · (1/s) is
+// 8 + k for y ≥ 0 and 7 - k below, k being how many of the midpoints between the positive
+// levels |y| reaches (a tie goes to the larger magnitude; NaN gives code 8).
 void quantize_kv_row(const float* rotated, int64_t head_dim, int bits, uint8_t* codes,
                      uint16_t* scales);
 // Codes and scales → the rotated row's values.

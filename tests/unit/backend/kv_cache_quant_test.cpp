@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -77,8 +78,7 @@ TEST(KvCacheQuant, HadamardMatchesTheMatrixAndIsItsOwnInverse) {
 }
 
 TEST(KvCacheQuant, CodesAndScalesFollowTheDefinition) {
-  // One group of 32 with max |x| = 8: q4's scale is 8 / 8 = 1, so x reads back as
-  // floor(x) + 0.5 (clamped to the top level 7.5); q8's scale is 8 / 128.
+  // One group of 32 with max |x| = 8: q4's scale is 8 / 8 = 1, q8's 8 / 128.
   std::vector<float> row(64, 0.0f);
   row[0] = 3.2f;
   row[1] = -8.0f;
@@ -91,17 +91,31 @@ TEST(KvCacheQuant, CodesAndScalesFollowTheDefinition) {
   quantize_kv_row(row.data(), 64, 4, codes.data(), scales);
   EXPECT_EQ(half_to_float(scales[0]), 1.0f);
   EXPECT_EQ(scales[1], 0);
-  // Codes floor(x) + 8: 11, 0, 15 (16 clamped), 7; value j in nibble j % 2 of byte j / 2.
+  // q4's positive levels, written out: u · (3/4 + 5u²/1024) for u = 0.5 .. 7.5.
+  const float levels[8] = {0.3756103515625f, 1.1414794921875f, 1.9512939453125f, 2.8343505859375f,
+                           3.8199462890625f, 4.9373779296875f, 6.2159423828125f, 7.6849365234375f};
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(kv_q4_level(8 + i), levels[i]);
+    EXPECT_EQ(kv_q4_level(7 - i), -kv_q4_level(8 + i));
+  }
+  // The nearest levels: 3.2 → 2.834 (code 11; the midpoint to 3.820 is 3.327), -8 → code 0,
+  // 8 → 15, -0.3 → 7, 0.99 → 9 (past the midpoint 0.759); value j in nibble j % 2 of byte j / 2.
   EXPECT_EQ(codes[0], 11 | (0 << 4));
   EXPECT_EQ(codes[1], 15 | (7 << 4));
-  EXPECT_EQ(codes[15] >> 4, 8);  // value 31: floor(0.99) + 8
+  EXPECT_EQ(codes[15] >> 4, 9);
   std::vector<float> back(64);
   dequantize_kv_row(codes.data(), scales, 64, 4, back.data());
-  EXPECT_EQ(back[0], 3.5f);
-  EXPECT_EQ(back[1], -7.5f);
-  EXPECT_EQ(back[2], 7.5f);
-  EXPECT_EQ(back[3], -0.5f);
+  EXPECT_EQ(back[0], kv_q4_level(11));
+  EXPECT_EQ(back[1], -kv_q4_level(15));
+  EXPECT_EQ(back[2], kv_q4_level(15));
+  EXPECT_EQ(back[3], kv_q4_level(7));
   for (int j = 32; j < 64; ++j) EXPECT_EQ(back[j], 0.0f);
+  // A value exactly on a midpoint goes to the larger magnitude, on both sides of zero.
+  const float midpoint = 0.5f * (kv_q4_level(10) + kv_q4_level(11));
+  row[4] = midpoint;
+  row[5] = -midpoint;
+  quantize_kv_row(row.data(), 64, 4, codes.data(), scales);
+  EXPECT_EQ(codes[2], 11 | (4 << 4));
 
   // q6: the low nibbles as q4, then the high 2 bits of value j at bits 2·(j % 4) of byte
   // 32 + j / 4 (64 values). Scale 8 / 32 = 0.25: 3.2 → floor(12.8) + 32 = 44 = 0b10'1100.
@@ -121,7 +135,7 @@ TEST(KvCacheQuant, CodesAndScalesFollowTheDefinition) {
   EXPECT_EQ(codes[0], static_cast<uint8_t>(std::floor(3.2f * 16.0f) + 128));
 }
 
-TEST(KvCacheQuant, ErrorStaysWithinHalfAStepAndNonFiniteValuesDoNotEscape) {
+TEST(KvCacheQuant, ErrorStaysWithinHalfTheGapAndNonFiniteValuesDoNotEscape) {
   std::mt19937 rng(2);
   for (int bits : {8, 6, 4}) {
     std::vector<float> row = normal(128, rng);
@@ -131,15 +145,41 @@ TEST(KvCacheQuant, ErrorStaysWithinHalfAStepAndNonFiniteValuesDoNotEscape) {
     quantize_kv_row(row.data(), 128, bits, codes.data(), scales);
     std::vector<float> back(128);
     dequantize_kv_row(codes.data(), scales, 128, bits, back.data());
+    // q4's levels are uneven: its widest gap, between the two top levels, is 1.47 steps.
+    const float bound = bits == 4 ? 0.5f * (kv_q4_level(15) - kv_q4_level(14)) : 0.5f;
     for (int j = 0; j < 128; ++j) {
       const float step = half_to_float(scales[j / 32]);
-      EXPECT_LE(std::fabs(back[j] - row[j]), step * 0.5f) << "bits " << bits << " j " << j;
+      EXPECT_LE(std::fabs(back[j] - row[j]), step * bound) << "bits " << bits << " j " << j;
     }
     row[70] = std::numeric_limits<float>::quiet_NaN();
     quantize_kv_row(row.data(), 128, bits, codes.data(), scales);
     dequantize_kv_row(codes.data(), scales, 128, bits, back.data());
     for (int j = 64; j < 96; ++j) EXPECT_TRUE(std::isfinite(back[j]));
   }
+}
+
+TEST(KvCacheQuant, Q4LevelsHaveLessErrorThanEvenStepsOnNormalRows) {
+  // Rotated rows are close to normal; even steps (what q8 and q6 use) would read a q4 code c back
+  // as (c - 7.5) · s.
+  std::mt19937 rng(5);
+  double levels_error = 0, even_error = 0;
+  for (int r = 0; r < 200; ++r) {
+    const std::vector<float> row = normal(128, rng);
+    std::vector<uint8_t> codes(64);
+    uint16_t scales[4];
+    quantize_kv_row(row.data(), 128, 4, codes.data(), scales);
+    std::vector<float> back(128);
+    dequantize_kv_row(codes.data(), scales, 128, 4, back.data());
+    for (int j = 0; j < 128; ++j) {
+      const float s = half_to_float(scales[j / 32]);
+      const float even = (std::clamp(std::floor(row[j] / s), -8.0f, 7.0f) + 0.5f) * s;
+      levels_error += std::pow(back[j] - row[j], 2);
+      even_error += std::pow(even - row[j], 2);
+    }
+  }
+  std::printf("[ q4 ] squared error of normal rows: levels %.4f, even steps %.4f (ratio %.3f)\n",
+              levels_error, even_error, levels_error / even_error);
+  EXPECT_LT(levels_error, 0.9 * even_error);
 }
 
 TEST(KvCacheQuant, BytesPerTokenCountCodesScalesAndFirstKeys) {

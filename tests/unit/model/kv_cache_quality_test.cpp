@@ -2,8 +2,9 @@
 // cache on held-out text: KL divergence and perplexity, the figures users choose a cache by.
 // The caches store keys less their measured mean (engine/model/key_offsets.h) and keep each
 // sequence's first key in fp16 (engine/backend/kv_cache_quant.h). Gates (512 tokens, 256-token
-// windows; measured: −0.03 / +0.01 / +3.4 % and KL 8.4e-5 / 1.31e-3 / 2.00e-2; without either
-// change 1.57e-4 / 2.48e-3 / 3.90e-2, which the KL gates would fail): perplexity within +0.3 %
+// windows; measured: −0.03 / +0.01 / +2.4 % and KL 8.4e-5 / 1.31e-3 / 1.87e-2 (q4 with even
+// steps instead of its levels: +3.4 %, 2.00e-2); without offsets and first keys 1.57e-4 /
+// 2.48e-3 / 3.90e-2, which the KL gates would fail): perplexity within +0.3 %
 // (q8), +1.2 % (q6), +5 % (q4); mean KL ≤ 1.0e-4, 1.5e-3, 2.7e-2; each type further from full
 // precision than the one with more bits.
 #include <gtest/gtest.h>
