@@ -97,7 +97,7 @@ void quantize_kv_row(const float* rotated, int64_t head_dim, int bits, uint8_t* 
     const float inv = s > 0.0f ? 1.0f / s : 0.0f;
     for (int i = 0; i < kKvQuantGroup; ++i) {
       const int64_t j = g * kKvQuantGroup + i;
-      // fmax/fmin before the conversion: a NaN becomes code 0 instead of undefined behaviour.
+      // q8/q6: fmax/fmin before the conversion, so a NaN becomes code 0, not undefined behaviour.
       const int c = bits == 4
                         ? q4_code(x[i] * inv)
                         : static_cast<int>(std::fmin(
