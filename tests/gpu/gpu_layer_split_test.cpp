@@ -30,8 +30,9 @@ using multi_gpu_test::three_prompts;
 
 // Logits of a prompt step (three prompts of different lengths, one wanting every row), then of
 // `steps` decode steps of all three (the first runs directly, the next are captured and replayed).
-std::vector<std::vector<float>> run_steps(LlamaModel& model, int steps = 6) {
-  auto cache = model.create_kv_cache(kPages, kPage);
+std::vector<std::vector<float>> run_steps(LlamaModel& model, KvCacheType type = KvCacheType::kF16,
+                                          int steps = 6) {
+  auto cache = multi_gpu_test::create_cache(model, type);
   const int64_t vocab = model.config().vocab_size;
   const auto [prompts, pages] = three_prompts(vocab);
   std::vector<std::vector<float>> out;
@@ -72,18 +73,18 @@ class GpuLayerSplit : public ::testing::Test {
 
   // The model on GPU 0 alone, then split over GPUs 0 and 1 at `first_layers`.
   void expect_identical(const ModelConfig& config, const TensorSource& weights,
-                        int64_t first_layers) {
+                        int64_t first_layers, KvCacheType type = KvCacheType::kF16) {
     std::vector<std::vector<float>> one, two;
     {
       LlamaModel whole(config, *backends_[0], weights, model_options());
-      one = run_steps(whole);
+      one = run_steps(whole, type);
     }
     {
       LayerPlacement p{{backends_[0].get(), backends_[1].get()},
                        {first_layers, config.num_layers - first_layers}};
       LlamaModel split(config, p, weights, model_options());
       EXPECT_EQ(&split.backend(), backends_[1].get());
-      two = run_steps(split);
+      two = run_steps(split, type);
     }
     ASSERT_EQ(one.size(), two.size());
     for (size_t step = 0; step < one.size(); ++step) {
@@ -110,6 +111,16 @@ TEST_F(GpuLayerSplit, QuantizedLogitsAreBitIdenticalToOneGpu) {
     SyntheticQuantSource weights(config, so);
     config.quantization_config_json = weights.quantization_config_json();
     expect_identical(config, weights, config.num_layers / 2);
+  }
+}
+
+// A quantized cache divides by layer with its key offsets: each GPU's part gets its layers'.
+TEST_F(GpuLayerSplit, QuantizedCachesWithKeyOffsetsAreBitIdenticalToOneGpu) {
+  const ModelConfig config = synthetic_model_config("tiny");
+  SyntheticSource weights(config, 3, DType::kF16);
+  for (KvCacheType type : {KvCacheType::kQ8, KvCacheType::kQ6, KvCacheType::kQ4}) {
+    SCOPED_TRACE(kv_cache_type_name(type));
+    expect_identical(config, weights, 1, type);
   }
 }
 

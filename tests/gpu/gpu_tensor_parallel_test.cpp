@@ -41,9 +41,11 @@ using multi_gpu_test::three_prompts;
 // Logits rows of a prompt step (three prompts of different lengths, one wanting every row), then
 // of `steps` decode steps of all three, fed the same made-up tokens whatever the logits say (so
 // both models always see the same inputs). The first decode step runs directly, the rest are
-// captured and replayed.
-std::vector<std::vector<float>> run_steps(LlamaModel& model, int steps = 6) {
-  auto cache = model.create_kv_cache(kPages, kPage);
+// captured and replayed. `mean_keys`, when given, receives the cache's mean stored key over the
+// 130-token prompt (KvCacheStorage::mean_keys), as a loaded model's calibration reads it.
+std::vector<std::vector<float>> run_steps(LlamaModel& model, KvCacheType type = KvCacheType::kF16,
+                                          std::vector<float>* mean_keys = nullptr, int steps = 6) {
+  auto cache = multi_gpu_test::create_cache(model, type);
   const int64_t vocab = model.config().vocab_size;
   const auto [prompts, pages] = three_prompts(vocab);
   std::vector<std::vector<float>> rows;
@@ -67,6 +69,8 @@ std::vector<std::vector<float>> run_steps(LlamaModel& model, int steps = 6) {
     }
     keep(model.backend().read(model.forward(decode, *cache), 3), 3);
   }
+  if (mean_keys)
+    *mean_keys = cache->mean_keys(pages[1], 0, static_cast<int64_t>(prompts[1].size()));
   return rows;
 }
 
@@ -124,18 +128,34 @@ class GpuTensorParallel : public ::testing::Test {
     one_ = create_cuda_backend({});
   }
 
-  void expect_close(const ModelConfig& config, const TensorSource& weights, const char* what) {
+  // With a quantized cache, also compares the mean keys read back over a prompt: the one GPU's
+  // and the parts' gathered by head must agree to within the inputs' small differences.
+  void expect_close(const ModelConfig& config, const TensorSource& weights, const char* what,
+                    KvCacheType type = KvCacheType::kF16) {
     std::vector<std::vector<float>> one, tp;
+    std::vector<float> one_keys, tp_keys;
+    const bool quantized = is_quantized(type);
     {
       LlamaModel whole(config, *one_, weights, model_options());
-      one = run_steps(whole);
+      one = run_steps(whole, type, quantized ? &one_keys : nullptr);
     }
     {
       auto backend = create_tensor_parallel_backend(
           {0, 1},
           {config.num_heads, config.num_kv_heads, config.head_dim, config.intermediate_size});
       LlamaModel model(config, *backend, weights, model_options());
-      tp = run_steps(model);
+      tp = run_steps(model, type, quantized ? &tp_keys : nullptr);
+    }
+    if (quantized) {
+      ASSERT_EQ(one_keys.size(), tp_keys.size()) << what;
+      double diff = 0, norm = 0;
+      for (size_t i = 0; i < one_keys.size(); ++i) {
+        diff += std::pow(double(tp_keys[i]) - one_keys[i], 2);
+        norm += std::pow(double(one_keys[i]), 2);
+      }
+      const double relative = std::sqrt(diff / std::max(norm, 1e-30));
+      std::printf("%s: mean keys over the prompt differ by %.3g (relative L2)\n", what, relative);
+      EXPECT_LT(relative, 2e-2) << what;
     }
     ASSERT_EQ(one.size(), tp.size());
     const Agreement a = compare(one, tp);
@@ -164,6 +184,20 @@ TEST_F(GpuTensorParallel, QuantizedLogitsMatchOneGpu) {
     SyntheticQuantSource weights(config, so);
     config.quantization_config_json = weights.quantization_config_json();
     expect_close(config, weights, format);
+  }
+}
+
+// Quantized caches divide by kv head like the fp16 one: each GPU's part gets its heads' key
+// offsets, and the mean keys read back are gathered in head order. tiny-odd's heads divide
+// unevenly.
+TEST_F(GpuTensorParallel, QuantizedCachesWithKeyOffsetsMatchOneGpu) {
+  for (const char* name : {"tiny", "tiny-odd"}) {
+    const ModelConfig config = synthetic_model_config(name);
+    SyntheticSource weights(config, 3, DType::kF16);
+    for (KvCacheType type : {KvCacheType::kQ8, KvCacheType::kQ4}) {
+      const std::string what = std::string(name) + " " + kv_cache_type_name(type);
+      expect_close(config, weights, what.c_str(), type);
+    }
   }
 }
 

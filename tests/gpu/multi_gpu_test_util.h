@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/backend/cuda/cuda_backend.h"
@@ -42,6 +44,23 @@ inline Prompts three_prompts(int64_t vocab) {
   p.tokens[2] = {static_cast<int32_t>(17 % vocab)};
   p.pages = {{0, 1, 2}, {3, 4, 5, 6}, {7, 8}};
   return p;
+}
+
+// The model's cache of `type`. A quantized one gets key offsets first, as a loaded model's has
+// them (KvCacheStorage::set_key_offsets): made-up values that differ by layer, head and dim, so
+// that a part given another head's or layer's offsets would store other codes.
+inline std::unique_ptr<KvCacheStorage> create_cache(const LlamaModel& model, KvCacheType type) {
+  auto cache = model.create_kv_cache(kPages, kPage, type);
+  if (is_quantized(type)) {
+    const KvCacheSpec& spec = cache->spec();
+    std::vector<float> offsets(
+        static_cast<size_t>(spec.num_layers * spec.num_kv_heads * spec.head_dim));
+    for (size_t i = 0; i < offsets.size(); ++i) {
+      offsets[i] = 0.4f * std::sin(0.37f * static_cast<float>(i) + 1.0f);
+    }
+    cache->set_key_offsets(offsets);
+  }
+  return cache;
 }
 
 }  // namespace hearth::multi_gpu_test
