@@ -5,8 +5,9 @@
 // divergence stays under 1e-4 and the top token is the same except where one GPU's two best
 // logits lie within fp16 rounding of each other (counted and printed). fp16, EXL2 and GPTQ
 // synthetic models (one with heads that divide unevenly), SmolLM2 from its GGUF, and the Engine's
-// greedy tokens. Also: the fused all-reduce and norm against the two steps, and act-order MLPs
-// divided without overlap.
+// greedy tokens. Quantized caches (q8, q4) with key offsets, divided by kv head: their
+// disagreement is held against what the cache type itself costs. Also: the fused all-reduce and
+// norm against the two steps, and act-order MLPs divided without overlap.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -128,41 +129,69 @@ class GpuTensorParallel : public ::testing::Test {
     one_ = create_cuda_backend({});
   }
 
-  // With a quantized cache, also compares the mean keys read back over a prompt: the one GPU's
-  // and the parts' gathered by head must agree to within the inputs' small differences.
-  void expect_close(const ModelConfig& config, const TensorSource& weights, const char* what,
-                    KvCacheType type = KvCacheType::kF16) {
+  // The model on one GPU and over two: logits of the same inputs, and with a quantized cache the
+  // mean keys it reads back over the 130-token prompt.
+  struct Runs {
     std::vector<std::vector<float>> one, tp;
     std::vector<float> one_keys, tp_keys;
+  };
+  Runs run_both(const ModelConfig& config, const TensorSource& weights, KvCacheType type) {
+    Runs r;
     const bool quantized = is_quantized(type);
     {
       LlamaModel whole(config, *one_, weights, model_options());
-      one = run_steps(whole, type, quantized ? &one_keys : nullptr);
+      r.one = run_steps(whole, type, quantized ? &r.one_keys : nullptr);
     }
     {
       auto backend = create_tensor_parallel_backend(
           {0, 1},
           {config.num_heads, config.num_kv_heads, config.head_dim, config.intermediate_size});
       LlamaModel model(config, *backend, weights, model_options());
-      tp = run_steps(model, type, quantized ? &tp_keys : nullptr);
+      r.tp = run_steps(model, type, quantized ? &r.tp_keys : nullptr);
     }
-    if (quantized) {
-      ASSERT_EQ(one_keys.size(), tp_keys.size()) << what;
-      double diff = 0, norm = 0;
-      for (size_t i = 0; i < one_keys.size(); ++i) {
-        diff += std::pow(double(tp_keys[i]) - one_keys[i], 2);
-        norm += std::pow(double(one_keys[i]), 2);
-      }
-      const double relative = std::sqrt(diff / std::max(norm, 1e-30));
-      std::printf("%s: mean keys over the prompt differ by %.3g (relative L2)\n", what, relative);
-      EXPECT_LT(relative, 2e-2) << what;
-    }
-    ASSERT_EQ(one.size(), tp.size());
-    const Agreement a = compare(one, tp);
+    return r;
+  }
+
+  void expect_close(const ModelConfig& config, const TensorSource& weights, const char* what) {
+    const Runs r = run_both(config, weights, KvCacheType::kF16);
+    ASSERT_EQ(r.one.size(), r.tp.size());
+    const Agreement a = compare(r.one, r.tp);
     std::printf("%s: %d rows, mean KL %.3g, same top %d, near ties %d, other differences %d\n",
                 what, a.rows, a.mean_kl, a.same_top, a.near_ties, a.differ_no_tie);
     EXPECT_LE(a.mean_kl, 1e-4) << what;
     EXPECT_EQ(a.differ_no_tie, 0) << what;
+  }
+
+  // A quantized cache rounds keys and values to a few levels, so the all-reduce's other rounding
+  // of a layer's input can move a code by a level, and the two runs' logits differ by more than
+  // with an fp16 cache. Required: that disagreement is at most half of what the cache type itself
+  // costs (one GPU, this cache against fp16; on 2× H200 it was 0.18–0.26 of it for q8 and
+  // 0.03–0.07 for q4), and the mean keys read back agree. A part
+  // given another head's offsets, or read back in another head order, would be off by about the
+  // keys' whole size there.
+  void expect_cache_close(const ModelConfig& config, const TensorSource& weights,
+                          const std::string& what, KvCacheType type) {
+    std::vector<std::vector<float>> exact;
+    {
+      LlamaModel whole(config, *one_, weights, model_options());
+      exact = run_steps(whole, KvCacheType::kF16);
+    }
+    const Runs r = run_both(config, weights, type);
+    ASSERT_EQ(r.one_keys.size(), r.tp_keys.size()) << what;
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < r.one_keys.size(); ++i) {
+      diff += std::pow(double(r.tp_keys[i]) - r.one_keys[i], 2);
+      norm += std::pow(double(r.one_keys[i]), 2);
+    }
+    const double keys = std::sqrt(diff / std::max(norm, 1e-30));
+    ASSERT_EQ(r.one.size(), r.tp.size());
+    const Agreement cost = compare(exact, r.one), a = compare(r.one, r.tp);
+    std::printf(
+        "%s: mean keys differ by %.3g (relative L2); cache against fp16: mean KL %.3g; two GPUs "
+        "against one: mean KL %.3g, same top %d of %d\n",
+        what.c_str(), keys, cost.mean_kl, a.mean_kl, a.same_top, a.rows);
+    EXPECT_LT(keys, 0.1) << what;
+    EXPECT_LE(a.mean_kl, 0.5 * cost.mean_kl) << what;
   }
 
   std::unique_ptr<Backend> one_;
@@ -195,8 +224,7 @@ TEST_F(GpuTensorParallel, QuantizedCachesWithKeyOffsetsMatchOneGpu) {
     const ModelConfig config = synthetic_model_config(name);
     SyntheticSource weights(config, 3, DType::kF16);
     for (KvCacheType type : {KvCacheType::kQ8, KvCacheType::kQ4}) {
-      const std::string what = std::string(name) + " " + kv_cache_type_name(type);
-      expect_close(config, weights, what.c_str(), type);
+      expect_cache_close(config, weights, std::string(name) + " " + kv_cache_type_name(type), type);
     }
   }
 }
