@@ -149,6 +149,15 @@ cudaError_t quant_dequantize(const Launch& l, const QuantMatrix& m, int64_t n_be
 cudaError_t quant_gather_x(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
                            void* x_stored);
 
+// The many-row product on the tensor cores without the fp16 copy (kernels/quant_mma_gemm.cu):
+// out[R, N] = x_stored[R, K'] · w_storedᵀ (+ bias), the weights decoded in registers from the
+// packed tiles. x: fp16, ld_x elements between rows (a multiple of 8, 16-byte aligned), in the
+// weights' stored row order (quant_gather_x's output, or x itself when the rows are in order);
+// columns from k_valid on (a multiple of 8, at most chunks · 32) are taken as zeros. bias: f32
+// [N] or null; out: fp16 or f32 [R, N]. K is not split: a row's result does not depend on R.
+cudaError_t quant_mma_gemm(const Launch& l, const QuantMatrix& m, const void* x, int64_t ld_x,
+                           int64_t k_valid, int64_t rows, const float* bias, void* out, Elem out_t);
+
 // An embedding lookup in a packed table (GGUF's token_embd, a tied head): out[r][k] = W[id][k] in
 // fp16, decoded as the fused product decodes it, id = tokens[r]; ids outside [0, N) give zeros.
 // out is [rows, K].

@@ -3,7 +3,7 @@
 //   quant_bench [--models llama3-8b,llama2-7b] [--quants exl2:4.0,gptq:4:128]
 //               [--prefill 512,2048] [--batches 1,8,32] [--context 512] [--cache q4] [--steps 32]
 //               [--device 0] [--no-sweep] [--profile-step] [--fold-norm-rows N]
-//               [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N]
+//               [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] [--mma-rows N]
 //               [--decode-blocks-per-sm N] [--decode-tensor-cores 0|1] [--json]
 //               [--json-out FILE]
 //
@@ -37,7 +37,7 @@ int usage() {
                "[--batches N,..] [--check-tokens K,..] [--lora-rank R] [--lora-adapters N] "
                "[--context N] [--cache fp16|q8|q6|q4] [--steps N] [--device N] [--no-sweep] "
                "[--fold-norm-rows N] [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] "
-               "[--decode-blocks-per-sm N] [--decode-tensor-cores 0|1] "
+               "[--mma-rows N] [--decode-blocks-per-sm N] [--decode-tensor-cores 0|1] "
                "[--profile-step] "
                "[--json] "
                "[--json-out FILE]\n");
@@ -94,6 +94,8 @@ int main(int argc, char** argv) {
         o.staged_x_min_rows = std::stoll(value());
       else if (a == "--fused-rows")
         o.quant_fused_max_rows = std::stoll(value());
+      else if (a == "--mma-rows")
+        o.quant_mma_min_rows = std::stoll(value());
       else if (a == "--decode-blocks-per-sm")
         o.decode_attention_blocks_per_sm = std::stoi(value());
       else if (a == "--decode-tensor-cores")

@@ -2,7 +2,8 @@
 // dequantizes bit-exactly as docs/FORMATS.md §1.9 and §2.6), through the Backend interface:
 // every bit width and mix, GPTQ 2/3/4/8 bits with act-order, asym and odd group sizes, odd
 // shapes (K not a multiple of 128 or 32, padded N, short last groups), 1..32 rows on the fused
-// kernels and more on the dequantize + cuBLAS path (weights in stored row order, x gathered);
+// kernels and more on the dequantize + cuBLAS path (weights in stored row order, x gathered) or
+// on the packed-tile product (kernels::quant_mma_gemm);
 // batch invariance; a whole quantized model, prefill and decode steps replayed from CUDA graphs;
 // linears of one input sharing a launch; LoRA adapters folded into that launch.
 //
@@ -482,6 +483,80 @@ TEST_F(QuantGpu, RowGroupsGiveEachRowTheBitsOfItsGroupAlone) {
       EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref)
           << "matrix " << i << ", " << rows << " rows: " << d.str();
     }
+  }
+}
+
+// The many-row product straight from the packed tiles (kernels::quant_mma_gemm, here for every
+// launch past 32 rows) against the CPU: every EXL2 width and mix, GPTQ act-order, asym, odd groups
+// and per-channel, every GGUF type; shapes that are not multiples of the block's 128 outputs or
+// 128 rows; K in order and gathered. A row's bits do not depend on the batch.
+TEST_F(QuantGpu, PackedTileProductMatchesTheCpuAndKeepsRowsBatchInvariant) {
+  CudaBackendOptions o;
+  o.quant_fused_max_rows = kernels::kQuantGemmMaxRows;
+  o.quant_mma_min_rows = kernels::kQuantGemmMaxRows + 1;
+  auto mma = create_cuda_backend(o);
+  const std::vector<int64_t> rows = {33, 100, 129, 300};
+  auto single = [](int b, int64_t gs) {
+    Exl2Recipe r;
+    r.parts = {{b, 1.0}};
+    r.group_size = {{b, gs}};
+    return r;
+  };
+  Exl2Recipe all6;
+  all6.parts = {{8, 0.1}, {6, 0.1}, {5, 0.2}, {4, 0.2}, {3, 0.2}, {2, 0.2}};
+  all6.group_size = {{8, 32}, {6, 32}, {5, 64}, {4, 64}, {3, 128}, {2, 128}};
+  struct Exl2Case {
+    int64_t k, n;
+    Exl2Recipe recipe;
+    bool bias;
+  };
+  std::vector<Exl2Case> exl2 = {{4096, 1024, exl2_recipe_for_bpw(4.0), true},
+                                {2048, 1001, exl2_head_recipe(), false},
+                                {1000, 256, all6, true},
+                                {1056, 96, single(4, 128), false}};
+  for (int b : {2, 3, 5, 6, 8}) exl2.push_back({768, 160, single(b, 32), b % 2 == 0});
+  for (size_t i = 0; i < exl2.size(); ++i) {
+    const Exl2Case& c = exl2[i];
+    TensorMap t;
+    make_exl2_layer(t, "l", c.k, c.n, c.recipe, 400 + i, c.bias);
+    MemoryTensorSource src(std::move(t));
+    QuantizedLinearOptions q;
+    q.out_features = c.n;
+    expect_matches(
+        *mma, *cpu, source_of(src, "l", q), rows,
+        "EXL2 " + std::to_string(c.k) + "x" + std::to_string(c.n) + " case " + std::to_string(i));
+  }
+  const std::vector<GptqRecipe> gptq = {{4, 128, true, true, false},
+                                        {3, 128, true, false, true},
+                                        {8, 32, true, false, false},
+                                        {4, 100, false, true, false},
+                                        {4, -1, false, false, false}};
+  for (size_t i = 0; i < gptq.size(); ++i) {
+    const GptqRecipe& r = gptq[i];
+    const int64_t k = r.group_size == 100 ? 1000 : 1024;
+    TensorMap t;
+    make_gptq_layer(t, "l", k, 608, r, 500 + i);
+    MemoryTensorSource src(std::move(t));
+    QuantizedLinearOptions q;
+    q.quantization_config_json = gptq_config_json(r);
+    expect_matches(*mma, *cpu, source_of(src, "l", q), rows,
+                   "GPTQ " + std::to_string(r.bits) + "-bit g" + std::to_string(r.group_size) +
+                       (r.act_order ? " act-order" : "") + (r.sym ? " sym" : " asym"));
+  }
+  for (GgmlType type : kGgufTypes) {
+    const RandomGgufLinear l = random_gguf_linear(type, 29);
+    expect_matches(*mma, *cpu, l.source, {33, 130}, l.source.name);
+  }
+  // Batch invariance: the first rows of a 300-row launch against launches of those rows alone.
+  TensorMap t;
+  make_exl2_layer(t, "l", 4096, 4096, exl2_recipe_for_bpw(4.0), 7, true);
+  MemoryTensorSource src(std::move(t));
+  const LinearSource s = source_of(src, "l", QuantizedLinearOptions{});
+  const auto x = random_values(static_cast<size_t>(300 * 4096), 8, 1.0f);
+  const auto all = run_linear(*mma, s, x, 300);
+  for (int64_t n : {33, 128, 129, 257}) {
+    const auto part = run_linear(*mma, s, std::vector<float>(x.begin(), x.begin() + n * 4096), n);
+    EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin())) << "rows " << n;
   }
 }
 

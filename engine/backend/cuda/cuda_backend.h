@@ -59,6 +59,11 @@ struct CudaBackendOptions {
   // On an H200 (Llama-3-8B EXL2 4.0, tokens/s, fused against cuBLAS): 33 rows 3389 / 2146, 48
   // 3829 / 2731, 64 4879 / 3587, 96 5057 / 4615, 128 5188 / 5469.
   int64_t quant_fused_max_rows = 96;
+  // Quantized linears of more rows than the fused kernel takes, from this many rows on, run
+  // kernels::quant_mma_gemm (the weights decoded in registers into the tensor-core operands)
+  // instead of dequantizing them for cuBLAS; 0: never. Off until it has been measured against the
+  // cuBLAS path on a GPU (quant_bench --mma-rows).
+  int64_t quant_mma_min_rows = 0;
   // Decode attention over a batch: the blocks per multiprocessor its (sequence, kv head) pairs'
   // splits aim at (kernels::DecodeShape::blocks_per_sm; 0: every split a block; the same bits).
   // 1 measured best against 0, 2 and 4 at batches 4 to 32 (docs/PERFORMANCE.md).

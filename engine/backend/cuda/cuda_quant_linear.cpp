@@ -270,18 +270,29 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
   flush_quant_linears();
   const float* bias = w.bias ? w.bias.as<float>() : nullptr;
   const kernels::Elem out_t = to_elem(out.dtype);
-  // More rows than the fused kernel takes: fp16 weights slice by slice (output rows, multiples of
-  // 32), then cuBLAS, in the weights' stored row order (x gathered into that order once, unless it
-  // already is).
   const int64_t N = m.out_features, stored_rows = m.chunks * 32;
-  const void* x_gemm = x.data;
-  int64_t k_gemm = m.in_features, ld_x = m.in_features;
-  if (!w.rows_in_order) {
+  // x in the weights' stored row order, gathered once unless it already is.
+  auto x_in_stored_order = [&]() -> const void* {
     grow_workspace(quant_x_, static_cast<size_t>(rows * stored_rows) * 2,
                    "activations of large batches in stored row order");
     check_launch(kernels::quant_gather_x(launch_plain(), m, x.data, rows, quant_x_.get()),
                  "quant_gather_x");
-    x_gemm = quant_x_.get();
+    return quant_x_.get();
+  };
+  if (options_.quant_mma_min_rows > 0 && rows >= options_.quant_mma_min_rows) {
+    const bool direct = w.rows_in_order && m.in_features % 8 == 0;
+    const void* xs = direct ? x.data : x_in_stored_order();
+    const int64_t k = direct ? m.in_features : stored_rows;
+    check_launch(kernels::quant_mma_gemm(launch_plain(), m, xs, k, k, rows, bias, out.data, out_t),
+                 "quant_mma_gemm");
+    return;
+  }
+  // Otherwise fp16 weights slice by slice (output rows, multiples of 32), then cuBLAS, in the
+  // weights' stored row order.
+  const void* x_gemm = x.data;
+  int64_t k_gemm = m.in_features, ld_x = m.in_features;
+  if (!w.rows_in_order) {
+    x_gemm = x_in_stored_order();
     k_gemm = ld_x = stored_rows;
   }
   int64_t slice =
