@@ -155,8 +155,12 @@ cudaError_t quant_gather_x(const Launch& l, const QuantMatrix& m, const void* x,
 // weights' stored row order (quant_gather_x's output, or x itself when the rows are in order);
 // columns from k_valid on (a multiple of 8, at most chunks · 32) are taken as zeros. bias: f32
 // [N] or null; out: fp16 or f32 [R, N]. K is not split: a row's result does not depend on R.
+// A block computes 128 outputs × 128 rows (kTall) or 256 outputs × 64 rows (kWide: half the x
+// traffic per weight, and more blocks for fewer rows); the same bits either way.
+enum class QuantMmaBlock { kTall, kWide };
 cudaError_t quant_mma_gemm(const Launch& l, const QuantMatrix& m, const void* x, int64_t ld_x,
-                           int64_t k_valid, int64_t rows, const float* bias, void* out, Elem out_t);
+                           int64_t k_valid, int64_t rows, const float* bias, void* out, Elem out_t,
+                           QuantMmaBlock shape = QuantMmaBlock::kTall);
 
 // An embedding lookup in a packed table (GGUF's token_embd, a tied head): out[r][k] = W[id][k] in
 // fp16, decoded as the fused product decodes it, id = tokens[r]; ids outside [0, N) give zeros.

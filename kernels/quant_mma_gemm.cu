@@ -6,15 +6,14 @@
 // kernels/quant_chunk_math.cuh): each lane's words decode into exactly its mma.sync A fragments,
 // bit-identical to the reference dequantizers.
 //
-// A block computes kColumns 32-output columns × kRows x rows over the whole K, in stages of
-// kStageChunks chunks: the stage's x (in stored row order: quant_gather_x's output, or x itself
-// when the rows are in order), the columns' weight words and the chunks' group records go to
-// shared memory by cp.async, kStages - 1 stages ahead of the one being multiplied. Each warp takes
-// one column and 64 rows: per chunk it decodes its lane's words once and runs 2 × 2 × 8 MMAs on
-// them, with B fragments from ldmatrix. Weights are cheaper to load than x (4 bits against 16),
-// so a block is as tall in rows as its registers allow and the row blocks of one column block run
-// side by side (the row block is the fastest-moving block index): all but the first read the
-// weights from L2.
+// A block computes a few 32-output columns × 64 or 128 x rows (MmaBlock) over the whole K, in
+// stages of kStageChunks chunks: the stage's x (in stored row order: quant_gather_x's output, or x
+// itself when the rows are in order), the columns' weight words and the chunks' group records go
+// to shared memory by cp.async, kStages - 1 stages ahead of the one being multiplied. Each warp
+// takes one column and 64 rows: per chunk it decodes its lane's words once and runs 2 × 2 × 8 MMAs
+// on them, with B fragments from ldmatrix. Weights are cheaper to load than x (4 bits against
+// 16), which favours wide blocks; the row blocks of one column block run side by side (the row
+// block is the fastest-moving block index), so all but the first read the weights from L2.
 //
 // K is not split: every output is summed over the chunks in order by one warp, so a row's result
 // depends neither on the batch size nor on which rows share its block.
@@ -29,11 +28,7 @@ namespace {
 
 using qchunk::GroupScales;
 
-constexpr int kColumns = 4;   // 32-output columns per block, one warp each
-constexpr int kRowWarps = 2;  // warps along the rows
 constexpr int kRowTiles = 8;  // 8-row MMA tiles per warp: 64 rows
-constexpr int kRows = kRowWarps * kRowTiles * 8;
-constexpr int kThreads = kColumns * kRowWarps * 32;
 constexpr int kStageChunks = 2;
 constexpr int kStages = 4;
 // Halves per staged x row; +8: the eight rows an ldmatrix reads start in different banks.
@@ -41,22 +36,37 @@ constexpr int kXStride = kStageChunks * 32 + 8;
 constexpr int kStageLines = kStageChunks * 8;        // a column's lines when every chunk is 8-bit
 constexpr int kRecordWords = qchunk::kMaxMetaWords;  // one group record per (column, chunk)
 constexpr int kRecordCopies = 12;                    // 16-byte copies of the largest record
-
-// Bytes of one stage in shared memory: x, then the weight words, then the group records.
-constexpr int kStageX = kRows * kXStride * 2;
-constexpr int kStageWeights = kColumns * kStageLines * 32 * 4;
-constexpr int kStageRecords = kColumns * kStageChunks * kRecordWords * 4;
-constexpr int kStageBytes = kStageX + kStageWeights + kStageRecords;
-static_assert(kStageX % 16 == 0 && kStageWeights % 16 == 0 && kStageBytes % 16 == 0);
 // EXL2's fp16 scale_max per group sits in a table after the stages (copied once per block: a
 // record's word 32 is filled from it, since cp.async cannot copy two bytes).
 constexpr int64_t kMaxExl2Groups = 8192;
 
-template <QuantKind KIND>
-__global__ void __launch_bounds__(kThreads, 1)
+// A block of COLUMNS 32-output columns (a warp each) × ROW_WARPS warps of 64 rows, and the bytes
+// of one stage in shared memory: x, then the weight words, then the group records.
+template <int COLUMNS, int ROW_WARPS>
+struct MmaBlock {
+  static constexpr int kColumns = COLUMNS;
+  static constexpr int kRows = ROW_WARPS * kRowTiles * 8;
+  static constexpr int kThreads = COLUMNS * ROW_WARPS * 32;
+  static constexpr int kStageX = kRows * kXStride * 2;
+  static constexpr int kStageWeights = COLUMNS * kStageLines * 32 * 4;
+  static constexpr int kStageRecords = COLUMNS * kStageChunks * kRecordWords * 4;
+  static constexpr int kStageBytes = kStageX + kStageWeights + kStageRecords;
+  static_assert(kStageX % 16 == 0 && kStageWeights % 16 == 0 && kStageBytes % 16 == 0);
+};
+using TallBlock = MmaBlock<4, 2>;  // 128 outputs × 128 rows
+using WideBlock = MmaBlock<8, 1>;  // 256 outputs × 64 rows: half the x per weight, more blocks
+
+template <QuantKind KIND, class Block>
+__global__ void __launch_bounds__(Block::kThreads, 1)
     quant_mma_gemm_kernel(const __grid_constant__ QuantMatrix m, const __half* x, int64_t ld_x,
                           int64_t k_valid, int rows, const float* bias, void* out, bool out_f32) {
   extern __shared__ __align__(16) unsigned char smem[];
+  constexpr int kColumns = Block::kColumns;
+  constexpr int kRows = Block::kRows;
+  constexpr int kThreads = Block::kThreads;
+  constexpr int kStageX = Block::kStageX;
+  constexpr int kStageWeights = Block::kStageWeights;
+  constexpr int kStageBytes = Block::kStageBytes;
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
@@ -222,24 +232,24 @@ __global__ void __launch_bounds__(kThreads, 1)
 }  // namespace
 
 cudaError_t quant_mma_gemm(const Launch& l, const QuantMatrix& m, const void* x, int64_t ld_x,
-                           int64_t k_valid, int64_t rows, const float* bias, void* out,
-                           Elem out_t) {
+                           int64_t k_valid, int64_t rows, const float* bias, void* out, Elem out_t,
+                           QuantMmaBlock shape) {
+  const bool wide = shape == QuantMmaBlock::kWide;
+  const int columns = wide ? WideBlock::kColumns : TallBlock::kColumns;
   if (!qchunk::valid_matrix(m) || !x || !out || rows < 1 || rows > (int64_t(1) << 30) ||
       ld_x % 8 != 0 || k_valid % 8 != 0 || k_valid < 8 || k_valid > m.chunks * 32 ||
       ld_x < k_valid || reinterpret_cast<uintptr_t>(x) % 16 != 0 || out_t == Elem::kBF16 ||
       (m.kind == QuantKind::kExl2 && m.groups > kMaxExl2Groups) ||
-      ceil_div(m.blocks, kColumns) > 65535) {
+      ceil_div(m.blocks, columns) > 65535) {
     return cudaErrorInvalidValue;
   }
-  const size_t smem = size_t(kStages) * kStageBytes +
-                      (m.kind == QuantKind::kExl2 ? size_t(ceil_div(m.groups * 2, 16)) * 16 : 0);
-  const dim3 grid(static_cast<unsigned>(ceil_div(rows, kRows)),
-                  static_cast<unsigned>(ceil_div(m.blocks, kColumns)));
   Launch plain = l;  // cuBLAS or the x gather, not a kernel of ours, may precede it
   plain.pdl = false;
   const auto* xh = static_cast<const __half*>(x);
-  return qchunk::with_kind(m.kind, [&](auto k) {
-    const auto kernel = quant_mma_gemm_kernel<decltype(k)::value>;
+  auto go = [&](auto kernel, auto block) {
+    using Block = decltype(block);
+    const size_t smem = size_t(kStages) * Block::kStageBytes +
+                        (m.kind == QuantKind::kExl2 ? size_t(ceil_div(m.groups * 2, 16)) * 16 : 0);
     // Past 48 KB of dynamic shared memory a kernel must opt in (a host-side attribute of the
     // current device, fine during graph capture).
     if (const cudaError_t e = cudaFuncSetAttribute(
@@ -247,8 +257,15 @@ cudaError_t quant_mma_gemm(const Launch& l, const QuantMatrix& m, const void* x,
         e != cudaSuccess) {
       return e;
     }
-    return launch_kernel(plain, kernel, grid, dim3(kThreads), smem, m, xh, ld_x, k_valid,
+    const dim3 grid(static_cast<unsigned>(ceil_div(rows, Block::kRows)),
+                    static_cast<unsigned>(ceil_div(m.blocks, Block::kColumns)));
+    return launch_kernel(plain, kernel, grid, dim3(Block::kThreads), smem, m, xh, ld_x, k_valid,
                          static_cast<int>(rows), bias, out, out_t == Elem::kF32);
+  };
+  return qchunk::with_kind(m.kind, [&](auto k) {
+    constexpr QuantKind K = decltype(k)::value;
+    if (wide) return go(quant_mma_gemm_kernel<K, WideBlock>, WideBlock{});
+    return go(quant_mma_gemm_kernel<K, TallBlock>, TallBlock{});
   });
 }
 

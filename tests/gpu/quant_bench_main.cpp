@@ -4,6 +4,7 @@
 //               [--prefill 512,2048] [--batches 1,8,32] [--context 512] [--cache q4] [--steps 32]
 //               [--device 0] [--no-sweep] [--profile-step] [--fold-norm-rows N]
 //               [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] [--mma-rows N]
+//               [--mma-wide]
 //               [--decode-blocks-per-sm N] [--decode-tensor-cores 0|1] [--json]
 //               [--json-out FILE]
 //
@@ -37,7 +38,7 @@ int usage() {
                "[--batches N,..] [--check-tokens K,..] [--lora-rank R] [--lora-adapters N] "
                "[--context N] [--cache fp16|q8|q6|q4] [--steps N] [--device N] [--no-sweep] "
                "[--fold-norm-rows N] [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] "
-               "[--mma-rows N] [--decode-blocks-per-sm N] [--decode-tensor-cores 0|1] "
+               "[--mma-rows N] [--mma-wide] [--decode-blocks-per-sm N] [--decode-tensor-cores 0|1] "
                "[--profile-step] "
                "[--json] "
                "[--json-out FILE]\n");
@@ -96,6 +97,8 @@ int main(int argc, char** argv) {
         o.quant_fused_max_rows = std::stoll(value());
       else if (a == "--mma-rows")
         o.quant_mma_min_rows = std::stoll(value());
+      else if (a == "--mma-wide")
+        o.quant_mma_wide_blocks = true;
       else if (a == "--decode-blocks-per-sm")
         o.decode_attention_blocks_per_sm = std::stoi(value());
       else if (a == "--decode-tensor-cores")

@@ -558,6 +558,10 @@ TEST_F(QuantGpu, PackedTileProductMatchesTheCpuAndKeepsRowsBatchInvariant) {
     const auto part = run_linear(*mma, s, std::vector<float>(x.begin(), x.begin() + n * 4096), n);
     EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin())) << "rows " << n;
   }
+  // The wide blocks (256 outputs × 64 rows) sum every output in the same order.
+  o.quant_mma_wide_blocks = true;
+  auto wide = create_cuda_backend(o);
+  EXPECT_EQ(run_linear(*wide, s, x, 300), all);
 }
 
 // The K slices' partials added by a kernel of their own (CudaBackendOptions::

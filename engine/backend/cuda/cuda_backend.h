@@ -64,6 +64,9 @@ struct CudaBackendOptions {
   // instead of dequantizing them for cuBLAS; 0: never. Off until it has been measured against the
   // cuBLAS path on a GPU (quant_bench --mma-rows).
   int64_t quant_mma_min_rows = 0;
+  // Its blocks: 256 outputs × 64 rows instead of 128 × 128 (kernels::QuantMmaBlock; the same
+  // bits), to measure which is faster.
+  bool quant_mma_wide_blocks = false;
   // Decode attention over a batch: the blocks per multiprocessor its (sequence, kv head) pairs'
   // splits aim at (kernels::DecodeShape::blocks_per_sm; 0: every split a block; the same bits).
   // 1 measured best against 0, 2 and 4 at batches 4 to 32 (docs/PERFORMANCE.md).

@@ -283,8 +283,11 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
     const bool direct = w.rows_in_order && m.in_features % 8 == 0;
     const void* xs = direct ? x.data : x_in_stored_order();
     const int64_t k = direct ? m.in_features : stored_rows;
-    check_launch(kernels::quant_mma_gemm(launch_plain(), m, xs, k, k, rows, bias, out.data, out_t),
-                 "quant_mma_gemm");
+    const auto shape = options_.quant_mma_wide_blocks ? kernels::QuantMmaBlock::kWide
+                                                      : kernels::QuantMmaBlock::kTall;
+    check_launch(
+        kernels::quant_mma_gemm(launch_plain(), m, xs, k, k, rows, bias, out.data, out_t, shape),
+        "quant_mma_gemm");
     return;
   }
   // Otherwise fp16 weights slice by slice (output rows, multiples of 32), then cuBLAS, in the
