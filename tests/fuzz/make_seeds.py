@@ -2,7 +2,8 @@
 """Seed corpora for the engine/io fuzz targets (standard library only).
 
 Usage: python3 tests/fuzz/make_seeds.py OUT_DIR
-Writes OUT_DIR/fuzz_gguf, fuzz_safetensors, fuzz_safetensors_index and fuzz_hf_config: small
+Writes OUT_DIR/fuzz_gguf, fuzz_safetensors, fuzz_safetensors_index, fuzz_hf_config and
+fuzz_lora_adapter (PEFT folders and GGUF adapters for a small Llama shape): small
 valid inputs of every shape the parsers accept (GGUF v2/v3 with every metadata type, nested
 arrays, alignment, every dequantizable tensor type, a tiny llama model; safetensors files written
 by the `safetensors` package and transformers, taken from tests/fixtures/io; real-shaped
@@ -186,13 +187,79 @@ def config_seeds():
     return seeds
 
 
+# fuzz_lora_adapter's model: 2 layers, hidden 16, 4 heads of 4, 2 kv heads, MLP 32.
+LORA_SHAPES = {"q_proj": (16, 16), "k_proj": (8, 16), "v_proj": (8, 16), "o_proj": (16, 16),
+               "gate_proj": (32, 16), "up_proj": (32, 16), "down_proj": (16, 32)}
+LORA_GGUF = {"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output",
+             "gate_proj": "ffn_gate", "up_proj": "ffn_up", "down_proj": "ffn_down"}
+LORA_SELF_ATTN = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+
+def lora_floats(n, seed, dtype):
+    values = [((seed * 37 + i * 11) % 23 - 11) / 64.0 for i in range(n)]
+    return b"".join(struct.pack("<e" if dtype == "F16" else "<f", v) for v in values)
+
+
+def peft_seed(targets, rank, config_extra=None, dtype="F32", layers=(0, 1)):
+    """A PEFT adapter as fuzz_lora_adapter reads it: 1, the config's length, config, safetensors."""
+    config = {"peft_type": "LORA", "r": rank, "lora_alpha": 2 * rank, "target_modules": list(targets),
+              "bias": "none"}
+    config.update(config_extra or {})
+    header, data = {}, b""
+    for layer in layers:
+        for t in targets:
+            out, inp = LORA_SHAPES[t]
+            block = "self_attn" if t in LORA_SELF_ATTN else "mlp"
+            base = f"base_model.model.model.layers.{layer}.{block}.{t}"
+            for which, shape in (("lora_A", [rank, inp]), ("lora_B", [out, rank])):
+                raw = lora_floats(shape[0] * shape[1], len(header), dtype)
+                header[f"{base}.{which}.weight"] = {"dtype": dtype, "shape": shape,
+                                                    "data_offsets": [len(data), len(data) + len(raw)]}
+                data += raw
+    text = json.dumps(config).encode()
+    return b"\x01" + struct.pack("<H", len(text)) + text + safetensors(header, data)
+
+
+def gguf_lora_seed(targets, rank, alpha=None):
+    """A llama.cpp GGUF adapter as fuzz_lora_adapter reads it: 0, then the file."""
+    kvs = [("general.architecture", STRING, "llama"), ("general.type", STRING, "adapter"),
+           ("adapter.type", STRING, "lora")]
+    if alpha is not None:
+        kvs.append(("adapter.lora.alpha", F32, alpha))
+    tensors = []
+    for layer in (0, 1):
+        for t in targets:
+            out, inp = LORA_SHAPES[t]
+            base = f"blk.{layer}.{LORA_GGUF[t]}.weight"
+            # ggml dimensions run innermost first: A [rank, in] is (in, rank).
+            tensors.append((base + ".lora_a", [inp, rank], "F32", lora_floats(inp * rank, layer, "F32")))
+            tensors.append((base + ".lora_b", [rank, out], "F32", lora_floats(rank * out, layer + 1, "F32")))
+    return b"\x00" + gguf(kvs, tensors)
+
+
+def lora_seeds():
+    seeds = {
+        "peft_qv_r2.bin": peft_seed(["q_proj", "v_proj"], 2),
+        "peft_all_r4_rslora.bin": peft_seed(list(LORA_SHAPES), 4, {"use_rslora": True}),
+        "peft_f16_patterns.bin": peft_seed(["q_proj", "down_proj"], 2,
+                                           {"rank_pattern": {}, "alpha_pattern": {"down_proj": 8}},
+                                           dtype="F16"),
+        "peft_one_layer.bin": peft_seed(["gate_proj", "up_proj"], 1, layers=(1,)),
+        "gguf_qk_r2.bin": gguf_lora_seed(["q_proj", "k_proj"], 2, alpha=4.0),
+        "gguf_all_r2_no_alpha.bin": gguf_lora_seed(list(LORA_SHAPES), 2),
+    }
+    seeds["peft_truncated.bin"] = seeds["peft_qv_r2.bin"][:200]
+    return seeds
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     out = sys.argv[1]
     for target, seeds in [("fuzz_gguf", gguf_seeds()), ("fuzz_safetensors", safetensors_seeds()),
                           ("fuzz_safetensors_index", index_seeds()),
-                          ("fuzz_hf_config", config_seeds())]:
+                          ("fuzz_hf_config", config_seeds()),
+                          ("fuzz_lora_adapter", lora_seeds())]:
         folder = os.path.join(out, target)
         os.makedirs(folder, exist_ok=True)
         for name, data in seeds.items():

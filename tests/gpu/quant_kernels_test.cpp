@@ -219,21 +219,28 @@ TEST_F(QuantGpu, PackedTablesLookUpTheRowsTheLinearMultiplies) {
   }
 }
 
+// EXL2 recipes of the width tests: one width at one group size, and all six widths mixed.
+Exl2Recipe single_width_recipe(int bits, int64_t group_size) {
+  Exl2Recipe r;
+  r.parts = {{bits, 1.0}};
+  r.group_size = {{bits, group_size}};
+  return r;
+}
+Exl2Recipe every_width_recipe() {
+  Exl2Recipe r;
+  r.parts = {{8, 0.1}, {6, 0.1}, {5, 0.2}, {4, 0.2}, {3, 0.2}, {2, 0.2}};
+  r.group_size = {{8, 32}, {6, 32}, {5, 64}, {4, 64}, {3, 128}, {2, 128}};
+  return r;
+}
+
 TEST_F(QuantGpu, Exl2EveryWidthMixAndOddShape) {
   struct Case {
     int64_t k, n;
     Exl2Recipe recipe;
     const char* what;
   };
-  auto single = [](int b, int64_t gs) {
-    Exl2Recipe r;
-    r.parts = {{b, 1.0}};
-    r.group_size = {{b, gs}};
-    return r;
-  };
-  Exl2Recipe all6;
-  all6.parts = {{8, 0.1}, {6, 0.1}, {5, 0.2}, {4, 0.2}, {3, 0.2}, {2, 0.2}};
-  all6.group_size = {{8, 32}, {6, 32}, {5, 64}, {4, 64}, {3, 128}, {2, 128}};
+  const auto single = single_width_recipe;
+  const Exl2Recipe all6 = every_width_recipe();
   Exl2Recipe down;
   down.parts = {{6, 0.05}, {3, 0.2}, {2, 0.75}};
   down.group_size = {{6, 32}, {3, 64}, {2, 64}};
@@ -496,15 +503,8 @@ TEST_F(QuantGpu, PackedTileProductMatchesTheCpuAndKeepsRowsBatchInvariant) {
   o.quant_mma_min_rows = kernels::kQuantGemmMaxRows + 1;
   auto mma = create_cuda_backend(o);
   const std::vector<int64_t> rows = {33, 100, 129, 300};
-  auto single = [](int b, int64_t gs) {
-    Exl2Recipe r;
-    r.parts = {{b, 1.0}};
-    r.group_size = {{b, gs}};
-    return r;
-  };
-  Exl2Recipe all6;
-  all6.parts = {{8, 0.1}, {6, 0.1}, {5, 0.2}, {4, 0.2}, {3, 0.2}, {2, 0.2}};
-  all6.group_size = {{8, 32}, {6, 32}, {5, 64}, {4, 64}, {3, 128}, {2, 128}};
+  const auto single = single_width_recipe;
+  const Exl2Recipe all6 = every_width_recipe();
   struct Exl2Case {
     int64_t k, n;
     Exl2Recipe recipe;
