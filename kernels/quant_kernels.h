@@ -154,13 +154,22 @@ cudaError_t quant_gather_x(const Launch& l, const QuantMatrix& m, const void* x,
 // packed tiles. x: fp16, ld_x elements between rows (a multiple of 8, 16-byte aligned), in the
 // weights' stored row order (quant_gather_x's output, or x itself when the rows are in order);
 // columns from k_valid on (a multiple of 8, at most chunks · 32) are taken as zeros. bias: f32
-// [N] or null; out: fp16 or f32 [R, N]. K is not split: a row's result does not depend on R.
+// [N] or null; out: fp16 or f32 [R, N].
 // A block computes 128 outputs × 128 rows (kTall) or 256 outputs × 64 rows (kWide: half the x
 // traffic per weight, and more blocks for fewer rows); the same bits either way.
+// k_splits 1: every output is summed over all of K by one block, so a row's result does not depend
+// on R. More: K is split over that many blocks, whose fp32 partials (quant_mma_partial_floats in
+// `partials`) a second kernel adds in split order; quant_mma_k_splits chooses the count from R and
+// the multiprocessors (1 when the blocks fill the GPU), so rows then depend on R.
 enum class QuantMmaBlock { kTall, kWide };
+constexpr size_t kQuantMmaPartialBytes = size_t(64) << 20;  // the most partials a split may write
+int quant_mma_k_splits(const QuantMatrix& m, int64_t rows, QuantMmaBlock shape,
+                       int multiprocessors);
+size_t quant_mma_partial_floats(const QuantMatrix& m, int64_t rows, int k_splits);
 cudaError_t quant_mma_gemm(const Launch& l, const QuantMatrix& m, const void* x, int64_t ld_x,
                            int64_t k_valid, int64_t rows, const float* bias, void* out, Elem out_t,
-                           QuantMmaBlock shape = QuantMmaBlock::kTall);
+                           QuantMmaBlock shape = QuantMmaBlock::kTall, int k_splits = 1,
+                           float* partials = nullptr);
 
 // An embedding lookup in a packed table (GGUF's token_embd, a tied head): out[r][k] = W[id][k] in
 // fp16, decoded as the fused product decodes it, id = tokens[r]; ids outside [0, N) give zeros.

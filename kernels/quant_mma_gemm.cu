@@ -15,8 +15,10 @@
 // 16), which favours wide blocks; the row blocks of one column block run side by side (the row
 // block is the fastest-moving block index), so all but the first read the weights from L2.
 //
-// K is not split: every output is summed over the chunks in order by one warp, so a row's result
-// depends neither on the batch size nor on which rows share its block.
+// Unsplit, every output is summed over the chunks in order by one warp, so a row's result depends
+// neither on the batch size nor on which rows share its block. When the blocks are too few to fill
+// the GPU (few rows), K is split over gridDim.z blocks (quant_mma_k_splits: by the row count, so
+// rows then depend on the batch size) and quant_mma_sum_kernel adds their partials in order.
 #include <algorithm>
 
 #include "kernels/common.cuh"
@@ -59,7 +61,8 @@ using WideBlock = MmaBlock<8, 1>;  // 256 outputs × 64 rows: half the x per wei
 template <QuantKind KIND, class Block>
 __global__ void __launch_bounds__(Block::kThreads, 1)
     quant_mma_gemm_kernel(const __grid_constant__ QuantMatrix m, const __half* x, int64_t ld_x,
-                          int64_t k_valid, int rows, const float* bias, void* out, bool out_f32) {
+                          int64_t k_valid, int rows, const float* bias, void* out, bool out_f32,
+                          float* partials) {
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int kColumns = Block::kColumns;
   constexpr int kRows = Block::kRows;
@@ -78,7 +81,13 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
   const int64_t nb = nb0 + column;
   const bool active = nb < m.blocks;
   const int chunks = static_cast<int>(m.chunks);
-  const int stages = (chunks + kStageChunks - 1) / kStageChunks;
+  // This block's share of K: stages [first, end) of the matrix's (all of them unless K is split
+  // over gridDim.z blocks).
+  const int all_stages = (chunks + kStageChunks - 1) / kStageChunks;
+  const int per_split =
+      (all_stages + static_cast<int>(gridDim.z) - 1) / static_cast<int>(gridDim.z);
+  const int first = static_cast<int>(blockIdx.z) * per_split;
+  const int stages = max(0, min(all_stages - first, per_split));
   auto stage_x = [&](int buf) { return reinterpret_cast<__half*>(smem + buf * kStageBytes); };
   auto stage_weights = [&](int buf) {
     return reinterpret_cast<uint32_t*>(smem + buf * kStageBytes + kStageX);
@@ -167,17 +176,19 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
   // chunk_mma's {ks 0: b0, b1; ks 1: b0, b1}.
   const int x_at = (row_warp * kRowTiles * 8 + (lane & 7)) * kXStride + (lane >> 3) * 8;
 
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < stages) load_stage(s, s);
+  // Step i multiplies stage first + i from buffer i % kStages.
+  for (int i = 0; i < kStages - 1; ++i) {
+    if (i < stages) load_stage(i, first + i);
     cp_async_commit();
   }
-  for (int st = 0; st < stages; ++st) {
+  for (int i = 0; i < stages; ++i) {
     cp_async_wait<kStages - 2>();
-    __syncthreads();  // stage st has arrived, and every warp is done with the buffer refilled next
-    if (st + kStages - 1 < stages) load_stage((st + kStages - 1) % kStages, st + kStages - 1);
+    __syncthreads();  // step i's stage has arrived, and every warp is done with the buffer refilled
+    if (i + kStages - 1 < stages) load_stage((i + kStages - 1) % kStages, first + i + kStages - 1);
     cp_async_commit();
     if (!active) continue;
-    const int buf = st % kStages;
+    const int st = first + i;
+    const int buf = i % kStages;
     const __half* xs = stage_x(buf) + x_at;
     const uint32_t* ws = stage_weights(buf) + column * kStageLines * 32 + lane;
     const uint32_t* rs = stage_records(buf) + column * kStageChunks * kRecordWords;
@@ -219,30 +230,71 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
     for (int i = 0; i < 4; ++i) {
       const int64_t o = nb * 32 + nt * 16 + g + 8 * (i >> 1);
       if (o >= N) continue;
-      const float b = bias ? bias[o] : 0.0f;
+      const float b = bias && !partials ? bias[o] : 0.0f;
 #pragma unroll
       for (int mt = 0; mt < kRowTiles; ++mt) {
         const int tok = row0 + row_warp * kRowTiles * 8 + 8 * mt + 2 * t + (i & 1);
-        if (tok < rows) qchunk::store_out(out, out_f32, tok * N + o, acc[nt][mt][i] + b);
+        if (tok >= rows) continue;
+        if (partials) {
+          partials[(int64_t(blockIdx.z) * rows + tok) * N + o] = acc[nt][mt][i];
+        } else {
+          qchunk::store_out(out, out_f32, tok * N + o, acc[nt][mt][i] + b);
+        }
       }
     }
   }
 }
 
+// The K splits' partials added in split order (+ bias): one thread per output of a row.
+__global__ void quant_mma_sum_kernel(const float* partials, int splits, int64_t rows, int64_t N,
+                                     const float* bias, void* out, bool out_f32) {
+  const int64_t total = rows * N;
+  for (int64_t at = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; at < total;
+       at += int64_t(gridDim.x) * blockDim.x) {
+    float sum = 0.0f;
+    for (int z = 0; z < splits; ++z) sum += partials[z * total + at];
+    qchunk::store_out(out, out_f32, at, sum + (bias ? bias[at % N] : 0.0f));
+  }
+}
+
+template <class Block>
+int64_t block_count(const QuantMatrix& m, int64_t rows) {
+  return ceil_div(rows, Block::kRows) * ceil_div(m.blocks, Block::kColumns);
+}
+
 }  // namespace
+
+int quant_mma_k_splits(const QuantMatrix& m, int64_t rows, QuantMmaBlock shape,
+                       int multiprocessors) {
+  const int64_t blocks = shape == QuantMmaBlock::kWide ? block_count<WideBlock>(m, rows)
+                                                       : block_count<TallBlock>(m, rows);
+  const int64_t stages = ceil_div(m.chunks, kStageChunks);
+  // Enough blocks for one per multiprocessor, each with at least kMinSplitStages stages (the
+  // pipeline's depth and more), and partials of at most kQuantMmaPartialBytes.
+  constexpr int64_t kMinSplitStages = 2 * kStages;
+  int64_t splits = std::min(ceil_div(multiprocessors, blocks), stages / kMinSplitStages);
+  splits = std::min<int64_t>(splits, kQuantMmaPartialBytes / (4 * rows * m.out_features));
+  return static_cast<int>(std::max<int64_t>(splits, 1));
+}
+
+size_t quant_mma_partial_floats(const QuantMatrix& m, int64_t rows, int k_splits) {
+  return k_splits > 1 ? static_cast<size_t>(k_splits * rows * m.out_features) : 0;
+}
 
 cudaError_t quant_mma_gemm(const Launch& l, const QuantMatrix& m, const void* x, int64_t ld_x,
                            int64_t k_valid, int64_t rows, const float* bias, void* out, Elem out_t,
-                           QuantMmaBlock shape) {
+                           QuantMmaBlock shape, int k_splits, float* partials) {
   const bool wide = shape == QuantMmaBlock::kWide;
   const int columns = wide ? WideBlock::kColumns : TallBlock::kColumns;
   if (!qchunk::valid_matrix(m) || !x || !out || rows < 1 || rows > (int64_t(1) << 30) ||
       ld_x % 8 != 0 || k_valid % 8 != 0 || k_valid < 8 || k_valid > m.chunks * 32 ||
       ld_x < k_valid || reinterpret_cast<uintptr_t>(x) % 16 != 0 || out_t == Elem::kBF16 ||
       (m.kind == QuantKind::kExl2 && m.groups > kMaxExl2Groups) ||
-      ceil_div(m.blocks, columns) > 65535) {
+      ceil_div(m.blocks, columns) > 65535 || k_splits < 1 || k_splits > 65535 ||
+      (k_splits > 1 && !partials)) {
     return cudaErrorInvalidValue;
   }
+  float* split_partials = k_splits > 1 ? partials : nullptr;
   Launch plain = l;  // cuBLAS or the x gather, not a kernel of ours, may precede it
   plain.pdl = false;
   const auto* xh = static_cast<const __half*>(x);
@@ -258,15 +310,23 @@ cudaError_t quant_mma_gemm(const Launch& l, const QuantMatrix& m, const void* x,
       return e;
     }
     const dim3 grid(static_cast<unsigned>(ceil_div(rows, Block::kRows)),
-                    static_cast<unsigned>(ceil_div(m.blocks, Block::kColumns)));
+                    static_cast<unsigned>(ceil_div(m.blocks, Block::kColumns)),
+                    static_cast<unsigned>(k_splits));
     return launch_kernel(plain, kernel, grid, dim3(Block::kThreads), smem, m, xh, ld_x, k_valid,
-                         static_cast<int>(rows), bias, out, out_t == Elem::kF32);
+                         static_cast<int>(rows), bias, out, out_t == Elem::kF32, split_partials);
   };
-  return qchunk::with_kind(m.kind, [&](auto k) {
+  const cudaError_t e = qchunk::with_kind(m.kind, [&](auto k) {
     constexpr QuantKind K = decltype(k)::value;
     if (wide) return go(quant_mma_gemm_kernel<K, WideBlock>, WideBlock{});
     return go(quant_mma_gemm_kernel<K, TallBlock>, TallBlock{});
   });
+  if (e != cudaSuccess || k_splits == 1) return e;
+  constexpr int kSumThreads = 256;
+  const auto sum_blocks =
+      static_cast<unsigned>(std::min<int64_t>(ceil_div(rows * m.out_features, kSumThreads), 8192));
+  return launch_kernel(plain, quant_mma_sum_kernel, dim3(sum_blocks), dim3(kSumThreads), 0,
+                       static_cast<const float*>(split_partials), k_splits, rows, m.out_features,
+                       bias, out, out_t == Elem::kF32);
 }
 
 }  // namespace hearth::kernels

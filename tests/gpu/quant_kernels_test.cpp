@@ -496,7 +496,8 @@ TEST_F(QuantGpu, RowGroupsGiveEachRowTheBitsOfItsGroupAlone) {
 // The many-row product straight from the packed tiles (kernels::quant_mma_gemm, here for every
 // launch past 32 rows) against the CPU: every EXL2 width and mix, GPTQ act-order, asym, odd groups
 // and per-channel, every GGUF type; shapes that are not multiples of the block's 128 outputs or
-// 128 rows; K in order and gathered. A row's bits do not depend on the batch.
+// 128 rows; K in order and gathered, whole and split over blocks. Unsplit, a row's bits do not
+// depend on the batch.
 TEST_F(QuantGpu, PackedTileProductMatchesTheCpuAndKeepsRowsBatchInvariant) {
   CudaBackendOptions o;
   o.quant_fused_max_rows = kernels::kQuantGemmMaxRows;
@@ -547,15 +548,21 @@ TEST_F(QuantGpu, PackedTileProductMatchesTheCpuAndKeepsRowsBatchInvariant) {
     const RandomGgufLinear l = random_gguf_linear(type, 29);
     expect_matches(*mma, *cpu, l.source, {33, 130}, l.source.name);
   }
-  // Batch invariance: the first rows of a 300-row launch against launches of those rows alone.
+  // K split over blocks (few rows: every launch above but the 300-row ones of the narrow
+  // matrices) on a q_proj shape too.
   TensorMap t;
   make_exl2_layer(t, "l", 4096, 4096, exl2_recipe_for_bpw(4.0), 7, true);
   MemoryTensorSource src(std::move(t));
   const LinearSource s = source_of(src, "l", QuantizedLinearOptions{});
+  expect_matches(*mma, *cpu, s, {33, 64}, "EXL2 4096x4096, K split");
+  // Batch invariance without the split: the first rows of a 300-row launch against launches of
+  // those rows alone.
+  o.quant_mma_split_k = false;
+  auto whole = create_cuda_backend(o);
   const auto x = random_values(static_cast<size_t>(300 * 4096), 8, 1.0f);
-  const auto all = run_linear(*mma, s, x, 300);
+  const auto all = run_linear(*whole, s, x, 300);
   for (int64_t n : {33, 128, 129, 257}) {
-    const auto part = run_linear(*mma, s, std::vector<float>(x.begin(), x.begin() + n * 4096), n);
+    const auto part = run_linear(*whole, s, std::vector<float>(x.begin(), x.begin() + n * 4096), n);
     EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin())) << "rows " << n;
   }
   // The wide blocks (256 outputs × 64 rows) sum every output in the same order.

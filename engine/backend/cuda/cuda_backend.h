@@ -67,6 +67,9 @@ struct CudaBackendOptions {
   // Its blocks: 256 outputs × 64 rows instead of 128 × 128 (kernels::QuantMmaBlock; the same
   // bits), to measure which is faster.
   bool quant_mma_wide_blocks = false;
+  // Its K split over several blocks when its blocks would not fill the GPU (few rows); off: every
+  // row's result is the same whatever the batch (kernels::quant_mma_k_splits).
+  bool quant_mma_split_k = true;
   // Decode attention over a batch: the blocks per multiprocessor its (sequence, kv head) pairs'
   // splits aim at (kernels::DecodeShape::blocks_per_sm; 0: every split a block; the same bits).
   // 1 measured best against 0, 2 and 4 at batches 4 to 32 (docs/PERFORMANCE.md).

@@ -285,9 +285,22 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
     const int64_t k = direct ? m.in_features : stored_rows;
     const auto shape = options_.quant_mma_wide_blocks ? kernels::QuantMmaBlock::kWide
                                                       : kernels::QuantMmaBlock::kTall;
-    check_launch(
-        kernels::quant_mma_gemm(launch_plain(), m, xs, k, k, rows, bias, out.data, out_t, shape),
-        "quant_mma_gemm");
+    const int splits = options_.quant_mma_split_k
+                           ? kernels::quant_mma_k_splits(m, rows, shape, info_.multiprocessors)
+                           : 1;
+    float* partials = nullptr;
+    if (splits > 1) {
+      // At most kQuantMmaPartialBytes, the dequantized slice's share of the plan (kDequantBytes),
+      // which this path does not use.
+      static_assert(kernels::kQuantMmaPartialBytes <= kDequantBytes);
+      grow_workspace(quant_mma_partials_,
+                     kernels::quant_mma_partial_floats(m, rows, splits) * sizeof(float),
+                     "partial sums of quantized linears split along K");
+      partials = quant_mma_partials_.as<float>();
+    }
+    check_launch(kernels::quant_mma_gemm(launch_plain(), m, xs, k, k, rows, bias, out.data, out_t,
+                                         shape, splits, partials),
+                 "quant_mma_gemm");
     return;
   }
   // Otherwise fp16 weights slice by slice (output rows, multiples of 32), then cuBLAS, in the
