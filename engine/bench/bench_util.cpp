@@ -72,6 +72,26 @@ double datasheet_fp16_tflops(const std::string& name) {
   return 0.0;
 }
 
+ModelNumbers model_numbers(const ModelConfig& c) {
+  ModelNumbers m;
+  const int64_t H = c.hidden_size;
+  m.layer_linear = H * c.q_dim() + 2 * H * c.kv_dim() + c.q_dim() * H + 3 * H * c.intermediate_size;
+  m.lm_head = c.vocab_size * H;
+  m.linear_params = m.layer_linear * c.num_layers + m.lm_head;
+  m.norm_params = (2 * c.num_layers + 1) * H;
+  return m;
+}
+
+double prefill_flops(const ModelConfig& c, int64_t tokens) {
+  const ModelNumbers m = model_numbers(c);
+  const auto T = static_cast<double>(tokens);
+  const double linear = 2.0 * T * static_cast<double>(m.layer_linear * c.num_layers) +
+                        2.0 * static_cast<double>(m.lm_head);
+  const double attention = static_cast<double>(c.num_layers * c.num_heads) * 4.0 *
+                           static_cast<double>(c.head_dim) * T * (T + 1) / 2.0;
+  return linear + attention;
+}
+
 std::vector<int32_t> tokens_for(int64_t n, int64_t vocab, uint64_t seed) {
   std::vector<int32_t> t(static_cast<size_t>(n));
   uint64_t z = seed;

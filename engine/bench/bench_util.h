@@ -14,6 +14,7 @@ namespace hearth {
 class Backend;
 class KvCacheStorage;
 class LlamaModel;
+struct ModelConfig;
 }  // namespace hearth
 
 namespace hearth::cuda {
@@ -32,6 +33,17 @@ double copy_bandwidth_gbs(CudaBackend& backend, double* ms = nullptr);
 // Dense fp16 tensor-core peak with fp32 accumulation from the vendors' datasheets (TFLOP/s),
 // 0 for unknown devices.
 double datasheet_fp16_tflops(const std::string& device_name);
+// Parameter counts of a model's linears and norms.
+struct ModelNumbers {
+  int64_t linear_params = 0;  // per layer × layers + lm_head (what a decode step reads)
+  int64_t layer_linear = 0;   // per layer
+  int64_t lm_head = 0;
+  int64_t norm_params = 0;
+};
+ModelNumbers model_numbers(const ModelConfig& config);
+// Floating-point operations of one `tokens`-token prompt: every linear of every layer for each
+// token, the head for the last one, and causal attention (QKᵀ and PV over the lower triangle).
+double prefill_flops(const ModelConfig& config, int64_t tokens);
 // Deterministic token ids for benchmark prompts (the weights are random: any ids do).
 std::vector<int32_t> tokens_for(int64_t n, int64_t vocab, uint64_t seed);
 // Untimed decode steps before the timed ones: a direct run, the graph capture, a first replay.

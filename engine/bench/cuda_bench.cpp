@@ -32,28 +32,14 @@ using cuda::bench::datasheet_fp16_tflops;
 using cuda::bench::fmt;
 using cuda::bench::kDecodeWarmSteps;
 using cuda::bench::median;
+using cuda::bench::model_numbers;
+using cuda::bench::ModelNumbers;
+using cuda::bench::prefill_flops;
 using cuda::bench::seconds_since;
 using cuda::bench::time_greedy_decode;
 using cuda::bench::time_ms;
 using cuda::bench::time_prefill;
 using cuda::bench::tokens_for;
-
-struct ModelNumbers {
-  int64_t linear_params = 0;  // per layer × layers + lm_head (what a decode step reads)
-  int64_t layer_linear = 0;   // per layer
-  int64_t lm_head = 0;
-  int64_t norm_params = 0;
-};
-
-ModelNumbers count(const ModelConfig& c) {
-  ModelNumbers m;
-  const int64_t H = c.hidden_size;
-  m.layer_linear = H * c.q_dim() + 2 * H * c.kv_dim() + c.q_dim() * H + 3 * H * c.intermediate_size;
-  m.lm_head = c.vocab_size * H;
-  m.linear_params = m.layer_linear * c.num_layers + m.lm_head;
-  m.norm_params = (2 * c.num_layers + 1) * H;
-  return m;
-}
 
 json copy_bandwidth(CudaBackend& be) {
   double ms = 0;
@@ -252,7 +238,7 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
   auto needed = [&](int64_t layers) {
     ModelConfig c = config;
     c.num_layers = layers;
-    const ModelNumbers m = count(c);
+    const ModelNumbers m = model_numbers(c);
     const int64_t weights =
         (m.linear_params + c.vocab_size * c.hidden_size) * static_cast<int64_t>(elem);
     const int64_t acts =
@@ -296,7 +282,7 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
                  {"activations", mem.activations}, {"workspace", mem.workspace},
                  {"device_free", mem.device_free}, {"device_total", mem.device_total}};
 
-  const ModelNumbers m = count(config);
+  const ModelNumbers m = model_numbers(config);
   const double copy_gbs = limits["copy_bandwidth"]["gbs"].get<double>();
   const double peak = limits["fp16_dense_tflops_datasheet"].get<double>();
   const double gemm = limits["gemm"]["tflops"].get<double>();
@@ -304,11 +290,7 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
   // ---- prefill ----
   auto prefill_run = [&](int64_t T) {
     const double t = time_prefill(model, be, *cache, T, page);
-    const double linear_flops = 2.0 * static_cast<double>(T) * m.layer_linear * config.num_layers +
-                                2.0 * static_cast<double>(m.lm_head);
-    const double attn_flops = static_cast<double>(config.num_layers) * config.num_heads * 4.0 *
-                              config.head_dim * static_cast<double>(T) * (T + 1) / 2.0;
-    const double tflops = (linear_flops + attn_flops) / t / 1e12;
+    const double tflops = prefill_flops(config, T) / t / 1e12;
     json e = {{"tokens", T},
               {"seconds", t},
               {"tokens_per_s", static_cast<double>(T) / t},

@@ -27,9 +27,11 @@ using cuda::CudaBackend;
 using cuda::DeviceBuffer;
 using json = nlohmann::json;
 using cuda::bench::copy_bandwidth_gbs;
+using cuda::bench::datasheet_fp16_tflops;
 using cuda::bench::fmt;
 using cuda::bench::kDecodeWarmSteps;
 using cuda::bench::median;
+using cuda::bench::prefill_flops;
 using cuda::bench::seconds_since;
 using cuda::bench::time_check_steps;
 using cuda::bench::time_greedy_decode;
@@ -213,10 +215,15 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
   r["memory_weights"] = mem.weights;
 
   json prefill = json::array();
+  const double peak_tflops = datasheet_fp16_tflops(be.device_info().name);
   for (int64_t T : o.prefill_lengths) {
     const double t = time_prefill(lm, be, *cache, T, page);
-    prefill.push_back(
-        {{"tokens", T}, {"seconds", t}, {"tokens_per_s", static_cast<double>(T) / t}});
+    const double tflops = prefill_flops(config, T) / t / 1e12;
+    prefill.push_back({{"tokens", T},
+                       {"seconds", t},
+                       {"tokens_per_s", static_cast<double>(T) / t},
+                       {"tflops", tflops},
+                       {"share_of_datasheet_peak", peak_tflops > 0 ? tflops / peak_tflops : 0.0}});
   }
   r["prefill"] = prefill;
 
@@ -339,7 +346,10 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
               r["sequences_of_8192_tokens_that_fit"].get<double>());
   for (const auto& e : prefill) {
     text += fmt("prefill %6.0f tokens: ", e["tokens"].get<double>()) +
-            fmt("%9.0f tokens/s\n", e["tokens_per_s"].get<double>());
+            fmt("%9.0f tokens/s, ", e["tokens_per_s"].get<double>()) +
+            fmt("%6.1f TFLOP/s, ", e["tflops"].get<double>()) +
+            fmt("%5.1f%% of the datasheet's fp16 tensor-core peak\n",
+                100 * e["share_of_datasheet_peak"].get<double>());
   }
   text += "decode batch | tokens/s | ms/step | GB/s | % of measured limit | % of nominal\n";
   for (const auto& e : decode) {
