@@ -160,7 +160,7 @@ cudaError_t quant_gather_x(const Launch& l, const QuantMatrix& m, const void* x,
 // k_splits 1: every output is summed over all of K by one block, so a row's result does not depend
 // on R. More: K is split over that many blocks, whose fp32 partials (quant_mma_partial_floats in
 // `partials`) a second kernel adds in split order; quant_mma_k_splits chooses the count from R and
-// the multiprocessors (1 when the blocks fill the GPU), so rows then depend on R.
+// the multiprocessors (so that the last wave of blocks is nearly full), so rows then depend on R.
 enum class QuantMmaBlock { kTall, kWide };
 constexpr size_t kQuantMmaPartialBytes = size_t(64) << 20;  // the most partials a split may write
 int quant_mma_k_splits(const QuantMatrix& m, int64_t rows, QuantMmaBlock shape,

@@ -11,9 +11,17 @@
 // itself when the rows are in order), the columns' weight words and the chunks' group records go
 // to shared memory by cp.async, kStages - 1 stages ahead of the one being multiplied. Each warp
 // takes one column and 64 rows: per chunk it decodes its lane's words once and runs 2 × 2 × 8 MMAs
-// on them, with B fragments from ldmatrix. Weights are cheaper to load than x (4 bits against
-// 16), which favours wide blocks; the row blocks of one column block run side by side (the row
-// block is the fastest-moving block index), so all but the first read the weights from L2.
+// on them, with B fragments from ldmatrix; a stage whose chunks share one width is unrolled under
+// one switch on it, so that loads and decoding overlap the previous chunk's MMAs. Weights are
+// cheaper to load than x (4 bits against 16), which favours wide blocks; the row blocks of one
+// column block run side by side (the row block is the fastest-moving block index), so all but the
+// first read the weights from L2.
+//
+// With one block of 8 warps per multiprocessor (its registers and shared memory allow no more)
+// and about five other instructions per MMA (decoding, staging), it is latency-bound at about a
+// fifth of the tensor cores' peak: faster than dequantize + cuBLAS for batches of 97-128 rows,
+// where writing and reading the fp16 copy dominates, slower for prompts (CudaBackendOptions::
+// quant_mma_min_rows; docs/PERFORMANCE.md).
 //
 // Unsplit, every output is summed over the chunks in order by one warp, so a row's result depends
 // neither on the batch size nor on which rows share its block. When the blocks are too few to fill
@@ -30,20 +38,25 @@ namespace {
 
 using qchunk::GroupScales;
 
-constexpr int kRowTiles = 8;  // 8-row MMA tiles per warp: 64 rows
-constexpr int kStageChunks = 2;
-constexpr int kStages = 4;
-// Halves per staged x row; +8: the eight rows an ldmatrix reads start in different banks.
-constexpr int kXStride = kStageChunks * 32 + 8;
-constexpr int kStageLines = kStageChunks * 8;        // a column's lines when every chunk is 8-bit
+constexpr int kRowTiles = 8;                         // 8-row MMA tiles per warp: 64 rows
 constexpr int kRecordWords = qchunk::kMaxMetaWords;  // one group record per (column, chunk)
 constexpr int kRecordCopies = 12;                    // 16-byte copies of the largest record
 // EXL2's fp16 scale_max per group sits in a table after the stages (copied once per block: a
-// record's word 32 is filled from it, since cp.async cannot copy two bytes).
+// record's word 32 is filled from it, since cp.async cannot copy two bytes), and so do the
+// chunks' lines and infos, read at every chunk (from global memory they stalled each stage).
 constexpr int64_t kMaxExl2Groups = 8192;
+constexpr int64_t kMaxTableBytes = 40 << 10;
 
-// A block of COLUMNS 32-output columns (a warp each) × ROW_WARPS warps of 64 rows, and the bytes
-// of one stage in shared memory: x, then the weight words, then the group records.
+// Four chunks (K = 128) a stage: each stage costs a barrier and its copies' address arithmetic,
+// which at two chunks a stage took a third of the kernel's instructions (Nsight Compute, H200).
+constexpr int kStageChunks = 4;
+constexpr int kStages = 3;
+// Halves per staged x row; +8: the eight rows an ldmatrix reads start in different banks.
+constexpr int kXStride = kStageChunks * 32 + 8;
+constexpr int kStageLines = kStageChunks * 8;  // a column's lines when every chunk is 8-bit
+
+// A block of COLUMNS 32-output columns (a warp each) × ROW_WARPS warps of 64 rows, one per
+// multiprocessor, and the bytes of one stage in shared memory: x, the weight words, the records.
 template <int COLUMNS, int ROW_WARPS>
 struct MmaBlock {
   static constexpr int kColumns = COLUMNS;
@@ -54,9 +67,24 @@ struct MmaBlock {
   static constexpr int kStageRecords = COLUMNS * kStageChunks * kRecordWords * 4;
   static constexpr int kStageBytes = kStageX + kStageWeights + kStageRecords;
   static_assert(kStageX % 16 == 0 && kStageWeights % 16 == 0 && kStageBytes % 16 == 0);
+  // Each thread copies the same x piece of rows kXRowStep apart, and the same piece of the
+  // weight lines of columns kColumnStep apart; only K advances from stage to stage.
+  static constexpr int kXPieces = kStageChunks * 4;  // 16-byte pieces of a staged x row
+  static constexpr int kXRowStep = kThreads / kXPieces;
+  static constexpr int kXCopies = kRows / kXRowStep;
+  static constexpr int kColumnPieces = kStageLines * 8;  // 16-byte pieces of a column's lines
+  static constexpr int kColumnStep = kThreads / kColumnPieces;
+  static_assert(kThreads % kXPieces == 0 && kRows % kXRowStep == 0);
+  static_assert(kThreads % kColumnPieces == 0 && kColumns % kColumnStep == 0);
 };
 using TallBlock = MmaBlock<4, 2>;  // 128 outputs × 128 rows
 using WideBlock = MmaBlock<8, 1>;  // 256 outputs × 64 rows: half the x per weight, more blocks
+
+// Shared memory after the stages: scale_max (EXL2), chunk_line[chunks + 1], chunk_info[chunks].
+size_t table_bytes(const QuantMatrix& m) {
+  const size_t scale_max = m.kind == QuantKind::kExl2 ? size_t(ceil_div(m.groups * 2, 16)) * 16 : 0;
+  return scale_max + size_t(m.chunks * 2 + 1) * 4;
+}
 
 template <QuantKind KIND, class Block>
 __global__ void __launch_bounds__(Block::kThreads, 1)
@@ -95,11 +123,36 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
   auto stage_records = [&](int buf) {
     return reinterpret_cast<uint32_t*>(smem + buf * kStageBytes + kStageX + kStageWeights);
   };
-  auto* scale_max = reinterpret_cast<uint16_t*>(smem + kStages * kStageBytes);
+  // The tables after the stages (table_bytes), filled once per block.
+  unsigned char* tables = smem + kStages * kStageBytes;
+  auto* scale_max = reinterpret_cast<uint16_t*>(tables);
   if constexpr (KIND == QuantKind::kExl2) {
     for (int i = threadIdx.x; i < m.groups; i += kThreads) scale_max[i] = m.scale_max[i];
-    __syncthreads();  // read by the record copies of every stage
+    tables += (m.groups * 2 + 15) / 16 * 16;  // table_bytes' padding
   }
+  auto* chunk_line = reinterpret_cast<int*>(tables);
+  uint32_t* chunk_info = reinterpret_cast<uint32_t*>(tables) + chunks + 1;
+  for (int i = threadIdx.x; i <= chunks; i += kThreads) {
+    chunk_line[i] = m.chunk_line[i];
+    if (i < chunks) chunk_info[i] = m.chunk_info[i];
+  }
+  __syncthreads();  // read by the copies of every stage
+
+  // What each thread copies, fixed over the stages: x piece `x_piece` of rows x_row0 + i ·
+  // kXRowStep, and piece `w_piece` of the weight lines of columns w_column0 + i · kColumnStep.
+  const int x_piece = threadIdx.x % Block::kXPieces;
+  const int x_row0 = threadIdx.x / Block::kXPieces;
+  const __half* x_from = x + int64_t(row0 + x_row0) * ld_x + x_piece * 8;
+  const int64_t x_step = int64_t(Block::kXRowStep) * ld_x;
+  const int x_at_smem = x_row0 * kXStride + x_piece * 8;
+  const int x_rows_here = rows - row0 - x_row0;  // copy i has a row while i · kXRowStep < this
+  const int w_piece = threadIdx.x % Block::kColumnPieces;
+  const int w_column0 = threadIdx.x / Block::kColumnPieces;
+  const uint32_t* w_from = m.qweight + (nb0 + w_column0) * m.lines * 32 + w_piece * 4;
+  const int64_t w_step = int64_t(Block::kColumnStep) * m.lines * 32;
+  const int w_at_smem = w_column0 * kStageLines * 32 + w_piece * 4;
+  const int w_columns_here =
+      (m.blocks - nb0 < kColumns ? static_cast<int>(m.blocks - nb0) : kColumns) - w_column0;
 
   // Stage `st` (chunks [st · kStageChunks, ...)) into buffer `buf`, by all threads.
   auto load_stage = [&](int buf, int st) {
@@ -107,26 +160,24 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
     const int c1 = min(chunks, c0 + kStageChunks);
     // x: kRows rows of the stage's 32 · kStageChunks stored rows, 16 bytes a copy; rows past
     // `rows` and columns past k_valid (padding after an in-order K) read as zeros.
-    __half* xs = stage_x(buf);
-    constexpr int kPieces = kStageChunks * 4;
-    for (int e = threadIdx.x; e < kRows * kPieces; e += kThreads) {
-      const int r = e / kPieces, piece = e - r * kPieces;
-      const int64_t k = int64_t(c0) * 32 + piece * 8;
-      const bool valid = row0 + r < rows && k < k_valid;
-      cp_async16(xs + r * kXStride + piece * 8, valid ? x + int64_t(row0 + r) * ld_x + k : x,
-                 valid);
+    __half* xs = stage_x(buf) + x_at_smem;
+    const bool k_ok = int64_t(c0) * 32 + x_piece * 8 < k_valid;
+    const __half* xp = x_from + int64_t(c0) * 32;
+#pragma unroll
+    for (int i = 0; i < Block::kXCopies; ++i, xp += x_step) {
+      const bool valid = k_ok && i * Block::kXRowStep < x_rows_here;
+      cp_async16(xs + i * Block::kXRowStep * kXStride, valid ? xp : x, valid);
     }
     // Weights: a column's lines of consecutive chunks are consecutive in qweight.
-    uint32_t* ws = stage_weights(buf);
-    const int line0 = m.chunk_line[c0];
-    const int lines = m.chunk_line[c1] - line0;
-    constexpr int kColumnPieces = kStageLines * 8;
-    for (int e = threadIdx.x; e < kColumns * kColumnPieces; e += kThreads) {
-      const int col = e / kColumnPieces, piece = e - col * kColumnPieces;
-      const int64_t n = nb0 + col;
-      if (piece < lines * 8 && n < m.blocks) {
-        cp_async16(ws + col * kStageLines * 32 + piece * 4,
-                   m.qweight + (n * m.lines + line0) * 32 + piece * 4, true);
+    uint32_t* ws = stage_weights(buf) + w_at_smem;
+    const int line0 = chunk_line[c0];
+    if (w_piece < (chunk_line[c1] - line0) * 8) {
+      const uint32_t* wp = w_from + int64_t(line0) * 32;
+#pragma unroll
+      for (int i = 0; i < kColumns / Block::kColumnStep; ++i, wp += w_step) {
+        if (i * Block::kColumnStep < w_columns_here) {
+          cp_async16(ws + i * Block::kColumnStep * kStageLines * 32, wp, true);
+        }
       }
     }
     // The group record of each (column, chunk), in qchunk's layout.
@@ -137,7 +188,7 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
       const int c = c0 + record - col * kStageChunks;
       const int64_t n = nb0 + col;
       if (c >= c1 || n >= m.blocks) continue;
-      const uint32_t group = qtile::chunk_group(m.chunk_info[c]);
+      const uint32_t group = qtile::chunk_group(chunk_info[c]);
       const int64_t gi = n * m.groups + group;
       uint32_t* rec = rs + record * kRecordWords;
       if constexpr (KIND == QuantKind::kExl2) {
@@ -193,30 +244,49 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
     const uint32_t* ws = stage_weights(buf) + column * kStageLines * 32 + lane;
     const uint32_t* rs = stage_records(buf) + column * kStageChunks * kRecordWords;
     const int c0 = st * kStageChunks;
-    const int line0 = m.chunk_line[c0];
-#pragma unroll
-    for (int j = 0; j < kStageChunks; ++j) {
-      const int c = c0 + j;
-      if (c >= chunks) break;
-      const uint32_t info = m.chunk_info[c];
-      const int bits = qtile::chunk_bits(info);
+    const int line0 = chunk_line[c0];
+    // Chunk j of the stage at width B: its group's scales (when they change), its x fragments,
+    // its words, its MMAs.
+    auto multiply_chunk = [&](auto width, int j, uint32_t info) {
+      constexpr int B = decltype(width)::value;
       const uint32_t group = qtile::chunk_group(info);
+      const int bits = qtile::chunk_bits(info);
       if (group != scales_group || bits != scales_bits) {  // sym zeros depend on the width
         scales.load(rs + j * kRecordWords, g, bits, m.gguf_mode);
         scales_group = group;
         scales_bits = bits;
       }
+      const uint32_t* wl = ws + (chunk_line[c0 + j] - line0) * 32;
+      uint32_t w[B];
+#pragma unroll
+      for (int b = 0; b < B; ++b) w[b] = wl[b * 32];
       uint32_t bf[kRowTiles][4];
 #pragma unroll
       for (int mt = 0; mt < kRowTiles; ++mt) ldmatrix_x4(bf[mt], xs + mt * 8 * kXStride + j * 32);
-      const uint32_t* wl = ws + (m.chunk_line[c] - line0) * 32;
-      qchunk::with_width(bits, [&](auto width) {
-        constexpr int B = decltype(width)::value;
-        uint32_t w[B];
+      qchunk::chunk_mma<B, kRowTiles>(w, bf, scales, acc);
+    };
+    // A full stage of one width (GPTQ always, EXL2 but at its width changes) is unrolled under
+    // one switch, so that a chunk's loads and decoding overlap the previous chunk's MMAs; other
+    // stages go chunk by chunk.
+    uint32_t info[kStageChunks];
+    bool uniform = c0 + kStageChunks <= chunks;
 #pragma unroll
-        for (int i = 0; i < B; ++i) w[i] = wl[i * 32];
-        qchunk::chunk_mma<B, kRowTiles>(w, bf, scales, acc);
+    for (int j = 0; j < kStageChunks; ++j) {
+      info[j] = c0 + j < chunks ? chunk_info[c0 + j] : 0u;
+      uniform = uniform && qtile::chunk_bits(info[j]) == qtile::chunk_bits(info[0]);
+    }
+    if (uniform) {
+      qchunk::with_width(qtile::chunk_bits(info[0]), [&](auto width) {
+#pragma unroll
+        for (int j = 0; j < kStageChunks; ++j) multiply_chunk(width, j, info[j]);
       });
+    } else {
+#pragma unroll 1
+      for (int j = 0; j < kStageChunks && c0 + j < chunks; ++j) {
+        const uint32_t info_j = chunk_info[c0 + j];
+        qchunk::with_width(qtile::chunk_bits(info_j),
+                           [&](auto width) { multiply_chunk(width, j, info_j); });
+      }
     }
   }
   cp_async_wait<0>();
@@ -262,19 +332,46 @@ int64_t block_count(const QuantMatrix& m, int64_t rows) {
   return ceil_div(rows, Block::kRows) * ceil_div(m.blocks, Block::kColumns);
 }
 
+// Calls f(Block{}) for the block type of `shape`.
+template <class F>
+auto with_block(QuantMmaBlock shape, F&& f) {
+  switch (shape) {
+    case QuantMmaBlock::kWide:
+      return f(WideBlock{});
+    default:
+      return f(TallBlock{});
+  }
+}
+
 }  // namespace
 
 int quant_mma_k_splits(const QuantMatrix& m, int64_t rows, QuantMmaBlock shape,
                        int multiprocessors) {
-  const int64_t blocks = shape == QuantMmaBlock::kWide ? block_count<WideBlock>(m, rows)
-                                                       : block_count<TallBlock>(m, rows);
-  const int64_t stages = ceil_div(m.chunks, kStageChunks);
-  // Enough blocks for one per multiprocessor, each with at least kMinSplitStages stages (the
-  // pipeline's depth and more), and partials of at most kQuantMmaPartialBytes.
-  constexpr int64_t kMinSplitStages = 2 * kStages;
-  int64_t splits = std::min(ceil_div(multiprocessors, blocks), stages / kMinSplitStages);
-  splits = std::min<int64_t>(splits, kQuantMmaPartialBytes / (4 * rows * m.out_features));
-  return static_cast<int>(std::max<int64_t>(splits, 1));
+  return with_block(shape, [&](auto block) {
+    using Block = decltype(block);
+    const int64_t blocks = block_count<Block>(m, rows);
+    const int64_t stages = ceil_div(m.chunks, kStageChunks);
+    // In units of one block's whole-K time, s splits take ceil(blocks · s / slots) / s waves
+    // (slots: the blocks resident at once), plus writing and adding s partials per output, about
+    // s · 200 / K (an output's K multiply-adds against four bytes written and read per split).
+    // Each split keeps at least kMinSplitStages stages (the pipeline's depth and more), and
+    // partials are at most kQuantMmaPartialBytes.
+    constexpr int64_t kMinSplitStages = 2 * kStages;
+    const int64_t most = std::max<int64_t>(
+        1, std::min({stages / kMinSplitStages, int64_t(16),
+                     static_cast<int64_t>(kQuantMmaPartialBytes / (4 * rows * m.out_features))}));
+    const int64_t slots = std::max(multiprocessors, 1);  // one block per multiprocessor
+    int64_t splits = 1;
+    double best = 1e30;
+    for (int64_t s = 1; s <= most; ++s) {
+      const double waves =
+          static_cast<double>(ceil_div(blocks * s, slots)) / static_cast<double>(s);
+      const double time =
+          waves + (s > 1 ? static_cast<double>(s) * 200.0 / static_cast<double>(m.chunks * 32) : 0);
+      if (time < best - 1e-9) best = time, splits = s;
+    }
+    return static_cast<int>(splits);
+  });
 }
 
 size_t quant_mma_partial_floats(const QuantMatrix& m, int64_t rows, int k_splits) {
@@ -284,41 +381,38 @@ size_t quant_mma_partial_floats(const QuantMatrix& m, int64_t rows, int k_splits
 cudaError_t quant_mma_gemm(const Launch& l, const QuantMatrix& m, const void* x, int64_t ld_x,
                            int64_t k_valid, int64_t rows, const float* bias, void* out, Elem out_t,
                            QuantMmaBlock shape, int k_splits, float* partials) {
-  const bool wide = shape == QuantMmaBlock::kWide;
-  const int columns = wide ? WideBlock::kColumns : TallBlock::kColumns;
+  const int columns = with_block(shape, [](auto block) { return decltype(block)::kColumns; });
   if (!qchunk::valid_matrix(m) || !x || !out || rows < 1 || rows > (int64_t(1) << 30) ||
       ld_x % 8 != 0 || k_valid % 8 != 0 || k_valid < 8 || k_valid > m.chunks * 32 ||
       ld_x < k_valid || reinterpret_cast<uintptr_t>(x) % 16 != 0 || out_t == Elem::kBF16 ||
       (m.kind == QuantKind::kExl2 && m.groups > kMaxExl2Groups) ||
-      ceil_div(m.blocks, columns) > 65535 || k_splits < 1 || k_splits > 65535 ||
-      (k_splits > 1 && !partials)) {
+      table_bytes(m) > size_t(kMaxTableBytes) || ceil_div(m.blocks, columns) > 65535 ||
+      k_splits < 1 || k_splits > 65535 || (k_splits > 1 && !partials)) {
     return cudaErrorInvalidValue;
   }
   float* split_partials = k_splits > 1 ? partials : nullptr;
   Launch plain = l;  // cuBLAS or the x gather, not a kernel of ours, may precede it
   plain.pdl = false;
   const auto* xh = static_cast<const __half*>(x);
-  auto go = [&](auto kernel, auto block) {
-    using Block = decltype(block);
-    const size_t smem = size_t(kStages) * Block::kStageBytes +
-                        (m.kind == QuantKind::kExl2 ? size_t(ceil_div(m.groups * 2, 16)) * 16 : 0);
-    // Past 48 KB of dynamic shared memory a kernel must opt in (a host-side attribute of the
-    // current device, fine during graph capture).
-    if (const cudaError_t e = cudaFuncSetAttribute(
-            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-        e != cudaSuccess) {
-      return e;
-    }
-    const dim3 grid(static_cast<unsigned>(ceil_div(rows, Block::kRows)),
-                    static_cast<unsigned>(ceil_div(m.blocks, Block::kColumns)),
-                    static_cast<unsigned>(k_splits));
-    return launch_kernel(plain, kernel, grid, dim3(Block::kThreads), smem, m, xh, ld_x, k_valid,
-                         static_cast<int>(rows), bias, out, out_t == Elem::kF32, split_partials);
-  };
   const cudaError_t e = qchunk::with_kind(m.kind, [&](auto k) {
     constexpr QuantKind K = decltype(k)::value;
-    if (wide) return go(quant_mma_gemm_kernel<K, WideBlock>, WideBlock{});
-    return go(quant_mma_gemm_kernel<K, TallBlock>, TallBlock{});
+    return with_block(shape, [&](auto block) {
+      using Block = decltype(block);
+      const auto kernel = quant_mma_gemm_kernel<K, Block>;
+      const size_t smem = size_t(kStages) * Block::kStageBytes + table_bytes(m);
+      // Past 48 KB of dynamic shared memory a kernel must opt in (a host-side attribute of the
+      // current device, fine during graph capture).
+      if (const cudaError_t err = cudaFuncSetAttribute(
+              kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+          err != cudaSuccess) {
+        return err;
+      }
+      const dim3 grid(static_cast<unsigned>(ceil_div(rows, Block::kRows)),
+                      static_cast<unsigned>(ceil_div(m.blocks, Block::kColumns)),
+                      static_cast<unsigned>(k_splits));
+      return launch_kernel(plain, kernel, grid, dim3(Block::kThreads), smem, m, xh, ld_x, k_valid,
+                           static_cast<int>(rows), bias, out, out_t == Elem::kF32, split_partials);
+    });
   });
   if (e != cudaSuccess || k_splits == 1) return e;
   constexpr int kSumThreads = 256;

@@ -4,7 +4,7 @@
 //               [--prefill 512,2048] [--batches 1,8,32] [--context 512] [--cache q4] [--steps 32]
 //               [--device 0] [--no-sweep] [--profile-step] [--fold-norm-rows N]
 //               [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] [--mma-rows N]
-//               [--mma-wide]
+//               [--mma-max-rows N] [--mma-blocks wide|tall]
 //               [--decode-blocks-per-sm N] [--decode-tensor-cores 0|1] [--json]
 //               [--json-out FILE]
 //
@@ -33,15 +33,17 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: quant_bench [--models a,b] [--quants exl2:4.0,gptq:4:128] [--prefill N,..] "
-               "[--batches N,..] [--check-tokens K,..] [--lora-rank R] [--lora-adapters N] "
-               "[--context N] [--cache fp16|q8|q6|q4] [--steps N] [--device N] [--no-sweep] "
-               "[--fold-norm-rows N] [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] "
-               "[--mma-rows N] [--mma-wide] [--decode-blocks-per-sm N] [--decode-tensor-cores 0|1] "
-               "[--profile-step] "
-               "[--json] "
-               "[--json-out FILE]\n");
+  std::fprintf(
+      stderr,
+      "usage: quant_bench [--models a,b] [--quants exl2:4.0,gptq:4:128] [--prefill N,..] "
+      "[--batches N,..] [--check-tokens K,..] [--lora-rank R] [--lora-adapters N] "
+      "[--context N] [--cache fp16|q8|q6|q4] [--steps N] [--device N] [--no-sweep] "
+      "[--fold-norm-rows N] [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] "
+      "[--mma-rows N] [--mma-max-rows N] [--mma-blocks wide|tall] [--decode-blocks-per-sm N] "
+      "[--decode-tensor-cores 0|1] "
+      "[--profile-step] "
+      "[--json] "
+      "[--json-out FILE]\n");
   return 2;
 }
 
@@ -97,9 +99,13 @@ int main(int argc, char** argv) {
         o.quant_fused_max_rows = std::stoll(value());
       else if (a == "--mma-rows")
         o.quant_mma_min_rows = std::stoll(value());
-      else if (a == "--mma-wide")
-        o.quant_mma_wide_blocks = true;
-      else if (a == "--decode-blocks-per-sm")
+      else if (a == "--mma-max-rows")
+        o.quant_mma_max_rows = std::stoll(value());
+      else if (a == "--mma-blocks") {
+        const std::string v = value();
+        if (v != "wide" && v != "tall") return usage();
+        o.quant_mma_wide_blocks = v == "wide" ? 1 : 0;
+      } else if (a == "--decode-blocks-per-sm")
         o.decode_attention_blocks_per_sm = std::stoi(value());
       else if (a == "--decode-tensor-cores")
         o.decode_attention_tensor_cores = std::stoi(value());

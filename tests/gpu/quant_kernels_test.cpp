@@ -496,13 +496,23 @@ TEST_F(QuantGpu, RowGroupsGiveEachRowTheBitsOfItsGroupAlone) {
 // The many-row product straight from the packed tiles (kernels::quant_mma_gemm, here for every
 // launch past 32 rows) against the CPU: every EXL2 width and mix, GPTQ act-order, asym, odd groups
 // and per-channel, every GGUF type; shapes that are not multiples of the block's 128 outputs or
-// 128 rows; K in order and gathered, whole and split over blocks. Unsplit, a row's bits do not
-// depend on the batch.
+// 128 rows; K in order and gathered, whole and split over blocks; tall and wide blocks. Unsplit,
+// a row's bits do not depend on the batch, nor on the block shape.
 TEST_F(QuantGpu, PackedTileProductMatchesTheCpuAndKeepsRowsBatchInvariant) {
   CudaBackendOptions o;
   o.quant_fused_max_rows = kernels::kQuantGemmMaxRows;
   o.quant_mma_min_rows = kernels::kQuantGemmMaxRows + 1;
+  o.quant_mma_max_rows = int64_t(1) << 30;
+  o.quant_mma_wide_blocks = false;
   auto mma = create_cuda_backend(o);
+  CudaBackendOptions wide_options = o;
+  wide_options.quant_mma_wide_blocks = true;
+  auto wide = create_cuda_backend(wide_options);
+  auto check = [&](const LinearSource& source, const std::vector<int64_t>& rows_list,
+                   const std::string& what) {
+    expect_matches(*mma, *cpu, source, rows_list, what + ", tall blocks");
+    expect_matches(*wide, *cpu, source, rows_list, what + ", wide blocks");
+  };
   const std::vector<int64_t> rows = {33, 100, 129, 300};
   const auto single = single_width_recipe;
   const Exl2Recipe all6 = every_width_recipe();
@@ -523,9 +533,8 @@ TEST_F(QuantGpu, PackedTileProductMatchesTheCpuAndKeepsRowsBatchInvariant) {
     MemoryTensorSource src(std::move(t));
     QuantizedLinearOptions q;
     q.out_features = c.n;
-    expect_matches(
-        *mma, *cpu, source_of(src, "l", q), rows,
-        "EXL2 " + std::to_string(c.k) + "x" + std::to_string(c.n) + " case " + std::to_string(i));
+    check(source_of(src, "l", q), rows,
+          "EXL2 " + std::to_string(c.k) + "x" + std::to_string(c.n) + " case " + std::to_string(i));
   }
   const std::vector<GptqRecipe> gptq = {{4, 128, true, true, false},
                                         {3, 128, true, false, true},
@@ -540,13 +549,13 @@ TEST_F(QuantGpu, PackedTileProductMatchesTheCpuAndKeepsRowsBatchInvariant) {
     MemoryTensorSource src(std::move(t));
     QuantizedLinearOptions q;
     q.quantization_config_json = gptq_config_json(r);
-    expect_matches(*mma, *cpu, source_of(src, "l", q), rows,
-                   "GPTQ " + std::to_string(r.bits) + "-bit g" + std::to_string(r.group_size) +
-                       (r.act_order ? " act-order" : "") + (r.sym ? " sym" : " asym"));
+    check(source_of(src, "l", q), rows,
+          "GPTQ " + std::to_string(r.bits) + "-bit g" + std::to_string(r.group_size) +
+              (r.act_order ? " act-order" : "") + (r.sym ? " sym" : " asym"));
   }
   for (GgmlType type : kGgufTypes) {
     const RandomGgufLinear l = random_gguf_linear(type, 29);
-    expect_matches(*mma, *cpu, l.source, {33, 130}, l.source.name);
+    check(l.source, {33, 130}, l.source.name);
   }
   // K split over blocks (few rows: every launch above but the 300-row ones of the narrow
   // matrices) on a q_proj shape too.
@@ -567,8 +576,8 @@ TEST_F(QuantGpu, PackedTileProductMatchesTheCpuAndKeepsRowsBatchInvariant) {
   }
   // The wide blocks (256 outputs × 64 rows) sum every output in the same order.
   o.quant_mma_wide_blocks = true;
-  auto wide = create_cuda_backend(o);
-  EXPECT_EQ(run_linear(*wide, s, x, 300), all);
+  auto wide_whole = create_cuda_backend(o);
+  EXPECT_EQ(run_linear(*wide_whole, s, x, 300), all);
 }
 
 // The K slices' partials added by a kernel of their own (CudaBackendOptions::

@@ -55,18 +55,25 @@ struct CudaBackendOptions {
   // 4.0): +2 to +4 % at 3 to 4 rows, +8 % at 8, +22 % at 16, +39 % at 32; even at 2.
   int64_t staged_x_min_rows = 3;
   // Quantized linears of up to this many rows (at most kernels::kQuantGemmMaxLaunchRows) run the
-  // fused kernel, in groups of 32 rows beyond 32; more rows dequantize the weights for cuBLAS.
+  // fused kernel, in groups of 32 rows beyond 32, and a row's bits do not depend on the batch;
+  // more rows go to the packed-tile product below, or dequantize the weights for cuBLAS.
   // On an H200 (Llama-3-8B EXL2 4.0, tokens/s, fused against cuBLAS): 33 rows 3389 / 2146, 48
   // 3829 / 2731, 64 4879 / 3587, 96 5057 / 4615, 128 5188 / 5469.
   int64_t quant_fused_max_rows = 96;
-  // Quantized linears of more rows than the fused kernel takes, from this many rows on, run
-  // kernels::quant_mma_gemm (the weights decoded in registers into the tensor-core operands)
-  // instead of dequantizing them for cuBLAS; 0: never. Off until it has been measured against the
-  // cuBLAS path on a GPU (quant_bench --mma-rows).
-  int64_t quant_mma_min_rows = 0;
-  // Its blocks: 256 outputs × 64 rows instead of 128 × 128 (kernels::QuantMmaBlock; the same
-  // bits), to measure which is faster.
-  bool quant_mma_wide_blocks = false;
+  // Quantized linears of quant_mma_min_rows to quant_mma_max_rows rows, when the fused kernel
+  // does not take them, run kernels::quant_mma_gemm (the weights decoded in registers into the
+  // tensor-core operands); more rows dequantize the weights for cuBLAS, which is faster once the
+  // product's arithmetic outweighs writing and reading the fp16 copy. min 0: never. On an H200
+  // (Llama-3-8B EXL2 4.0, decode ms per step, this product with wide blocks against the fused
+  // kernel up to 96 rows and cuBLAS above): 48 rows 10.59 / 11.03, 64 11.02 / 11.77, 96 15.60 /
+  // 16.56, 128 17.55 / 19.64, 160 23.81 / 21.91, 256 32.01 / 26.79; prompts of 512 tokens
+  // 13.1k / 21.1k tokens/s (docs/PERFORMANCE.md). Up to 96 rows the fused kernel's batch
+  // invariance is worth more than the product's few per cent; past 128 rows a third 64-row block
+  // costs as much as a full one.
+  int64_t quant_mma_min_rows = 97;
+  int64_t quant_mma_max_rows = 128;
+  // Its blocks: 256 outputs × 64 rows, or 128 × 128 (kernels::QuantMmaBlock; the same bits).
+  bool quant_mma_wide_blocks = true;
   // Its K split over several blocks when its blocks would not fill the GPU (few rows); off: every
   // row's result is the same whatever the batch (kernels::quant_mma_k_splits).
   bool quant_mma_split_k = true;

@@ -284,10 +284,9 @@ class CudaBackend final : public Backend {
   void flush_norm();
   // The rows' inverse RMS (and the producer's sums of squares) between the folded linears.
   DeviceBuffer fold_norm_scratch_;
-  DeviceBuffer quant_dequant_;       // fp16 weights of the large-batch quantized path
-  DeviceBuffer quant_x_;             // its x in the weights' stored row order
-  DeviceBuffer quant_mma_partials_;  // kernels::quant_mma_gemm's partials when K is split
-  DeviceBuffer quant_staged_x_;      // x of the fused quantized linears in their staging order
+  DeviceBuffer quant_dequant_;  // the large-batch path's fp16 weights, or quant_mma_gemm's partials
+  DeviceBuffer quant_x_;        // its x in the weights' stored row order
+  DeviceBuffer quant_staged_x_;  // x of the fused quantized linears in their staging order
 
   CudaBackendOptions options_;
   CudaDeviceInfo info_;

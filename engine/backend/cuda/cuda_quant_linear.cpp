@@ -279,7 +279,8 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
                  "quant_gather_x");
     return quant_x_.get();
   };
-  if (options_.quant_mma_min_rows > 0 && rows >= options_.quant_mma_min_rows) {
+  if (options_.quant_mma_min_rows > 0 && rows >= options_.quant_mma_min_rows &&
+      rows <= options_.quant_mma_max_rows) {
     const bool direct = w.rows_in_order && m.in_features % 8 == 0;
     const void* xs = direct ? x.data : x_in_stored_order();
     const int64_t k = direct ? m.in_features : stored_rows;
@@ -290,13 +291,13 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
                            : 1;
     float* partials = nullptr;
     if (splits > 1) {
-      // At most kQuantMmaPartialBytes, the dequantized slice's share of the plan (kDequantBytes),
-      // which this path does not use.
+      // At most kQuantMmaPartialBytes, in the dequantized slice's buffer (kDequantBytes in the
+      // plan), which this path does not otherwise use.
       static_assert(kernels::kQuantMmaPartialBytes <= kDequantBytes);
-      grow_workspace(quant_mma_partials_,
+      grow_workspace(quant_dequant_,
                      kernels::quant_mma_partial_floats(m, rows, splits) * sizeof(float),
-                     "partial sums of quantized linears split along K");
-      partials = quant_mma_partials_.as<float>();
+                     "fp16 weights or partial sums of large-batch quantized linears");
+      partials = quant_dequant_.as<float>();
     }
     check_launch(kernels::quant_mma_gemm(launch_plain(), m, xs, k, k, rows, bias, out.data, out_t,
                                          shape, splits, partials),
@@ -315,7 +316,7 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
       std::max<int64_t>(32, static_cast<int64_t>(kDequantBytes / (stored_rows * 2)) / 32 * 32);
   slice = std::min(slice, (N + 31) / 32 * 32);
   grow_workspace(quant_dequant_, static_cast<size_t>(slice * stored_rows) * 2,
-                 "dequantized weights of large batches");
+                 "fp16 weights or partial sums of large-batch quantized linears");
   const float alpha = 1.0f, beta = 0.0f;
   const size_t out_elem = dtype_size(out.dtype);
   const cudaDataType_t out_type = out.dtype == DType::kF32 ? CUDA_R_32F : CUDA_R_16F;

@@ -6,9 +6,9 @@
 // fused dequantize-and-multiply kernel (kernels/quant_gemv.cu, one launch per group of linears;
 // graph-safe: fixed scratch, no host sync); larger batches (prefill) dequantize slices of at most
 // 64 MiB of fp16 weights in their stored row order, gather x into that order, and use cuBLAS, or,
-// from CudaBackendOptions::quant_mma_min_rows rows on, multiply the packed tiles directly
-// (kernels/quant_mma_gemm.cu). fp16 activations only: a bf16 backend keeps quantized layers
-// dequantized (dense).
+// from CudaBackendOptions::quant_mma_min_rows to quant_mma_max_rows rows (97-128 by default),
+// multiply the packed tiles directly (kernels/quant_mma_gemm.cu). fp16 activations only: a bf16
+// backend keeps quantized layers dequantized (dense).
 #pragma once
 
 #include "engine/backend/backend.h"
