@@ -359,6 +359,11 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
     v["other_row_gemv"] = decode_run(1);
     v["other_row_gemv"]["row_gemv_variant"] = 1 - variant;
     be.set_row_gemv_variant(variant);
+    // Every dense linear on the tensor-core GEMV (batch-invariant rows for speculation's checks).
+    const int64_t invariant_rows = be.dense_invariant_max_rows();
+    be.set_dense_invariant_max_rows(16);
+    v["invariant_dense_rows"] = decode_run(1);
+    be.set_dense_invariant_max_rows(invariant_rows);
     r["decode_batch1_variants"] = v;
   }
   if (truncated) {
@@ -423,7 +428,10 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
             r["decode_batch1_variants"]["other_row_gemv"]["tokens_per_s"].get<double>()) +
         fmt(" (%.1f%% of the limit)\n",
             100 * r["decode_batch1_variants"]["other_row_gemv"]["share_of_bandwidth_limit"]
-                      .get<double>());
+                      .get<double>()) +
+        "batch-1 decode with batch-invariant dense rows (dense_invariant_max_rows 16): " +
+        fmt("%.1f tokens/s\n",
+            r["decode_batch1_variants"]["invariant_dense_rows"]["tokens_per_s"].get<double>());
   }
   if (r.contains("full_depth_estimate_decode_batch1_tokens_per_s")) {
     text += fmt("estimated full-depth batch-1 decode: %.1f tokens/s\n",

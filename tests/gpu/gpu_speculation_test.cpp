@@ -1,11 +1,11 @@
 // Speculative decoding on the GPU. A check batch (each sequence's last token and its proposals,
 // with every row's logits) runs as decode rows (CudaBackendOptions::check_slice_max_tokens):
 // its rows must give the logits that decoding the same tokens one step at a time gives
-// (bit-identical where every op is batch-invariant: EXL2, and GPTQ without the RMSNorm fold;
-// close for fp16, whose several-row linears are cuBLAS'), and the CPU backend's within the
-// model gate. Through the
-// generator, greedy speculation must give the tokens of plain decoding; on the real SmolLM2
-// (when present) too, with the share of proposals kept printed.
+// (bit-identical where every op is batch-invariant: EXL2, GPTQ without the RMSNorm fold, and fp16
+// with CudaBackendOptions::dense_invariant_max_rows; close for fp16 by default, whose several-row
+// linears are cuBLAS'), and the CPU backend's within the model gate. Through the generator,
+// greedy speculation must give the tokens of plain decoding; on the real SmolLM2 (when present)
+// too, with the share of proposals kept printed.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -96,18 +96,26 @@ TEST(GpuSpeculation, CheckRowsGiveTheLogitsOfDecodeSteps) {
   HEARTH_REQUIRE_GPU();
   // GPTQ also without the RMSNorm fold: folded (decode steps of up to fold_norm_max_rows rows),
   // a row's inverse RMS is summed from the producing linear's column groups, in another order
-  // than the norm kernel of a check batch, and may differ in the last bit.
+  // than the norm kernel of a check batch, and may differ in the last bit. fp16 by default and
+  // with every dense linear of up to 16 rows on the tensor-core GEMV
+  // (CudaBackendOptions::dense_invariant_max_rows).
   struct Case {
     std::string format;
     int64_t fold_rows;
     bool identical;
+    int64_t dense_invariant_rows = 0;
   };
-  const std::vector<Case> cases = {
-      {"exl2", 2, true}, {"gptq", 0, true}, {"gptq", 2, false}, {"fp16", 2, false}};
+  const std::vector<Case> cases = {{"exl2", 2, true},
+                                   {"gptq", 0, true},
+                                   {"gptq", 2, false},
+                                   {"fp16", 2, false},
+                                   {"fp16", 2, true, 16}};
   for (const Case& c : cases) {
-    SCOPED_TRACE(c.format + ", fold rows " + std::to_string(c.fold_rows));
+    SCOPED_TRACE(c.format + ", fold rows " + std::to_string(c.fold_rows) +
+                 ", invariant dense rows " + std::to_string(c.dense_invariant_rows));
     CudaBackendOptions bo;
     bo.fold_norm_max_rows = c.fold_rows;
+    bo.dense_invariant_max_rows = c.dense_invariant_rows;
     auto gpu = create_cuda_backend(bo);
     const Weights w(c.format);
     // Contexts within the first decode tile and across several splits.
@@ -121,13 +129,15 @@ TEST(GpuSpeculation, CheckRowsGiveTheLogitsOfDecodeSteps) {
       if (c.identical) {
         EXPECT_TRUE(checked == stepped) << "context " << context << ": " << d.str();
       } else {
-        // fp16: the check's linears are cuBLAS GEMMs, the decode step's the row GEMV.
+        // fp16 by default: the check's linears are cuBLAS GEMMs, the decode step's the row GEMV.
         EXPECT_TRUE(d.finite && d.nmse < 1e-5) << "context " << context << ": " << d.str();
       }
-      std::printf("[ check rows ] %s (fold %lld), context %lld: %s decode steps (%s)\n",
-                  c.format.c_str(), static_cast<long long>(c.fold_rows),
-                  static_cast<long long>(context),
-                  checked == stepped ? "bit-identical to" : "close to", d.str().c_str());
+      std::printf(
+          "[ check rows ] %s (fold %lld, invariant dense rows %lld), context %lld: %s "
+          "decode steps (%s)\n",
+          c.format.c_str(), static_cast<long long>(c.fold_rows),
+          static_cast<long long>(c.dense_invariant_rows), static_cast<long long>(context),
+          checked == stepped ? "bit-identical to" : "close to", d.str().c_str());
     }
   }
 }

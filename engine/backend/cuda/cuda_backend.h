@@ -21,6 +21,13 @@ struct CudaBackendOptions {
   // A linear layer with one row runs on Hearth's row GEMV; with 2..gemv_max_rows rows on its
   // tensor-core GEMV (measured slower than cuBLAS on H200 for R >= 2, hence off); else cuBLAS.
   int64_t gemv_max_rows = 1;
+  // Dense linears of 1..dense_invariant_max_rows rows all run the tensor-core GEMV (where it takes
+  // the shape), whose split of K depends on the matrix alone, so a row gets the same bits at any
+  // of those row counts: a speculative check batch then gives the logits of one-row decode steps
+  // for fp16 weights, as the quantized kernels do up to quant_fused_max_rows. 0: one row runs the
+  // row GEMV (faster) and the rows' bits depend on the batch. Off until its cost at one row is
+  // measured (cuda_bench's batch-1 variants).
+  int64_t dense_invariant_max_rows = 0;
   // LoRA of up to this many rows runs on Hearth's shrink/expand kernels (at most
   // kernels::kLoraKernelMaxRows), more rows on cuBLAS. Measured on an H200 (8B shape, rank 16):
   // equal at 4 rows, cuBLAS ahead from 8 (docs/PERFORMANCE.md, "LoRA").

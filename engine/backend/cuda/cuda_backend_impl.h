@@ -197,6 +197,11 @@ class CudaBackend final : public Backend {
     invalidate_graphs();
   }
   int row_gemv_variant() const { return options_.row_gemv_variant; }
+  void set_dense_invariant_max_rows(int64_t rows) {
+    options_.dense_invariant_max_rows = rows;
+    invalidate_graphs();
+  }
+  int64_t dense_invariant_max_rows() const { return options_.dense_invariant_max_rows; }
   // Drops every captured graph (buffers they point to changed or went away).
   void invalidate_graphs();
   // --- for a tensor-parallel backend driving several of these (cuda_tensor_parallel.cpp) ---

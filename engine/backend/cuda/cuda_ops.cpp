@@ -144,15 +144,19 @@ void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTens
   const int64_t n = w->out_features;
   const int64_t k = w->in_features;
   HEARTH_CHECK(!rows_overlap(x, out, rows), "linear " + w->name + ": output overlaps the input");
-  // One row: the CUDA-core row GEMV. A few rows (up to gemv_max_rows, off by default): the
-  // tensor-core GEMV. Otherwise cuBLAS.
+  // One row: the CUDA-core row GEMV. A few rows (up to gemv_max_rows, off by default), or up to
+  // dense_invariant_max_rows rows one included: the tensor-core GEMV. Otherwise cuBLAS.
   const bool aligned = (reinterpret_cast<uintptr_t>(x.data) & 15u) == 0;
-  const bool row_kernel = rows == 1 && k % 8 == 0 && aligned;
-  const bool gemv =
-      row_kernel ||
-      (rows <= options_.gemv_max_rows && kernels::gemv_supported(n, k, rows) &&
-       kernels::gemv_partial_floats(n, k, rows, info_.multiprocessors) * sizeof(float) <=
-           kMaxGemvScratchBytes);
+  const bool tensor_core_gemv =
+      kernels::gemv_supported(n, k, rows) &&
+      kernels::gemv_partial_floats(n, k, rows, info_.multiprocessors) * sizeof(float) <=
+          kMaxGemvScratchBytes;
+  // (In that mode a row the tensor-core GEMV cannot take goes to cuBLAS, not the row GEMV, so
+  // that every queued one-row linear is the tensor-core GEMV's.)
+  const bool invariant = rows <= options_.dense_invariant_max_rows && tensor_core_gemv;
+  const bool row_kernel =
+      options_.dense_invariant_max_rows < 1 && rows == 1 && k % 8 == 0 && aligned;
+  const bool gemv = row_kernel || invariant || (rows <= options_.gemv_max_rows && tensor_core_gemv);
   if (!gemv) {
     flush_linears();
     linear_cublas(*w, x, out);
@@ -237,7 +241,7 @@ void CudaBackend::flush_dense_linears() {
   const DType dtype = pending_.front().weight->dtype;
   const void* x = pending_x_.data;
   pending_.clear();
-  if (rows == 1) {
+  if (rows == 1 && options_.dense_invariant_max_rows < 1) {  // as linear() queued them
     check_launch(
         kernels::gemv_row(launch(), to_elem(dtype), outputs.data(),
                           static_cast<int>(outputs.size()), x, k, options_.row_gemv_variant),
