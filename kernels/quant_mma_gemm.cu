@@ -21,17 +21,25 @@
 // and about five other instructions per MMA (decoding, staging), it is latency-bound at about a
 // fifth of the tensor cores' peak: faster than dequantize + cuBLAS for batches of 97-128 rows,
 // where writing and reading the fp16 copy dominates, slower for prompts (CudaBackendOptions::
-// quant_mma_min_rows; docs/PERFORMANCE.md).
+// quant_mma_min_rows; docs/PERFORMANCE.md). So a third shape, kWgmma (WgmmaBlock), has each
+// warpgroup of a wide block issue Hopper's warpgroup MMA (kernels/wgmma.cuh) on its four warps'
+// decoded A fragments, with x staged in wgmma's core-matrix layout: one instruction per 128
+// outputs × 64 rows × 16 of K instead of 32 mma.sync. It exists where this file is built for
+// sm_90a (kernels/CMakeLists.txt) and is off (CudaBackendOptions::quant_mma_wgmma) until it has
+// run on a GPU; ptxas serializes its wgmma for now (C7511: register resources), so each waits for
+// the one before it.
 //
 // Unsplit, every output is summed over the chunks in order by one warp, so a row's result depends
 // neither on the batch size nor on which rows share its block. When the blocks are too few to fill
 // the GPU (few rows), K is split over gridDim.z blocks (quant_mma_k_splits: by the row count, so
 // rows then depend on the batch size) and quant_mma_sum_kernel adds their partials in order.
 #include <algorithm>
+#include <atomic>
 
 #include "kernels/common.cuh"
 #include "kernels/quant_chunk_math.cuh"
 #include "kernels/quant_kernels.h"
+#include "kernels/wgmma.cuh"
 
 namespace hearth::kernels {
 namespace {
@@ -57,12 +65,19 @@ constexpr int kStageLines = kStageChunks * 8;  // a column's lines when every ch
 
 // A block of COLUMNS 32-output columns (a warp each) × ROW_WARPS warps of 64 rows, one per
 // multiprocessor, and the bytes of one stage in shared memory: x, the weight words, the records.
-template <int COLUMNS, int ROW_WARPS>
+// WGMMA: each warpgroup (4 columns, 128 outputs) multiplies its 64 rows by Hopper's warpgroup
+// MMA (kernels/wgmma.cuh) instead of each warp by mma.sync, the x stage laid out in its core
+// matrices (8 rows × 16 bytes of K, 128 contiguous bytes) instead of rows.
+template <int COLUMNS, int ROW_WARPS, bool WGMMA = false>
 struct MmaBlock {
   static constexpr int kColumns = COLUMNS;
   static constexpr int kRows = ROW_WARPS * kRowTiles * 8;
   static constexpr int kThreads = COLUMNS * ROW_WARPS * 32;
-  static constexpr int kStageX = kRows * kXStride * 2;
+  static constexpr bool kWgmma = WGMMA;
+  static_assert(!WGMMA || (COLUMNS % 4 == 0 && ROW_WARPS == 1), "whole warpgroups of 64 rows");
+  // WGMMA's x: core matrix (row group q, K piece p) at q · kGroupBytes + p · 128, row r at 16 r.
+  static constexpr int kGroupBytes = kStageChunks * 4 * 128;
+  static constexpr int kStageX = WGMMA ? kRows / 8 * kGroupBytes : kRows * kXStride * 2;
   static constexpr int kStageWeights = COLUMNS * kStageLines * 32 * 4;
   static constexpr int kStageRecords = COLUMNS * kStageChunks * kRecordWords * 4;
   static constexpr int kStageBytes = kStageX + kStageWeights + kStageRecords;
@@ -79,6 +94,7 @@ struct MmaBlock {
 };
 using TallBlock = MmaBlock<4, 2>;  // 128 outputs × 128 rows
 using WideBlock = MmaBlock<8, 1>;  // 256 outputs × 64 rows: half the x per weight, more blocks
+using WgmmaBlock = MmaBlock<8, 1, true>;  // the wide block on Hopper's warpgroup MMA
 
 // Shared memory after the stages: scale_max (EXL2), chunk_line[chunks + 1], chunk_info[chunks].
 size_t table_bytes(const QuantMatrix& m) {
@@ -98,6 +114,9 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
   constexpr int kStageX = Block::kStageX;
   constexpr int kStageWeights = Block::kStageWeights;
   constexpr int kStageBytes = Block::kStageBytes;
+#if !HEARTH_WGMMA
+  if constexpr (Block::kWgmma) __trap();  // launched only where the probe found sm_90a code
+#endif
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
@@ -140,11 +159,20 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
 
   // What each thread copies, fixed over the stages: x piece `x_piece` of rows x_row0 + i ·
   // kXRowStep, and piece `w_piece` of the weight lines of columns w_column0 + i · kColumnStep.
-  const int x_piece = threadIdx.x % Block::kXPieces;
-  const int x_row0 = threadIdx.x / Block::kXPieces;
+  // WGMMA: 8 threads in a row take one piece of 8 rows (a core matrix, one 128-byte line of
+  // shared memory), and the next 8 the next piece of the same rows (global reads stay whole).
+  constexpr bool kWgmma = Block::kWgmma;
+  const int x_piece = kWgmma ? threadIdx.x / 8 % Block::kXPieces : threadIdx.x % Block::kXPieces;
+  const int x_row0 = kWgmma ? threadIdx.x / (8 * Block::kXPieces) * 8 + threadIdx.x % 8
+                            : threadIdx.x / Block::kXPieces;
   const __half* x_from = x + int64_t(row0 + x_row0) * ld_x + x_piece * 8;
   const int64_t x_step = int64_t(Block::kXRowStep) * ld_x;
-  const int x_at_smem = x_row0 * kXStride + x_piece * 8;
+  const int x_at_smem =
+      kWgmma ? (x_row0 / 8 * Block::kGroupBytes + x_piece * 128 + x_row0 % 8 * 16) / 2
+             : x_row0 * kXStride + x_piece * 8;
+  // Halves between copy i and i + 1 in the stage.
+  constexpr int kXCopyStride =
+      kWgmma ? Block::kXRowStep / 8 * Block::kGroupBytes / 2 : Block::kXRowStep * kXStride;
   const int x_rows_here = rows - row0 - x_row0;  // copy i has a row while i · kXRowStep < this
   const int w_piece = threadIdx.x % Block::kColumnPieces;
   const int w_column0 = threadIdx.x / Block::kColumnPieces;
@@ -166,7 +194,7 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
 #pragma unroll
     for (int i = 0; i < Block::kXCopies; ++i, xp += x_step) {
       const bool valid = k_ok && i * Block::kXRowStep < x_rows_here;
-      cp_async16(xs + i * Block::kXRowStep * kXStride, valid ? xp : x, valid);
+      cp_async16(xs + i * kXCopyStride, valid ? xp : x, valid);
     }
     // Weights: a column's lines of consecutive chunks are consecutive in qweight.
     uint32_t* ws = stage_weights(buf) + w_at_smem;
@@ -234,10 +262,12 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
   }
   for (int i = 0; i < stages; ++i) {
     cp_async_wait<kStages - 2>();
+    if constexpr (kWgmma) wgmma::fence_shared_for_async();  // the copies, for wgmma's reads
     __syncthreads();  // step i's stage has arrived, and every warp is done with the buffer refilled
     if (i + kStages - 1 < stages) load_stage((i + kStages - 1) % kStages, first + i + kStages - 1);
     cp_async_commit();
-    if (!active) continue;
+    // (A warpgroup's wgmma need all four warps, a column past the matrix's included.)
+    if (!kWgmma && !active) continue;
     const int st = first + i;
     const int buf = i % kStages;
     const __half* xs = stage_x(buf) + x_at;
@@ -260,10 +290,35 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
       uint32_t w[B];
 #pragma unroll
       for (int b = 0; b < B; ++b) w[b] = wl[b * 32];
-      uint32_t bf[kRowTiles][4];
+      if constexpr (kWgmma) {
+        // The warp's A fragments of its 32 outputs (zero past the matrix), then per k16 step
+        // and 16-output half one m64n64k16 over the warpgroup's 4 columns and the 64 rows.
+        uint32_t wt[qtile::kPairs];
+        scales.template decode<B>(w, wt);
 #pragma unroll
-      for (int mt = 0; mt < kRowTiles; ++mt) ldmatrix_x4(bf[mt], xs + mt * 8 * kXStride + j * 32);
-      qchunk::chunk_mma<B, kRowTiles>(w, bf, scales, acc);
+        for (int p = 0; p < qtile::kPairs; ++p) wt[p] = active ? wt[p] : 0u;
+        wgmma::fence_operands(acc[0]);
+        wgmma::fence_operands(acc[1]);
+        wgmma::fence();
+#pragma unroll
+        for (int ks = 0; ks < 2; ++ks) {
+          const uint64_t b = wgmma::b_descriptor(stage_x(buf) + (j * 4 + ks * 2) * 64, 128,
+                                                 static_cast<uint32_t>(Block::kGroupBytes));
+#pragma unroll
+          for (int nt = 0; nt < 2; ++nt) wgmma::mma_m64n64k16(acc[nt], &wt[(nt * 2 + ks) * 4], b);
+        }
+        wgmma::commit();
+        wgmma::wait<1>();  // the previous chunk's group: its A registers are free again
+        wgmma::fence_operands(acc[0]);
+        wgmma::fence_operands(acc[1]);
+      } else {
+        uint32_t bf[kRowTiles][4];
+#pragma unroll
+        for (int mt = 0; mt < kRowTiles; ++mt) {
+          ldmatrix_x4(bf[mt], xs + mt * 8 * kXStride + j * 32);
+        }
+        qchunk::chunk_mma<B, kRowTiles>(w, bf, scales, acc);
+      }
     };
     // A full stage of one width (GPTQ always, EXL2 but at its width changes) is unrolled under
     // one switch, so that a chunk's loads and decoding overlap the previous chunk's MMAs; other
@@ -288,6 +343,8 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
                            [&](auto width) { multiply_chunk(width, j, info_j); });
       }
     }
+    // The stage's buffer is refilled after the next barrier: its reads must be done.
+    if constexpr (kWgmma) wgmma::wait<0>();
   }
   cp_async_wait<0>();
   if (!active) return;
@@ -338,12 +395,42 @@ auto with_block(QuantMmaBlock shape, F&& f) {
   switch (shape) {
     case QuantMmaBlock::kWide:
       return f(WideBlock{});
+    case QuantMmaBlock::kWgmma:
+      return f(WgmmaBlock{});
     default:
       return f(TallBlock{});
   }
 }
 
+// Whether this module's code was built for sm_90a (wgmma available).
+__global__ void quant_mma_wgmma_probe_kernel(int* out) {
+  *out = HEARTH_WGMMA;
+}
+
 }  // namespace
+
+bool quant_mma_wgmma_supported() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> known[kMaxDevices] = {};  // 0 unknown, 1 no, 2 yes
+  if (device < 0 || device >= kMaxDevices) return false;
+  if (const int k = known[device].load(); k != 0) return k == 2;
+  int* flag = nullptr;
+  int result = 0;
+  bool ok = cudaMalloc(&flag, sizeof(int)) == cudaSuccess;
+  if (ok) {
+    quant_mma_wgmma_probe_kernel<<<1, 1>>>(flag);
+    ok = cudaMemcpy(&result, flag, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess;
+    cudaFree(flag);
+  }
+  if (!ok) {
+    cudaGetLastError();  // a device without a matching module: no wgmma, and no sticky error
+    result = 0;
+  }
+  known[device].store(result == 1 ? 2 : 1);
+  return result == 1;
+}
 
 int quant_mma_k_splits(const QuantMatrix& m, int64_t rows, QuantMmaBlock shape,
                        int multiprocessors) {
@@ -387,7 +474,8 @@ cudaError_t quant_mma_gemm(const Launch& l, const QuantMatrix& m, const void* x,
       ld_x < k_valid || reinterpret_cast<uintptr_t>(x) % 16 != 0 || out_t == Elem::kBF16 ||
       (m.kind == QuantKind::kExl2 && m.groups > kMaxExl2Groups) ||
       table_bytes(m) > size_t(kMaxTableBytes) || ceil_div(m.blocks, columns) > 65535 ||
-      k_splits < 1 || k_splits > 65535 || (k_splits > 1 && !partials)) {
+      k_splits < 1 || k_splits > 65535 || (k_splits > 1 && !partials) ||
+      (shape == QuantMmaBlock::kWgmma && !quant_mma_wgmma_supported())) {
     return cudaErrorInvalidValue;
   }
   float* split_partials = k_splits > 1 ? partials : nullptr;

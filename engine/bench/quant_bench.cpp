@@ -398,7 +398,10 @@ QuantBenchReport run_quant_benchmark(const QuantBenchOptions& o) {
   if (o.quant_fused_max_rows >= 0) bo.quant_fused_max_rows = o.quant_fused_max_rows;
   if (o.quant_mma_min_rows >= 0) bo.quant_mma_min_rows = o.quant_mma_min_rows;
   if (o.quant_mma_max_rows >= 0) bo.quant_mma_max_rows = o.quant_mma_max_rows;
-  if (o.quant_mma_wide_blocks >= 0) bo.quant_mma_wide_blocks = o.quant_mma_wide_blocks != 0;
+  if (!o.quant_mma_blocks.empty()) {
+    bo.quant_mma_wide_blocks = o.quant_mma_blocks != "tall";
+    bo.quant_mma_wgmma = o.quant_mma_blocks == "wgmma";
+  }
   if (o.decode_attention_blocks_per_sm >= 0)
     bo.decode_attention_blocks_per_sm = o.decode_attention_blocks_per_sm;
   if (o.decode_attention_tensor_cores >= 0)

@@ -55,8 +55,9 @@ struct QuantBenchOptions {
   int64_t quant_mma_min_rows = -1;
   // CudaBackendOptions::quant_mma_max_rows; negative: the backend's default.
   int64_t quant_mma_max_rows = -1;
-  // CudaBackendOptions::quant_mma_wide_blocks: 1 wide, 0 tall, negative: the backend's default.
-  int quant_mma_wide_blocks = -1;
+  // The product's blocks: "tall", "wide" (CudaBackendOptions::quant_mma_wide_blocks), "wgmma"
+  // (quant_mma_wgmma); empty: the backend's default.
+  std::string quant_mma_blocks;
   // CudaBackendOptions::decode_attention_blocks_per_sm; negative: the backend's default.
   int decode_attention_blocks_per_sm = -1;
   // CudaBackendOptions::decode_attention_tensor_cores (0 or 1); negative: the backend's default.

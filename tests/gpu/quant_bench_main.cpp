@@ -4,7 +4,7 @@
 //               [--prefill 512,2048] [--batches 1,8,32] [--context 512] [--cache q4] [--steps 32]
 //               [--device 0] [--no-sweep] [--profile-step] [--fold-norm-rows N]
 //               [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] [--mma-rows N]
-//               [--mma-max-rows N] [--mma-blocks wide|tall]
+//               [--mma-max-rows N] [--mma-blocks wide|tall|wgmma]
 //               [--decode-blocks-per-sm N] [--decode-tensor-cores 0|1] [--json]
 //               [--json-out FILE]
 //
@@ -39,7 +39,7 @@ int usage() {
       "[--batches N,..] [--check-tokens K,..] [--lora-rank R] [--lora-adapters N] "
       "[--context N] [--cache fp16|q8|q6|q4] [--steps N] [--device N] [--no-sweep] "
       "[--fold-norm-rows N] [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] "
-      "[--mma-rows N] [--mma-max-rows N] [--mma-blocks wide|tall] [--decode-blocks-per-sm N] "
+      "[--mma-rows N] [--mma-max-rows N] [--mma-blocks wide|tall|wgmma] [--decode-blocks-per-sm N] "
       "[--decode-tensor-cores 0|1] "
       "[--profile-step] "
       "[--json] "
@@ -103,8 +103,8 @@ int main(int argc, char** argv) {
         o.quant_mma_max_rows = std::stoll(value());
       else if (a == "--mma-blocks") {
         const std::string v = value();
-        if (v != "wide" && v != "tall") return usage();
-        o.quant_mma_wide_blocks = v == "wide" ? 1 : 0;
+        if (v != "wide" && v != "tall" && v != "wgmma") return usage();
+        o.quant_mma_blocks = v;
       } else if (a == "--decode-blocks-per-sm")
         o.decode_attention_blocks_per_sm = std::stoi(value());
       else if (a == "--decode-tensor-cores")

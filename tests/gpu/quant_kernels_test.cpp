@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -496,8 +497,9 @@ TEST_F(QuantGpu, RowGroupsGiveEachRowTheBitsOfItsGroupAlone) {
 // The many-row product straight from the packed tiles (kernels::quant_mma_gemm, here for every
 // launch past 32 rows) against the CPU: every EXL2 width and mix, GPTQ act-order, asym, odd groups
 // and per-channel, every GGUF type; shapes that are not multiples of the block's 128 outputs or
-// 128 rows; K in order and gathered, whole and split over blocks; tall and wide blocks. Unsplit,
-// a row's bits do not depend on the batch, nor on the block shape.
+// 128 rows; K in order and gathered, whole and split over blocks; tall and wide blocks, and the
+// wide ones on Hopper's warpgroup MMA where the GPU has it. Unsplit, a row's bits do not depend on
+// the batch, nor (mma.sync's shapes) on the block shape.
 TEST_F(QuantGpu, PackedTileProductMatchesTheCpuAndKeepsRowsBatchInvariant) {
   CudaBackendOptions o;
   o.quant_fused_max_rows = kernels::kQuantGemmMaxRows;
@@ -508,10 +510,18 @@ TEST_F(QuantGpu, PackedTileProductMatchesTheCpuAndKeepsRowsBatchInvariant) {
   CudaBackendOptions wide_options = o;
   wide_options.quant_mma_wide_blocks = true;
   auto wide = create_cuda_backend(wide_options);
+  // Hopper's warpgroup MMA where the GPU and the build have it.
+  const bool wgmma = kernels::quant_mma_wgmma_supported();
+  std::printf("[ packed tiles ] warpgroup MMA (sm_90a) %s\n",
+              wgmma ? "available: tested too" : "not available here");
+  CudaBackendOptions wgmma_options = wide_options;
+  wgmma_options.quant_mma_wgmma = true;
+  auto warpgroup = create_cuda_backend(wgmma_options);
   auto check = [&](const LinearSource& source, const std::vector<int64_t>& rows_list,
                    const std::string& what) {
     expect_matches(*mma, *cpu, source, rows_list, what + ", tall blocks");
     expect_matches(*wide, *cpu, source, rows_list, what + ", wide blocks");
+    if (wgmma) expect_matches(*warpgroup, *cpu, source, rows_list, what + ", wgmma");
   };
   const std::vector<int64_t> rows = {33, 100, 129, 300};
   const auto single = single_width_recipe;
@@ -578,6 +588,17 @@ TEST_F(QuantGpu, PackedTileProductMatchesTheCpuAndKeepsRowsBatchInvariant) {
   o.quant_mma_wide_blocks = true;
   auto wide_whole = create_cuda_backend(o);
   EXPECT_EQ(run_linear(*wide_whole, s, x, 300), all);
+  // The warpgroup MMA sums within each k16 step its own way, but its rows are batch-invariant too.
+  if (wgmma) {
+    o.quant_mma_wgmma = true;
+    auto warpgroup_whole = create_cuda_backend(o);
+    const auto all_wgmma = run_linear(*warpgroup_whole, s, x, 300);
+    for (int64_t n : {33, 64, 65, 257}) {
+      const auto part =
+          run_linear(*warpgroup_whole, s, std::vector<float>(x.begin(), x.begin() + n * 4096), n);
+      EXPECT_TRUE(std::equal(part.begin(), part.end(), all_wgmma.begin())) << "wgmma rows " << n;
+    }
+  }
 }
 
 // The K slices' partials added by a kernel of their own (CudaBackendOptions::

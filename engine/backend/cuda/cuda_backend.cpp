@@ -123,6 +123,8 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : options_(options) 
         cuda::cublas().SetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_.size()),
         "setting the cuBLAS workspace");
     check_cuda(kernels::prepare_device(), "setting kernel attributes");
+    // Asked once here, outside any graph capture (a probe launch).
+    options_.quant_mma_wgmma = options_.quant_mma_wgmma && kernels::quant_mma_wgmma_supported();
     for (auto& e : meta_copied_) {
       check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "creating an event");
     }

@@ -81,6 +81,10 @@ struct CudaBackendOptions {
   int64_t quant_mma_max_rows = 128;
   // Its blocks: 256 outputs × 64 rows, or 128 × 128 (kernels::QuantMmaBlock; the same bits).
   bool quant_mma_wide_blocks = true;
+  // The wide blocks on Hopper's warpgroup MMA (kernels::QuantMmaBlock::kWgmma) where the GPU and
+  // the build have it (else the option is dropped when the backend starts). Off: not yet run on a
+  // GPU.
+  bool quant_mma_wgmma = false;
   // Its K split over several blocks when its blocks would not fill the GPU (few rows); off: every
   // row's result is the same whatever the batch (kernels::quant_mma_k_splits).
   bool quant_mma_split_k = true;

@@ -284,8 +284,10 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
     const bool direct = w.rows_in_order && m.in_features % 8 == 0;
     const void* xs = direct ? x.data : x_in_stored_order();
     const int64_t k = direct ? m.in_features : stored_rows;
-    const auto shape = options_.quant_mma_wide_blocks ? kernels::QuantMmaBlock::kWide
-                                                      : kernels::QuantMmaBlock::kTall;
+    using kernels::QuantMmaBlock;
+    const QuantMmaBlock shape = options_.quant_mma_wgmma         ? QuantMmaBlock::kWgmma
+                                : options_.quant_mma_wide_blocks ? QuantMmaBlock::kWide
+                                                                 : QuantMmaBlock::kTall;
     const int splits = options_.quant_mma_split_k
                            ? kernels::quant_mma_k_splits(m, rows, shape, info_.multiprocessors)
                            : 1;
