@@ -26,8 +26,8 @@
 // decoded A fragments, with x staged in wgmma's core-matrix layout: one instruction per 128
 // outputs × 64 rows × 16 of K instead of 32 mma.sync. It exists where this file is built for
 // sm_90a (kernels/CMakeLists.txt) and is off (CudaBackendOptions::quant_mma_wgmma) until it has
-// run on a GPU; ptxas serializes its wgmma for now (C7511: register resources), so each waits for
-// the one before it.
+// run on a GPU. A chunk's decoding runs under the width switch and its wgmma after it: with wgmma
+// inside the switch's branches ptxas serialized every one of them (C7511).
 //
 // Unsplit, every output is summed over the chunks in order by one warp, so a row's result depends
 // neither on the batch size nor on which rows share its block. When the blocks are too few to fill
@@ -275,9 +275,8 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
     const uint32_t* rs = stage_records(buf) + column * kStageChunks * kRecordWords;
     const int c0 = st * kStageChunks;
     const int line0 = chunk_line[c0];
-    // Chunk j of the stage at width B: its group's scales (when they change), its x fragments,
-    // its words, its MMAs.
-    auto multiply_chunk = [&](auto width, int j, uint32_t info) {
+    // Chunk j's group scales (when they change) and its lane's words at width B.
+    auto chunk_words = [&](auto width, int j, uint32_t info, uint32_t* w) {
       constexpr int B = decltype(width)::value;
       const uint32_t group = qtile::chunk_group(info);
       const int bits = qtile::chunk_bits(info);
@@ -287,60 +286,84 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
         scales_bits = bits;
       }
       const uint32_t* wl = ws + (chunk_line[c0 + j] - line0) * 32;
-      uint32_t w[B];
 #pragma unroll
       for (int b = 0; b < B; ++b) w[b] = wl[b * 32];
-      if constexpr (kWgmma) {
-        // The warp's A fragments of its 32 outputs (zero past the matrix), then per k16 step
-        // and 16-output half one m64n64k16 over the warpgroup's 4 columns and the 64 rows.
-        uint32_t wt[qtile::kPairs];
-        scales.template decode<B>(w, wt);
+    };
+    // Chunk j of the stage at width B: its scales and words, its x fragments, its MMAs.
+    auto multiply_chunk = [&](auto width, int j, uint32_t info) {
+      constexpr int B = decltype(width)::value;
+      uint32_t w[B];
+      chunk_words(width, j, info, w);
+      uint32_t bf[kRowTiles][4];
 #pragma unroll
-        for (int p = 0; p < qtile::kPairs; ++p) wt[p] = active ? wt[p] : 0u;
-        wgmma::fence_operands(acc[0]);
-        wgmma::fence_operands(acc[1]);
-        wgmma::fence();
+      for (int mt = 0; mt < kRowTiles; ++mt) ldmatrix_x4(bf[mt], xs + mt * 8 * kXStride + j * 32);
+      qchunk::chunk_mma<B, kRowTiles>(w, bf, scales, acc);
+    };
+    // WGMMA: chunk j's A fragments at width B (zero past the matrix), decoded apart from the MMAs
+    // so that no wgmma sits in a branch of the width switch (ptxas would serialize them all).
+    auto decode_chunk = [&](auto width, int j, uint32_t info, uint32_t wt[qtile::kPairs]) {
+      constexpr int B = decltype(width)::value;
+      uint32_t w[B];
+      chunk_words(width, j, info, w);
+      scales.template decode<B>(w, wt);
 #pragma unroll
-        for (int ks = 0; ks < 2; ++ks) {
-          const uint64_t b = wgmma::b_descriptor(stage_x(buf) + (j * 4 + ks * 2) * 64, 128,
-                                                 static_cast<uint32_t>(Block::kGroupBytes));
+      for (int p = 0; p < qtile::kPairs; ++p) wt[p] = active ? wt[p] : 0u;
+    };
+    // Then per k16 step and 16-output half one m64n64k16 over the warpgroup's 4 columns and the
+    // block's 64 rows.
+    auto issue_chunk = [&](int j, const uint32_t wt[qtile::kPairs]) {
+      wgmma::fence_operands(acc[0]);
+      wgmma::fence_operands(acc[1]);
+      wgmma::fence();
 #pragma unroll
-          for (int nt = 0; nt < 2; ++nt) wgmma::mma_m64n64k16(acc[nt], &wt[(nt * 2 + ks) * 4], b);
-        }
-        wgmma::commit();
-        wgmma::wait<1>();  // the previous chunk's group: its A registers are free again
-        wgmma::fence_operands(acc[0]);
-        wgmma::fence_operands(acc[1]);
-      } else {
-        uint32_t bf[kRowTiles][4];
+      for (int ks = 0; ks < 2; ++ks) {
+        const uint64_t b = wgmma::b_descriptor(stage_x(buf) + (j * 4 + ks * 2) * 64, 128,
+                                               static_cast<uint32_t>(Block::kGroupBytes));
 #pragma unroll
-        for (int mt = 0; mt < kRowTiles; ++mt) {
-          ldmatrix_x4(bf[mt], xs + mt * 8 * kXStride + j * 32);
-        }
-        qchunk::chunk_mma<B, kRowTiles>(w, bf, scales, acc);
+        for (int nt = 0; nt < 2; ++nt) wgmma::mma_m64n64k16(acc[nt], &wt[(nt * 2 + ks) * 4], b);
       }
+      wgmma::commit();
+      wgmma::wait<1>();  // the previous chunk's group: its A registers are free again
+      wgmma::fence_operands(acc[0]);
+      wgmma::fence_operands(acc[1]);
     };
     // A full stage of one width (GPTQ always, EXL2 but at its width changes) is unrolled under
     // one switch, so that a chunk's loads and decoding overlap the previous chunk's MMAs; other
     // stages go chunk by chunk.
     uint32_t info[kStageChunks];
-    bool uniform = c0 + kStageChunks <= chunks;
 #pragma unroll
-    for (int j = 0; j < kStageChunks; ++j) {
-      info[j] = c0 + j < chunks ? chunk_info[c0 + j] : 0u;
-      uniform = uniform && qtile::chunk_bits(info[j]) == qtile::chunk_bits(info[0]);
-    }
-    if (uniform) {
-      qchunk::with_width(qtile::chunk_bits(info[0]), [&](auto width) {
+    for (int j = 0; j < kStageChunks; ++j) info[j] = c0 + j < chunks ? chunk_info[c0 + j] : 0u;
+    if constexpr (kWgmma) {
 #pragma unroll
-        for (int j = 0; j < kStageChunks; ++j) multiply_chunk(width, j, info[j]);
-      });
+      for (int j = 0; j < kStageChunks; ++j) {
+        if (c0 + j < chunks) {
+          uint32_t wt[qtile::kPairs];
+          qchunk::with_width(qtile::chunk_bits(info[j]),
+                             [&](auto width) { decode_chunk(width, j, info[j], wt); });
+          issue_chunk(j, wt);
+        }
+      }
     } else {
+      // A full stage of one width (GPTQ always, EXL2 but at its width changes) is unrolled under
+      // one switch, so that a chunk's loads and decoding overlap the previous chunk's MMAs;
+      // other stages go chunk by chunk.
+      bool uniform = c0 + kStageChunks <= chunks;
+#pragma unroll
+      for (int j = 0; j < kStageChunks; ++j) {
+        uniform = uniform && qtile::chunk_bits(info[j]) == qtile::chunk_bits(info[0]);
+      }
+      if (uniform) {
+        qchunk::with_width(qtile::chunk_bits(info[0]), [&](auto width) {
+#pragma unroll
+          for (int j = 0; j < kStageChunks; ++j) multiply_chunk(width, j, info[j]);
+        });
+      } else {
 #pragma unroll 1
-      for (int j = 0; j < kStageChunks && c0 + j < chunks; ++j) {
-        const uint32_t info_j = chunk_info[c0 + j];
-        qchunk::with_width(qtile::chunk_bits(info_j),
-                           [&](auto width) { multiply_chunk(width, j, info_j); });
+        for (int j = 0; j < kStageChunks && c0 + j < chunks; ++j) {
+          const uint32_t info_j = chunk_info[c0 + j];  // (a run-time index: not info[j])
+          qchunk::with_width(qtile::chunk_bits(info_j),
+                             [&](auto width) { multiply_chunk(width, j, info_j); });
+        }
       }
     }
     // The stage's buffer is refilled after the next barrier: its reads must be done.
