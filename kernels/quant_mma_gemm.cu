@@ -96,9 +96,14 @@ using TallBlock = MmaBlock<4, 2>;  // 128 outputs × 128 rows
 using WideBlock = MmaBlock<8, 1>;  // 256 outputs × 64 rows: half the x per weight, more blocks
 using WgmmaBlock = MmaBlock<8, 1, true>;  // the wide block on Hopper's warpgroup MMA
 
+// EXL2's scale_max table in shared memory: 2 bytes a group, padded to 16.
+__host__ __device__ constexpr size_t scale_max_bytes(int64_t groups) {
+  return static_cast<size_t>((groups * 2 + 15) / 16 * 16);
+}
+
 // Shared memory after the stages: scale_max (EXL2), chunk_line[chunks + 1], chunk_info[chunks].
 size_t table_bytes(const QuantMatrix& m) {
-  const size_t scale_max = m.kind == QuantKind::kExl2 ? size_t(ceil_div(m.groups * 2, 16)) * 16 : 0;
+  const size_t scale_max = m.kind == QuantKind::kExl2 ? scale_max_bytes(m.groups) : 0;
   return scale_max + size_t(m.chunks * 2 + 1) * 4;
 }
 
@@ -147,7 +152,7 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
   auto* scale_max = reinterpret_cast<uint16_t*>(tables);
   if constexpr (KIND == QuantKind::kExl2) {
     for (int i = threadIdx.x; i < m.groups; i += kThreads) scale_max[i] = m.scale_max[i];
-    tables += (m.groups * 2 + 15) / 16 * 16;  // table_bytes' padding
+    tables += scale_max_bytes(m.groups);
   }
   auto* chunk_line = reinterpret_cast<int*>(tables);
   uint32_t* chunk_info = reinterpret_cast<uint32_t*>(tables) + chunks + 1;

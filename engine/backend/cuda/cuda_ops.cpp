@@ -147,16 +147,18 @@ void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTens
   // One row: the CUDA-core row GEMV. A few rows (up to gemv_max_rows, off by default), or up to
   // dense_invariant_max_rows rows one included: the tensor-core GEMV. Otherwise cuBLAS.
   const bool aligned = (reinterpret_cast<uintptr_t>(x.data) & 15u) == 0;
-  const bool tensor_core_gemv =
-      kernels::gemv_supported(n, k, rows) &&
-      kernels::gemv_partial_floats(n, k, rows, info_.multiprocessors) * sizeof(float) <=
-          kMaxGemvScratchBytes;
-  // (In that mode a row the tensor-core GEMV cannot take goes to cuBLAS, not the row GEMV, so
-  // that every queued one-row linear is the tensor-core GEMV's.)
-  const bool invariant = rows <= options_.dense_invariant_max_rows && tensor_core_gemv;
+  auto tensor_core_gemv = [&] {
+    return kernels::gemv_supported(n, k, rows) &&
+           kernels::gemv_partial_floats(n, k, rows, info_.multiprocessors) * sizeof(float) <=
+               kMaxGemvScratchBytes;
+  };
+  // (In the invariant mode a row the tensor-core GEMV cannot take goes to cuBLAS, not the row
+  // GEMV, so that every queued one-row linear is the tensor-core GEMV's.)
   const bool row_kernel =
       options_.dense_invariant_max_rows < 1 && rows == 1 && k % 8 == 0 && aligned;
-  const bool gemv = row_kernel || invariant || (rows <= options_.gemv_max_rows && tensor_core_gemv);
+  const bool gemv =
+      row_kernel || (rows <= std::max(options_.dense_invariant_max_rows, options_.gemv_max_rows) &&
+                     tensor_core_gemv());
   if (!gemv) {
     flush_linears();
     linear_cublas(*w, x, out);
