@@ -25,8 +25,9 @@
 // warpgroup of a wide block issue Hopper's warpgroup MMA (kernels/wgmma.cuh) on its four warps'
 // decoded A fragments, with x staged in wgmma's core-matrix layout: one instruction per 128
 // outputs × 64 rows × 16 of K instead of 32 mma.sync. It exists where this file is built for
-// sm_90a (kernels/CMakeLists.txt) and is off (CudaBackendOptions::quant_mma_wgmma) until it has
-// run on a GPU. A chunk's decoding runs under the width switch and its wgmma after it: with wgmma
+// sm_90a (kernels/CMakeLists.txt); exact, but 2-8 % slower than the mma.sync wide blocks on an
+// H200 (the decoding, not the MMA, bounds both), so it is off (CudaBackendOptions::
+// quant_mma_wgmma). A chunk's decoding runs under the width switch and its wgmma after it: with wgmma
 // inside the switch's branches ptxas serialized every one of them (C7511).
 //
 // Unsplit, every output is summed over the chunks in order by one warp, so a row's result depends

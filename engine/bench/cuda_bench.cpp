@@ -363,6 +363,12 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
     const int64_t invariant_rows = be.dense_invariant_max_rows();
     be.set_dense_invariant_max_rows(16);
     v["invariant_dense_rows"] = decode_run(1);
+    // Batches of up to 16 rows on it: what a speculative check of that many rows would cost.
+    json invariant_batches = json::array();
+    for (int64_t B : o.decode_batches) {
+      if (B > 1 && B <= 16) invariant_batches.push_back(decode_run(B));
+    }
+    v["invariant_dense_rows_batches"] = invariant_batches;
     be.set_dense_invariant_max_rows(invariant_rows);
     r["decode_batch1_variants"] = v;
   }
@@ -432,6 +438,10 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
         "batch-1 decode with batch-invariant dense rows (dense_invariant_max_rows 16): " +
         fmt("%.1f tokens/s\n",
             r["decode_batch1_variants"]["invariant_dense_rows"]["tokens_per_s"].get<double>());
+    for (const auto& e : r["decode_batch1_variants"]["invariant_dense_rows_batches"]) {
+      text += fmt("batch %.0f with batch-invariant dense rows: ", e["batch"].get<double>()) +
+              fmt("%.2f ms/step\n", e["step_ms"].get<double>());
+    }
   }
   if (r.contains("full_depth_estimate_decode_batch1_tokens_per_s")) {
     text += fmt("estimated full-depth batch-1 decode: %.1f tokens/s\n",

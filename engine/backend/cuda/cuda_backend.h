@@ -25,8 +25,8 @@ struct CudaBackendOptions {
   // the shape), whose split of K depends on the matrix alone, so a row gets the same bits at any
   // of those row counts: a speculative check batch then gives the logits of one-row decode steps
   // for fp16 weights, as the quantized kernels do up to quant_fused_max_rows. 0: one row runs the
-  // row GEMV (faster) and the rows' bits depend on the batch. Off until its cost at one row is
-  // measured (cuda_bench's batch-1 variants).
+  // row GEMV (faster) and the rows' bits depend on the batch. Off: one-row steps of the fp16 8B
+  // shape are 13-17 % slower on it (H200, cuda_bench's batch-1 variants).
   int64_t dense_invariant_max_rows = 0;
   // LoRA of up to this many rows runs on Hearth's shrink/expand kernels (at most
   // kernels::kLoraKernelMaxRows), more rows on cuBLAS. Measured on an H200 (8B shape, rank 16):
@@ -82,8 +82,8 @@ struct CudaBackendOptions {
   // Its blocks: 256 outputs × 64 rows, or 128 × 128 (kernels::QuantMmaBlock; the same bits).
   bool quant_mma_wide_blocks = true;
   // The wide blocks on Hopper's warpgroup MMA (kernels::QuantMmaBlock::kWgmma) where the GPU and
-  // the build have it (else the option is dropped when the backend starts). Off: not yet run on a
-  // GPU.
+  // the build have it (else the option is dropped when the backend starts). Off: as exact as the
+  // mma.sync blocks but 2-8 % slower at 33-256 rows and in prefill (H200, docs/PERFORMANCE.md).
   bool quant_mma_wgmma = false;
   // Its K split over several blocks when its blocks would not fill the GPU (few rows); off: every
   // row's result is the same whatever the batch (kernels::quant_mma_k_splits).
