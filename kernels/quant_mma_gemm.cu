@@ -27,8 +27,8 @@
 // outputs × 64 rows × 16 of K instead of 32 mma.sync. It exists where this file is built for
 // sm_90a (kernels/CMakeLists.txt); exact, but 2-8 % slower than the mma.sync wide blocks on an
 // H200 (the decoding, not the MMA, bounds both), so it is off (CudaBackendOptions::
-// quant_mma_wgmma). A chunk's decoding runs under the width switch and its wgmma after it: with wgmma
-// inside the switch's branches ptxas serialized every one of them (C7511).
+// quant_mma_wgmma). A chunk's decoding runs under the width switch and its wgmma after it: with
+// wgmma inside the switch's branches ptxas serialized every one of them (C7511).
 //
 // Unsplit, every output is summed over the chunks in order by one warp, so a row's result depends
 // neither on the batch size nor on which rows share its block. When the blocks are too few to fill
