@@ -228,6 +228,7 @@ struct RowMatrix {
   const void* w;
   const float* bias;
   void* out;
+  int n;  // output features (the stride of out's rows)
   int row_begin;
   bool out_f32;
 };
@@ -295,6 +296,70 @@ __global__ void __launch_bounds__(128) gemv_row_kernel(RowGroup group, const T* 
 template <class T>
 __global__ void __launch_bounds__(128, 4) gemv_row_deep_kernel(RowGroup group, const T* x, int k) {
   gemv_row_body<T, 8, true>(group, x, k);
+}
+
+// Several x rows (a speculative check batch), each with exactly the one-row kernel's arithmetic:
+// a warp per output feature reads its weights once for all rows, and for every row each lane
+// walks its chunks in the same order (lane, lane + 32, ...) with the same fmaf chain, then the
+// same warp sum, so row r gets the bits gemv_row_body gives it alone (a chunk past K there adds
+// 0·0 to a sum that is never −0, which leaves it unchanged). The rows' products run on the CUDA
+// cores, so the cost grows with the rows (docs/PERFORMANCE.md).
+template <class T, int kRows>
+__global__ void __launch_bounds__(128)
+    gemv_rows_kernel(RowGroup group, const T* x, int k, int rows) {
+  const int feature = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
+  pdl_launch_dependents();
+  if (feature >= group.rows) return;
+  RowMatrix m = group.m[0];
+#pragma unroll
+  for (int i = 1; i < kGemvMaxMatrices; ++i) {
+    if (i < group.count && feature >= group.m[i].row_begin) m = group.m[i];
+  }
+  const int row = feature - m.row_begin;
+  const T* wr = static_cast<const T*>(m.w) + int64_t(row) * k;
+  pdl_wait();
+  const int chunks = k / 8;
+  float acc[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
+  for (int c0 = lane; c0 < chunks; c0 += 64) {
+    // Two chunks' weights in flight, multiplied in chunk order.
+    uint4 wv[2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int c = c0 + 32 * u;
+      wv[u] = c < chunks ? load_stream(wr + c * 8) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int c = c0 + 32 * u;
+      if (c >= chunks) break;
+      float a[8];
+      unpack8<T>(wv[u], a);
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        if (r >= rows) break;
+        float b[8];
+        unpack8<T>(load16(x + int64_t(r) * k + c * 8), b);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[r] = fmaf(a[i], b[i], acc[r]);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    if (r >= rows) break;
+    float v = warp_sum(acc[r]);
+    if (lane == 0) {
+      if (m.bias) v += m.bias[row];
+      if (m.out_f32) {
+        static_cast<float*>(m.out)[int64_t(r) * m.n + row] = v;
+      } else {
+        static_cast<T*>(m.out)[int64_t(r) * m.n + row] = from_f<T>(v);
+      }
+    }
+  }
 }
 
 // One warp per (x row, output feature); scalar loads, any K and alignment.
@@ -403,24 +468,39 @@ cudaError_t gemv(const Launch& l, Elem t, const void* w, const float* bias, cons
 }
 
 cudaError_t gemv_row(const Launch& l, Elem t, const GemvOutput* outputs, int count, const void* x,
-                     int64_t k, int variant) {
-  if (count < 1 || count > kGemvMaxMatrices || k % 8 != 0 || !aligned16(x)) {
+                     int64_t rows, int64_t k, int variant) {
+  if (count < 1 || count > kGemvMaxMatrices || k % 8 != 0 || !aligned16(x) || rows < 1 ||
+      rows > kGemvRowsMaxRows || k >= (int64_t(1) << 28)) {
     return cudaErrorInvalidValue;
   }
   RowGroup group{};
   group.count = count;
-  int64_t rows = 0;
+  int64_t features = 0;
   for (int i = 0; i < count; ++i) {
-    if (!aligned16(outputs[i].w)) return cudaErrorInvalidValue;
-    group.m[i] = RowMatrix{outputs[i].w, outputs[i].bias, outputs[i].out, static_cast<int>(rows),
+    if (!aligned16(outputs[i].w) || outputs[i].n < 1) return cudaErrorInvalidValue;
+    group.m[i] = RowMatrix{outputs[i].w,
+                           outputs[i].bias,
+                           outputs[i].out,
+                           static_cast<int>(outputs[i].n),
+                           static_cast<int>(features),
                            outputs[i].out_type == Elem::kF32};
-    rows += outputs[i].n;
+    features += outputs[i].n;
   }
-  if (rows >= (int64_t(1) << 26)) return cudaErrorInvalidValue;
-  group.rows = static_cast<int>(rows);
+  if (features >= (int64_t(1) << 26)) return cudaErrorInvalidValue;
+  group.rows = static_cast<int>(features);
   const int threads = 128;
-  const dim3 grid(static_cast<unsigned>(ceil_div(rows * 32, threads)));
+  const dim3 grid(static_cast<unsigned>(ceil_div(features * 32, threads)));
+  const int r = static_cast<int>(rows);
   HEARTH_DISPATCH_16(t, T, {
+    const auto* xt = static_cast<const T*>(x);
+    if (rows > 8)
+      return launch_kernel(l, gemv_rows_kernel<T, 16>, grid, threads, 0, group, xt, int(k), r);
+    if (rows > 4)
+      return launch_kernel(l, gemv_rows_kernel<T, 8>, grid, threads, 0, group, xt, int(k), r);
+    if (rows > 2)
+      return launch_kernel(l, gemv_rows_kernel<T, 4>, grid, threads, 0, group, xt, int(k), r);
+    if (rows > 1)
+      return launch_kernel(l, gemv_rows_kernel<T, 2>, grid, threads, 0, group, xt, int(k), r);
     if (variant == 1) {
       return launch_kernel(l, gemv_row_deep_kernel<T>, grid, threads, 0, group,
                            static_cast<const T*>(x), static_cast<int>(k));

@@ -237,11 +237,14 @@ cudaError_t gemv(const Launch& l, Elem t, const void* w, const float* bias, cons
                  int64_t rows, int64_t n, int64_t k, void* out, Elem out_t,
                  const GemvScratch& scratch);
 
-// One x row (R = 1, batch-1 decode): CUDA-core GEMV, a warp per output feature, for up to
-// kGemvMaxMatrices matrices sharing x [1, K] (K a multiple of 8). variant 0: high occupancy,
-// four loads per lane; 1: eight loads in flight and an L2 prefetch under PDL (see gemv.cu).
+// CUDA-core GEMV, a warp per output feature, for up to kGemvMaxMatrices matrices sharing
+// x [R, K] (K a multiple of 8, R <= kGemvRowsMaxRows). One row (batch-1 decode): variant 0, high
+// occupancy, four loads per lane; 1: eight loads in flight and an L2 prefetch under PDL (see
+// gemv.cu). Several rows (a speculative check batch): each row gets exactly the bits it gets
+// alone, at a cost that grows with R (the products run on the CUDA cores).
+constexpr int kGemvRowsMaxRows = 16;
 cudaError_t gemv_row(const Launch& l, Elem t, const GemvOutput* outputs, int count, const void* x,
-                     int64_t k, int variant = 0);
+                     int64_t rows, int64_t k, int variant = 0);
 
 // Any shape, any alignment: one warp per output, fp32 accumulation. The fallback.
 cudaError_t gemv_generic(const Launch& l, Elem t, const void* w, const float* bias, const void* x,

@@ -113,7 +113,7 @@ json kernel_sweep(CudaBackend& be, const ModelConfig& c, DType dtype) {
     DeviceBuffer counters = be.alloc_workspace(kernels::gemv_counters(s.n) * 4, "sweep counters");
     check_cuda(cudaMemsetAsync(counters.get(), 0, counters.size(), be.stream()), "clearing");
     const kernels::GemvScratch scratch{partials.as<float>(), counters.as<int32_t>()};
-    for (int64_t rows : {1, 8, 16, 32, 64}) {
+    for (int64_t rows : {1, 2, 4, 8, 9, 16, 32, 64}) {
       json row = {{"shape", s.name}, {"n", s.n}, {"k", s.k}, {"rows", rows}};
       const double gb = static_cast<double>(wbytes) / 1e9;
       if (kernels::gemv_supported(s.n, s.k, rows)) {
@@ -128,13 +128,14 @@ json kernel_sweep(CudaBackend& be, const ModelConfig& c, DType dtype) {
         row["gemv_us"] = ms * 1e3;
         row["gemv_gbs"] = gb / (ms * 1e-3);
       }
-      if (rows == 1) {
-        for (int variant : {0, 1}) {
+      // The row GEMV: both variants for one row; several rows (check batches) have one form.
+      if (rows <= kernels::kGemvRowsMaxRows) {
+        for (int variant = 0; variant < (rows == 1 ? 2 : 1); ++variant) {
           const double ms = time_ms(
               be.stream(),
               [&](int i) {
                 const kernels::GemvOutput out{w[i % copies].get(), nullptr, y.get(), e, s.n};
-                check_launch(kernels::gemv_row(launch, e, &out, 1, x.get(), s.k, variant),
+                check_launch(kernels::gemv_row(launch, e, &out, 1, x.get(), rows, s.k, variant),
                              "gemv_row");
               },
               5, 40);

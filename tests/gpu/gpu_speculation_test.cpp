@@ -1,11 +1,11 @@
 // Speculative decoding on the GPU. A check batch (each sequence's last token and its proposals,
 // with every row's logits) runs as decode rows (CudaBackendOptions::check_slice_max_tokens):
 // its rows must give the logits that decoding the same tokens one step at a time gives
-// (bit-identical where every op is batch-invariant: EXL2, GPTQ without the RMSNorm fold, and fp16
-// with CudaBackendOptions::dense_invariant_max_rows; close for fp16 by default, whose several-row
-// linears are cuBLAS'), and the CPU backend's within the model gate. Through the generator,
-// greedy speculation must give the tokens of plain decoding; on the real SmolLM2 (when present)
-// too, with the share of proposals kept printed.
+// (bit-identical where every op is batch-invariant: EXL2, GPTQ, and fp16, whose check rows run
+// the row GEMV's several-row form (CudaBackendOptions::exact_check_rows) or the tensor-core GEMV
+// (dense_invariant_max_rows); close for fp16 on cuBLAS), and the CPU backend's within the model
+// gate. Through the generator, greedy speculation must give the tokens of plain decoding; on the
+// real SmolLM2 (when present) too, with the share of proposals kept printed.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -94,28 +94,31 @@ std::vector<float> rows_after(Backend& backend, const Weights& w,
 
 TEST(GpuSpeculation, CheckRowsGiveTheLogitsOfDecodeSteps) {
   HEARTH_REQUIRE_GPU();
-  // GPTQ also without the RMSNorm fold: folded (decode steps of up to fold_norm_max_rows rows),
-  // a row's inverse RMS is summed from the producing linear's column groups, in another order
-  // than the norm kernel of a check batch, and may differ in the last bit. fp16 by default and
-  // with every dense linear of up to 16 rows on the tensor-core GEMV
-  // (CudaBackendOptions::dense_invariant_max_rows).
+  // GPTQ with and without the RMSNorm fold (decode steps of up to fold_norm_max_rows rows fold
+  // it; every norm adds its sum of squares in one order, kernels/rms_sum.cuh). fp16 by default
+  // (check rows on the row GEMV's several-row form), on cuBLAS (exact_check_rows off), and with
+  // every dense linear of up to 16 rows on the tensor-core GEMV (dense_invariant_max_rows).
   struct Case {
     std::string format;
     int64_t fold_rows;
     bool identical;
     int64_t dense_invariant_rows = 0;
+    bool exact_check_rows = true;
   };
   const std::vector<Case> cases = {{"exl2", 2, true},
                                    {"gptq", 0, true},
-                                   {"gptq", 2, false},
-                                   {"fp16", 2, false},
+                                   {"gptq", 2, true},
+                                   {"fp16", 2, true},
+                                   {"fp16", 2, false, 0, false},
                                    {"fp16", 2, true, 16}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.format + ", fold rows " + std::to_string(c.fold_rows) +
-                 ", invariant dense rows " + std::to_string(c.dense_invariant_rows));
+                 ", invariant dense rows " + std::to_string(c.dense_invariant_rows) +
+                 ", exact check rows " + std::to_string(c.exact_check_rows));
     CudaBackendOptions bo;
     bo.fold_norm_max_rows = c.fold_rows;
     bo.dense_invariant_max_rows = c.dense_invariant_rows;
+    bo.exact_check_rows = c.exact_check_rows;
     auto gpu = create_cuda_backend(bo);
     const Weights w(c.format);
     // Contexts within the first decode tile and across several splits.
@@ -129,15 +132,16 @@ TEST(GpuSpeculation, CheckRowsGiveTheLogitsOfDecodeSteps) {
       if (c.identical) {
         EXPECT_TRUE(checked == stepped) << "context " << context << ": " << d.str();
       } else {
-        // fp16 by default: the check's linears are cuBLAS GEMMs, the decode step's the row GEMV.
+        // fp16 on cuBLAS: the check's linears are cuBLAS GEMMs, the decode step's the row GEMV.
         EXPECT_TRUE(d.finite && d.nmse < 1e-5) << "context " << context << ": " << d.str();
       }
       std::printf(
-          "[ check rows ] %s (fold %lld, invariant dense rows %lld), context %lld: %s "
-          "decode steps (%s)\n",
+          "[ check rows ] %s (fold %lld, invariant dense rows %lld, exact check rows %d), "
+          "context %lld: %s decode steps (%s)\n",
           c.format.c_str(), static_cast<long long>(c.fold_rows),
-          static_cast<long long>(c.dense_invariant_rows), static_cast<long long>(context),
-          checked == stepped ? "bit-identical to" : "close to", d.str().c_str());
+          static_cast<long long>(c.dense_invariant_rows), c.exact_check_rows ? 1 : 0,
+          static_cast<long long>(context), checked == stepped ? "bit-identical to" : "close to",
+          d.str().c_str());
     }
   }
 }
@@ -174,8 +178,9 @@ TEST(GpuSpeculation, MixedCheckBatchesMatchTheCpu) {
 }
 
 // Greedy generation through the generator with speculation on and off: prompts that repeat a
-// random stretch (lookup proposes it), run one at a time (each step's rows then have the same
-// block shapes with and without speculation: identical tokens on EXL2) and all together.
+// random stretch (lookup proposes it), run one at a time (each check row then gets the bits of
+// the one-row step it replaces: identical tokens on EXL2 and fp16) and all together (batched
+// fp16 steps without speculation run cuBLAS, whose bits differ from one-row steps').
 TEST(GpuSpeculation, GreedyGenerationMatchesPlainDecoding) {
   HEARTH_REQUIRE_GPU();
   auto gpu = create_cuda_backend({});
@@ -231,7 +236,7 @@ TEST(GpuSpeculation, GreedyGenerationMatchesPlainDecoding) {
         identical += on[i].tokens == off[i].tokens;
         proposed += on[i].proposed_tokens;
         accepted += on[i].accepted_tokens;
-        if (format == "exl2" && !together) {
+        if (!together) {
           EXPECT_EQ(on[i].tokens, off[i].tokens) << "prompt " << i;
         }
       }

@@ -28,6 +28,13 @@ struct CudaBackendOptions {
   // row GEMV (faster) and the rows' bits depend on the batch. Off: one-row steps of the fp16 8B
   // shape are 13-17 % slower on it (H200, cuda_bench's batch-1 variants).
   int64_t dense_invariant_max_rows = 0;
+  // Dense linears of a speculative check batch of one sequence (up to kernels::kGemvRowsMaxRows
+  // rows) run the row GEMV's several-row form, which gives each row the bits of a one-row decode
+  // step, so greedy speculation on fp16 weights keeps the tokens of batch-1 decoding, as the
+  // quantized kernels do by design. Its cost grows with the rows (docs/PERFORMANCE.md). Checks of
+  // several sequences stay on cuBLAS: their plain decode steps run cuBLAS too, several rows at a
+  // time. Off: cuBLAS for every check, whose last bits may differ.
+  bool exact_check_rows = true;
   // LoRA of up to this many rows runs on Hearth's shrink/expand kernels (at most
   // kernels::kLoraKernelMaxRows), more rows on cuBLAS. Measured on an H200 (8B shape, rank 16):
   // equal at 4 rows, cuBLAS ahead from 8 (docs/PERFORMANCE.md, "LoRA").

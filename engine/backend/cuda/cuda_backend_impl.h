@@ -364,6 +364,7 @@ class CudaBackend final : public Backend {
   };
   std::vector<PendingLinear> pending_;
   DeviceTensor pending_x_;
+  bool pending_row_kernel_ = false;  // the queued linears run the row GEMV (else tensor-core)
   struct PendingQuantLinear {
     const BackendWeight* weight;
     DeviceTensor out;

@@ -144,8 +144,10 @@ void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTens
   const int64_t n = w->out_features;
   const int64_t k = w->in_features;
   HEARTH_CHECK(!rows_overlap(x, out, rows), "linear " + w->name + ": output overlaps the input");
-  // One row: the CUDA-core row GEMV. A few rows (up to gemv_max_rows, off by default), or up to
-  // dense_invariant_max_rows rows one included: the tensor-core GEMV. Otherwise cuBLAS.
+  // One row, or the rows of one sequence's speculative check (exact_check_rows): the CUDA-core row
+  // GEMV, which gives every row the bits of a one-row step. A few rows (up to gemv_max_rows, off by
+  // default), or up to dense_invariant_max_rows rows one included: the tensor-core GEMV.
+  // Otherwise cuBLAS.
   const bool aligned = (reinterpret_cast<uintptr_t>(x.data) & 15u) == 0;
   auto tensor_core_gemv = [&] {
     return kernels::gemv_supported(n, k, rows) &&
@@ -154,8 +156,10 @@ void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTens
   };
   // (In the invariant mode a row the tensor-core GEMV cannot take goes to cuBLAS, not the row
   // GEMV, so that every queued one-row linear is the tensor-core GEMV's.)
+  const bool check_rows = options_.exact_check_rows && prepared_.check && prepared_.one_sequence &&
+                          rows <= kernels::kGemvRowsMaxRows;
   const bool row_kernel =
-      options_.dense_invariant_max_rows < 1 && rows == 1 && k % 8 == 0 && aligned;
+      options_.dense_invariant_max_rows < 1 && (rows == 1 || check_rows) && k % 8 == 0 && aligned;
   const bool gemv =
       row_kernel || (rows <= std::max(options_.dense_invariant_max_rows, options_.gemv_max_rows) &&
                      tensor_core_gemv());
@@ -167,11 +171,13 @@ void CudaBackend::linear(const BackendWeight& weight, DeviceTensor x, DeviceTens
   if (!pending_.empty()) {
     bool joins = pending_x_.data == x.data && pending_x_.rows == rows &&
                  pending_x_.cols == x.cols && pending_x_.dtype == x.dtype &&
+                 pending_row_kernel_ == row_kernel &&
                  pending_.size() < static_cast<size_t>(kernels::kGemvMaxMatrices);
     for (const PendingLinear& p : pending_) joins = joins && !rows_overlap(p.out, out, rows);
     if (!joins) flush_linears();
   }
   pending_x_ = x;
+  pending_row_kernel_ = row_kernel;
   pending_.push_back({w, out.first_rows(rows)});
 }
 
@@ -243,10 +249,10 @@ void CudaBackend::flush_dense_linears() {
   const DType dtype = pending_.front().weight->dtype;
   const void* x = pending_x_.data;
   pending_.clear();
-  if (rows == 1 && options_.dense_invariant_max_rows < 1) {  // as linear() queued them
+  if (pending_row_kernel_) {
     check_launch(
         kernels::gemv_row(launch(), to_elem(dtype), outputs.data(),
-                          static_cast<int>(outputs.size()), x, k, options_.row_gemv_variant),
+                          static_cast<int>(outputs.size()), x, rows, k, options_.row_gemv_variant),
         "gemv_row");
     return;
   }
