@@ -299,14 +299,14 @@ __global__ void __launch_bounds__(128, 4) gemv_row_deep_kernel(RowGroup group, c
 }
 
 // Several x rows (a speculative check batch), each with exactly the one-row kernel's arithmetic:
-// a warp per output feature reads its weights once for all rows, and for every row each lane
-// walks its chunks in the same order (lane, lane + 32, ...) with the same fmaf chain, then the
-// same warp sum, so row r gets the bits gemv_row_body gives it alone (a chunk past K there adds
-// 0·0 to a sum that is never −0, which leaves it unchanged). The rows' products run on the CUDA
-// cores, so the cost grows with the rows (docs/PERFORMANCE.md).
+// a warp per output feature reads its weights once for all kRows rows, and for every row each
+// lane walks its chunks in the same order (lane, lane + 32, ...) with the same fmaf chain, then
+// the same warp sum, so row r gets the bits gemv_row_body gives it alone (a chunk past K there
+// adds 0·0 to a sum that is never −0, which leaves it unchanged). One instance per row count, so
+// the loop has no per-row branches and the rows' independent chains interleave: on an H200 (8B
+// shapes) 9 rows cost about 2× one row, 2.8× with a runtime row count (docs/PERFORMANCE.md).
 template <class T, int kRows>
-__global__ void __launch_bounds__(128)
-    gemv_rows_kernel(RowGroup group, const T* x, int k, int rows) {
+__global__ void __launch_bounds__(128) gemv_rows_kernel(RowGroup group, const T* x, int k) {
   const int feature = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   pdl_launch_dependents();
@@ -323,33 +323,22 @@ __global__ void __launch_bounds__(128)
   float acc[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
-  for (int c0 = lane; c0 < chunks; c0 += 64) {
-    // Two chunks' weights in flight, multiplied in chunk order.
-    uint4 wv[2];
+  for (int c = lane; c < chunks; c += 32) {
+    float a[8];
+    unpack8<T>(load_stream(wr + c * 8), a);
+    uint4 xv[kRows];
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const int c = c0 + 32 * u;
-      wv[u] = c < chunks ? load_stream(wr + c * 8) : make_uint4(0, 0, 0, 0);
-    }
+    for (int r = 0; r < kRows; ++r) xv[r] = load16(x + int64_t(r) * k + c * 8);
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const int c = c0 + 32 * u;
-      if (c >= chunks) break;
-      float a[8];
-      unpack8<T>(wv[u], a);
+    for (int r = 0; r < kRows; ++r) {
+      float b[8];
+      unpack8<T>(xv[r], b);
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        if (r >= rows) break;
-        float b[8];
-        unpack8<T>(load16(x + int64_t(r) * k + c * 8), b);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) acc[r] = fmaf(a[i], b[i], acc[r]);
-      }
+      for (int i = 0; i < 8; ++i) acc[r] = fmaf(a[i], b[i], acc[r]);
     }
   }
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
-    if (r >= rows) break;
     float v = warp_sum(acc[r]);
     if (lane == 0) {
       if (m.bias) v += m.bias[row];
@@ -359,6 +348,17 @@ __global__ void __launch_bounds__(128)
         static_cast<T*>(m.out)[int64_t(r) * m.n + row] = from_f<T>(v);
       }
     }
+  }
+}
+
+template <class T, int R>
+cudaError_t launch_rows(const Launch& l, const RowGroup& group, dim3 grid, int threads, const T* x,
+                        int k, int rows) {
+  if constexpr (R > kGemvRowsMaxRows) {
+    return cudaErrorInvalidValue;
+  } else {
+    if (rows == R) return launch_kernel(l, gemv_rows_kernel<T, R>, grid, threads, 0, group, x, k);
+    return launch_rows<T, R + 1>(l, group, grid, threads, x, k, rows);
   }
 }
 
@@ -490,17 +490,9 @@ cudaError_t gemv_row(const Launch& l, Elem t, const GemvOutput* outputs, int cou
   group.rows = static_cast<int>(features);
   const int threads = 128;
   const dim3 grid(static_cast<unsigned>(ceil_div(features * 32, threads)));
-  const int r = static_cast<int>(rows);
   HEARTH_DISPATCH_16(t, T, {
     const auto* xt = static_cast<const T*>(x);
-    if (rows > 8)
-      return launch_kernel(l, gemv_rows_kernel<T, 16>, grid, threads, 0, group, xt, int(k), r);
-    if (rows > 4)
-      return launch_kernel(l, gemv_rows_kernel<T, 8>, grid, threads, 0, group, xt, int(k), r);
-    if (rows > 2)
-      return launch_kernel(l, gemv_rows_kernel<T, 4>, grid, threads, 0, group, xt, int(k), r);
-    if (rows > 1)
-      return launch_kernel(l, gemv_rows_kernel<T, 2>, grid, threads, 0, group, xt, int(k), r);
+    if (rows > 1) return launch_rows<T, 2>(l, group, grid, threads, xt, int(k), int(rows));
     if (variant == 1) {
       return launch_kernel(l, gemv_row_deep_kernel<T>, grid, threads, 0, group,
                            static_cast<const T*>(x), static_cast<int>(k));
