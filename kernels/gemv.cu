@@ -494,11 +494,9 @@ cudaError_t gemv_row(const Launch& l, Elem t, const GemvOutput* outputs, int cou
     const auto* xt = static_cast<const T*>(x);
     if (rows > 1) return launch_rows<T, 2>(l, group, grid, threads, xt, int(k), int(rows));
     if (variant == 1) {
-      return launch_kernel(l, gemv_row_deep_kernel<T>, grid, threads, 0, group,
-                           static_cast<const T*>(x), static_cast<int>(k));
+      return launch_kernel(l, gemv_row_deep_kernel<T>, grid, threads, 0, group, xt, int(k));
     }
-    return launch_kernel(l, gemv_row_kernel<T>, grid, threads, 0, group, static_cast<const T*>(x),
-                         static_cast<int>(k));
+    return launch_kernel(l, gemv_row_kernel<T>, grid, threads, 0, group, xt, int(k));
   });
 }
 
