@@ -239,17 +239,35 @@ struct RowGroup {
   int rows;  // output features of all matrices
 };
 
+// The matrix of a group that output feature `feature` belongs to (without indexing the parameter
+// array at run time).
+__device__ __forceinline__ RowMatrix matrix_of(const RowGroup& group, int feature) {
+  RowMatrix m = group.m[0];
+#pragma unroll
+  for (int i = 1; i < kGemvMaxMatrices; ++i) {
+    if (i < group.count && feature >= group.m[i].row_begin) m = group.m[i];
+  }
+  return m;
+}
+
+// Output `row` of x row r: the warp's sum plus the bias, in the output's type.
+template <class T>
+__device__ __forceinline__ void store_row(const RowMatrix& m, int r, int row, float v) {
+  if (m.bias) v += m.bias[row];
+  if (m.out_f32) {
+    static_cast<float*>(m.out)[int64_t(r) * m.n + row] = v;
+  } else {
+    static_cast<T*>(m.out)[int64_t(r) * m.n + row] = from_f<T>(v);
+  }
+}
+
 template <class T, int kUnroll, bool kPrefetch>
 __device__ __forceinline__ void gemv_row_body(const RowGroup& group, const T* x, int k) {
   const int feature = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   pdl_launch_dependents();
   if (feature >= group.rows) return;
-  RowMatrix m = group.m[0];
-#pragma unroll
-  for (int i = 1; i < kGemvMaxMatrices; ++i) {
-    if (i < group.count && feature >= group.m[i].row_begin) m = group.m[i];
-  }
+  const RowMatrix m = matrix_of(group, feature);
   const int row = feature - m.row_begin;
   const T* wr = static_cast<const T*>(m.w) + int64_t(row) * k;
   if (kPrefetch && lane == 0) prefetch_l2(wr, static_cast<unsigned>(min(k * 2, 8192)));
@@ -278,14 +296,7 @@ __device__ __forceinline__ void gemv_row_body(const RowGroup& group, const T* x,
     }
   }
   acc = warp_sum(acc);
-  if (lane == 0) {
-    if (m.bias) acc += m.bias[row];
-    if (m.out_f32) {
-      static_cast<float*>(m.out)[row] = acc;
-    } else {
-      static_cast<T*>(m.out)[row] = from_f<T>(acc);
-    }
-  }
+  if (lane == 0) store_row<T>(m, 0, row, acc);
 }
 
 template <class T>
@@ -311,11 +322,7 @@ __global__ void __launch_bounds__(128) gemv_rows_kernel(RowGroup group, const T*
   const int lane = threadIdx.x & 31;
   pdl_launch_dependents();
   if (feature >= group.rows) return;
-  RowMatrix m = group.m[0];
-#pragma unroll
-  for (int i = 1; i < kGemvMaxMatrices; ++i) {
-    if (i < group.count && feature >= group.m[i].row_begin) m = group.m[i];
-  }
+  const RowMatrix m = matrix_of(group, feature);
   const int row = feature - m.row_begin;
   const T* wr = static_cast<const T*>(m.w) + int64_t(row) * k;
   pdl_wait();
@@ -339,15 +346,8 @@ __global__ void __launch_bounds__(128) gemv_rows_kernel(RowGroup group, const T*
   }
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
-    float v = warp_sum(acc[r]);
-    if (lane == 0) {
-      if (m.bias) v += m.bias[row];
-      if (m.out_f32) {
-        static_cast<float*>(m.out)[int64_t(r) * m.n + row] = v;
-      } else {
-        static_cast<T*>(m.out)[int64_t(r) * m.n + row] = from_f<T>(v);
-      }
-    }
+    const float v = warp_sum(acc[r]);
+    if (lane == 0) store_row<T>(m, r, row, v);
   }
 }
 
