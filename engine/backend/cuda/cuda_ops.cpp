@@ -232,7 +232,6 @@ void CudaBackend::flush_norm() {
 void CudaBackend::flush_dense_linears() {
   if (pending_.empty()) return;
   std::vector<kernels::GemvOutput> outputs;
-  size_t partials = 0, counters = 0;
   const int64_t rows = pending_x_.rows;
   const int64_t k = pending_x_.cols;
   for (const PendingLinear& p : pending_) {
@@ -243,23 +242,26 @@ void CudaBackend::flush_dense_linears() {
     o.out_type = to_elem(p.out.dtype);
     o.n = p.weight->out_features;
     outputs.push_back(o);
+  }
+  const kernels::Elem t = to_elem(pending_.front().weight->dtype);
+  const void* x = pending_x_.data;
+  const int count = static_cast<int>(outputs.size());
+  pending_.clear();
+  if (pending_row_kernel_) {
+    check_launch(kernels::gemv_row(launch(), t, outputs.data(), count, x, rows, k,
+                                   options_.row_gemv_variant),
+                 "gemv_row");
+    return;
+  }
+  // The tensor-core GEMV's split-K scratch (the row GEMV needs none).
+  size_t partials = 0, counters = 0;
+  for (const kernels::GemvOutput& o : outputs) {
     partials += kernels::gemv_partial_floats(o.n, k, rows, info_.multiprocessors);
     counters += kernels::gemv_counters(o.n);
   }
-  const DType dtype = pending_.front().weight->dtype;
-  const void* x = pending_x_.data;
-  pending_.clear();
-  if (pending_row_kernel_) {
-    check_launch(
-        kernels::gemv_row(launch(), to_elem(dtype), outputs.data(),
-                          static_cast<int>(outputs.size()), x, rows, k, options_.row_gemv_variant),
-        "gemv_row");
-    return;
-  }
   ensure_gemv_scratch(partials, counters);
   const kernels::GemvScratch scratch{gemv_partials_.as<float>(), gemv_counters_.as<int32_t>()};
-  check_launch(kernels::gemv_group(launch(), to_elem(dtype), outputs.data(),
-                                   static_cast<int>(outputs.size()), x, rows, k, scratch),
+  check_launch(kernels::gemv_group(launch(), t, outputs.data(), count, x, rows, k, scratch),
                "gemv");
 }
 
