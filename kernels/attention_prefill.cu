@@ -1,11 +1,17 @@
 // Flash-style causal attention over the paged KV cache, for any number of new tokens per
 // sequence (prefill, chunked prefill, several drafted tokens).
 //
-// Grid: (query tiles of 64 rows, heads, sequences). A block of 4 warps owns 64 query rows of one
-// head (16 rows a warp) and walks the sequence's cached keys in tiles of 64 positions, looked up
-// through its page table, double-buffered in shared memory with cp.async. Scores (Q·Kᵀ) and the
-// weighted values (P·V) use mma.sync m16n8k16 with fp32 accumulators; the softmax is the online
-// one (running max and sum per row, in base 2). No score matrix ever leaves registers.
+// Grid: (row tiles, kv heads, sequences). A block's rows are (query, head) pairs of one kv head's
+// group of query heads, the heads of a query side by side: row ρ of the sequence is query ρ / G
+// of head kv_head · G + ρ % G (G = heads per kv head). A block of 4 warps owns 64 rows (16 a
+// warp) and walks the sequence's cached keys in tiles of 64 positions, looked up through its page
+// table, double-buffered in shared memory with cp.async, so every key tile serves all G heads.
+// With one head per block, a burst of short prompts after a long cached prefix (64 new tokens of
+// each of 16 sequences) left half of each 128-row block idle and read every key tile G times.
+// A row meets the same key tiles in the same order either way (tiles past its own position are
+// fully masked and add exactly zero), so its result does not depend on the packing. Scores (Q·Kᵀ)
+// and the weighted values (P·V) use mma.sync m16n8k16 with fp32 accumulators; the softmax is the
+// online one (running max and sum per row, in base 2). No score matrix ever leaves registers.
 // Shared-memory rows are swizzled (16-byte chunk c of row r stored at c ^ (r % 8)) so that
 // ldmatrix reads are free of bank conflicts.
 #include <cfloat>
@@ -41,8 +47,7 @@ __global__ void __launch_bounds__(W * 32)
   T* s_v = s_k + 2 * kBlockN * D;
 
   const int seq = blockIdx.z;
-  const int head = blockIdx.y;
-  const int kv_head = head / group;
+  const int kv_head = blockIdx.y;
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
@@ -54,21 +59,27 @@ __global__ void __launch_bounds__(W * 32)
 
   const int q_begin = batch.seq_q_start[seq];
   const int q_len = batch.seq_q_start[seq + 1] - q_begin;
-  const int i0 = blockIdx.x * kBlockM;
-  if (i0 >= q_len) return;
+  const int q_rows = q_len * group;  // (query, head) rows of this kv head
+  const int r0 = blockIdx.x * kBlockM;
+  if (r0 >= q_rows) return;
   const int kv_len = batch.seq_kv_len[seq];
   const int start_pos = kv_len - q_len;
-  const int kv_end = min(kv_len, start_pos + i0 + kBlockM);
+  const int kv_end = min(kv_len, start_pos + (min(r0 + kBlockM, q_rows) - 1) / group + 1);
   const int n_tiles = (kv_end + kBlockN - 1) / kBlockN;
   const int32_t* page_table = batch.pages + batch.seq_pages[seq];
   const int64_t q_cols = int64_t(num_heads) * D;
   const T* cache = static_cast<const T*>(kv.base);
 
+  // Row ρ's query and head: its q (and output) at token q_begin + ρ / G, column (kv_head · G +
+  // ρ % G) · D, so consecutive rows read consecutive heads of one token.
+  auto row_offset = [&](int rho) {
+    return int64_t(q_begin + rho / group) * q_cols + int64_t(kv_head * group + rho % group) * D;
+  };
   for (int c = tid; c < kBlockM * kChunks; c += kThreads) {
     const int row = c / kChunks;
     const int ch = c % kChunks;
-    const bool valid = i0 + row < q_len;
-    const T* src = valid ? q + int64_t(q_begin + i0 + row) * q_cols + head * D + ch * 8 : q;
+    const bool valid = r0 + row < q_rows;
+    const T* src = valid ? q + row_offset(r0 + row) + ch * 8 : q;
     cp_async16(s_q + swizzle<D>(row, ch), src, valid);
   }
   cp_async_commit();
@@ -131,8 +142,10 @@ __global__ void __launch_bounds__(W * 32)
   for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.0f, 0.0f};
-  const int q_pos = start_pos + i0 + warp * 16 + g;  // row g of this warp; row g+8 is q_pos + 8
-  const int warp_first_pos = start_pos + i0 + warp * 16;
+  // Positions of the thread's rows g and g + 8 of its warp, and of the warp's first row.
+  const int q_pos[2] = {start_pos + (r0 + warp * 16 + g) / group,
+                        start_pos + (r0 + warp * 16 + g + 8) / group};
+  const int warp_first_pos = start_pos + (r0 + warp * 16) / group;
 
   for (int j = 0; j < n_tiles; ++j) {
     if (j + 1 < n_tiles) {
@@ -180,7 +193,7 @@ __global__ void __launch_bounds__(W * 32)
         float v = s[nt][c] * scale_log2;
         if (need_mask) {
           const int key = key0 + nt * 8 + 2 * t + (c & 1);
-          const int qp = q_pos + (c >= 2 ? 8 : 0);
+          const int qp = q_pos[c >= 2 ? 1 : 0];
           if (key > qp || key >= kv_len) v = -INFINITY;
         }
         s[nt][c] = v;
@@ -247,18 +260,18 @@ __global__ void __launch_bounds__(W * 32)
     row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 2);
     inv[i] = row_sum[i] > 0.0f ? 1.0f / row_sum[i] : 0.0f;
   }
-  const int row_a = i0 + warp * 16 + g;
+  const int row_a = r0 + warp * 16 + g;
   const int row_b = row_a + 8;
+  T* out_a = out + (row_a < q_rows ? row_offset(row_a) : 0);
+  T* out_b = out + (row_b < q_rows ? row_offset(row_b) : 0);
 #pragma unroll
   for (int dt = 0; dt < D / 8; ++dt) {
     const int d = dt * 8 + 2 * t;
-    if (row_a < q_len) {
-      *reinterpret_cast<uint32_t*>(out + int64_t(q_begin + row_a) * q_cols + head * D + d) =
-          pack2<T>(o[dt][0] * inv[0], o[dt][1] * inv[0]);
+    if (row_a < q_rows) {
+      *reinterpret_cast<uint32_t*>(out_a + d) = pack2<T>(o[dt][0] * inv[0], o[dt][1] * inv[0]);
     }
-    if (row_b < q_len) {
-      *reinterpret_cast<uint32_t*>(out + int64_t(q_begin + row_b) * q_cols + head * D + d) =
-          pack2<T>(o[dt][2] * inv[1], o[dt][3] * inv[1]);
+    if (row_b < q_rows) {
+      *reinterpret_cast<uint32_t*>(out_b + d) = pack2<T>(o[dt][2] * inv[1], o[dt][3] * inv[1]);
     }
   }
 }
@@ -280,9 +293,10 @@ cudaError_t launch_prefill(const Launch& l, const void* q, const BatchView& batc
                            const KvLayerView& kv, int num_heads, float scale, int max_q_len,
                            void* out) {
   constexpr size_t smem = prefill_smem_bytes<T, D, W>();
-  const dim3 grid(static_cast<unsigned>(ceil_div(max_q_len, 16 * W)),
-                  static_cast<unsigned>(num_heads), static_cast<unsigned>(batch.num_seqs));
+  if (kv.num_kv_heads <= 0 || num_heads % kv.num_kv_heads != 0) return cudaErrorInvalidValue;
   const int group = num_heads / kv.num_kv_heads;
+  const dim3 grid(static_cast<unsigned>(ceil_div(int64_t(max_q_len) * group, 16 * W)),
+                  static_cast<unsigned>(kv.num_kv_heads), static_cast<unsigned>(batch.num_seqs));
   const float scale_log2 = scale * 1.4426950408889634f;
   return launch_kernel(l, attention_prefill_kernel<T, D, W, BITS>, grid, dim3(W * 32), smem,
                        static_cast<const T*>(q), batch, kv, num_heads, group, scale_log2,

@@ -7,6 +7,7 @@
 
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_check.h"
+#include "engine/core/error.h"
 #include "engine/model/llama_model.h"
 #include "engine/sampling/sampling_params.h"
 
@@ -166,6 +167,59 @@ double time_prefill(LlamaModel& model, Backend& backend, KvCacheStorage& cache, 
     const DeviceTensor logits = model.forward(batch, cache);
     backend.sample(logits, std::span<const SampleRequest>(&request, 1));
     if (rep > 0) times.push_back(seconds_since(start));
+  }
+  return median(times);
+}
+
+double time_prefix_step(LlamaModel& model, Backend& backend, KvCacheStorage& cache,
+                        int64_t sequences, int64_t new_tokens, int64_t cached, int64_t page_size,
+                        bool profile_first) {
+  HEARTH_CHECK(sequences > 0 && new_tokens > 0 && cached >= 0 && cached % page_size == 0,
+               "time_prefix_step: shape");
+  const int64_t shared_pages = cached / page_size;
+  const int64_t own_pages = (new_tokens + page_size - 1) / page_size;
+  std::vector<int32_t> prefix_pages;
+  for (int64_t i = 0; i < shared_pages; ++i) prefix_pages.push_back(static_cast<int32_t>(i));
+  SamplingParams greedy;
+  if (cached > 0) {  // the shared positions hold a real prompt's keys and values
+    const std::vector<int32_t> ids = tokens_for(cached, model.config().vocab_size, 13);
+    BatchDesc prefix;
+    SequenceSlice s;
+    s.tokens = ids;
+    s.page_table = prefix_pages;
+    prefix.seqs.push_back(s);
+    const DeviceTensor logits = model.forward(prefix, cache);
+    SampleRequest request;
+    request.params = &greedy;
+    backend.sample(logits, std::span<const SampleRequest>(&request, 1));
+  }
+  std::vector<std::vector<int32_t>> ids(static_cast<size_t>(sequences));
+  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(sequences));
+  BatchDesc batch;
+  for (int64_t q = 0; q < sequences; ++q) {
+    auto& own = ids[static_cast<size_t>(q)];
+    own = tokens_for(new_tokens, model.config().vocab_size, 100 + static_cast<uint64_t>(q));
+    auto& table = tables[static_cast<size_t>(q)];
+    table = prefix_pages;
+    for (int64_t p = 0; p < own_pages; ++p)
+      table.push_back(static_cast<int32_t>(shared_pages + q * own_pages + p));
+    SequenceSlice s;
+    s.tokens = own;
+    s.start_pos = static_cast<int32_t>(cached);
+    s.page_table = table;
+    batch.seqs.push_back(s);
+  }
+  std::vector<SampleRequest> requests(static_cast<size_t>(sequences));
+  for (auto& r : requests) r.params = &greedy;
+  std::vector<double> times;
+  for (int rep = 0; rep < 4; ++rep) {
+    const bool profiled = profile_first && rep == 1;
+    if (profiled) check_cuda(cudaProfilerStart(), "cudaProfilerStart");
+    const auto start = std::chrono::steady_clock::now();
+    const DeviceTensor logits = model.forward(batch, cache);
+    backend.sample(logits, requests);
+    if (rep > 0) times.push_back(seconds_since(start));
+    if (profiled) check_cuda(cudaProfilerStop(), "cudaProfilerStop");
   }
   return median(times);
 }

@@ -61,6 +61,15 @@ double time_greedy_decode(LlamaModel& model, Backend& backend, KvCacheStorage& c
 // `page_size` positions) and a greedy sample of its last row, over three runs after a warm-up.
 double time_prefill(LlamaModel& model, Backend& backend, KvCacheStorage& cache, int64_t tokens,
                     int64_t page_size);
+// Median seconds of the step that serves a burst of requests behind a cached system prompt:
+// `sequences` prompts of `new_tokens` tokens each continue the same `cached` positions (a
+// multiple of `page_size`, written once by an untimed prefill into pages 0, 1, ... and shared by
+// every sequence's page table; each sequence's own positions in pages after them), with a greedy
+// sample of each last row; over three runs after a warm-up. `profile_first` brackets the first
+// timed run with cudaProfilerStart/Stop (its kernel timeline: tests/gpu/step_trace_injection.cpp).
+double time_prefix_step(LlamaModel& model, Backend& backend, KvCacheStorage& cache,
+                        int64_t sequences, int64_t new_tokens, int64_t cached, int64_t page_size,
+                        bool profile_first = false);
 // Seconds for `steps` speculative check steps of one sequence, laid out as
 // time_greedy_decode's: each step feeds the last sampled token and `tokens` - 1 proposals at
 // position `context` + step (every row's logits, sampled on the device), the cost of checking

@@ -152,8 +152,15 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
                                                                          o.decode_batches.end());
   const int64_t page = 256;
   const int64_t seq_pages = (o.decode_context + o.decode_steps + 16 + page - 1) / page;
-  const int64_t num_pages = std::max((max_prefill + page - 1) / page, max_batch * seq_pages) + 1;
-  const int64_t max_tokens = std::max<int64_t>(max_prefill, max_batch);
+  // The prefix step: sequences, new tokens each, cached positions (whole pages).
+  const bool prefix_step = o.prefix_step.size() == 3;
+  const int64_t ps_seqs = prefix_step ? o.prefix_step[0] : 0;
+  const int64_t ps_new = prefix_step ? o.prefix_step[1] : 0;
+  const int64_t ps_cached = prefix_step ? o.prefix_step[2] / page * page : 0;
+  const int64_t ps_pages = ps_cached / page + ps_seqs * ((ps_new + page - 1) / page);
+  const int64_t num_pages =
+      std::max({(max_prefill + page - 1) / page, max_batch * seq_pages, ps_pages}) + 1;
+  const int64_t max_tokens = std::max({max_prefill, max_batch, ps_seqs * ps_new, ps_cached});
   auto needed = [&](int64_t layers) {
     ModelConfig c = config;
     c.num_layers = layers;
@@ -187,11 +194,12 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
   SyntheticQuantSource weights(config, q.options);
   config.quantization_config_json = weights.quantization_config_json();
   LlamaModelOptions mo;
-  mo.max_seq_len = std::max<int64_t>(max_prefill, o.decode_context + o.decode_steps + 16);
+  mo.max_seq_len =
+      std::max<int64_t>({max_prefill, o.decode_context + o.decode_steps + 16, ps_cached + ps_new});
   mo.max_batch_tokens = max_tokens;
   const int64_t max_check =
       o.check_tokens.empty() ? 1 : *std::max_element(o.check_tokens.begin(), o.check_tokens.end());
-  mo.max_logit_rows = std::max(max_batch, max_check);
+  mo.max_logit_rows = std::max({max_batch, max_check, ps_seqs});
   std::optional<LlamaModel> model_storage;
   model_storage.emplace(config, be, weights, mo);
   LlamaModel& lm = *model_storage;
@@ -215,17 +223,37 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
   r["memory_weights"] = mem.weights;
 
   json prefill = json::array();
+  json prefix_steps = json::array();
   const double peak_tflops = datasheet_fp16_tflops(be.device_info().name);
-  for (int64_t T : o.prefill_lengths) {
-    const double t = time_prefill(lm, be, *cache, T, page);
-    const double tflops = prefill_flops(config, T) / t / 1e12;
-    prefill.push_back({{"tokens", T},
-                       {"seconds", t},
-                       {"tokens_per_s", static_cast<double>(T) / t},
-                       {"tflops", tflops},
-                       {"share_of_datasheet_peak", peak_tflops > 0 ? tflops / peak_tflops : 0.0}});
+  // The backend's slices first (0), then each size asked for.
+  std::vector<int64_t> slices = {0};
+  slices.insert(slices.end(), o.dequant_slice_mib.begin(), o.dequant_slice_mib.end());
+  for (int64_t mib : slices) {
+    be.set_dequant_slice_bytes(static_cast<size_t>(mib) << 20);
+    for (int64_t T : o.prefill_lengths) {
+      const double t = time_prefill(lm, be, *cache, T, page);
+      const double tflops = prefill_flops(config, T) / t / 1e12;
+      prefill.push_back(
+          {{"tokens", T},
+           {"dequant_slice_mib", mib},
+           {"seconds", t},
+           {"tokens_per_s", static_cast<double>(T) / t},
+           {"tflops", tflops},
+           {"share_of_datasheet_peak", peak_tflops > 0 ? tflops / peak_tflops : 0.0}});
+    }
+    if (prefix_step) {
+      const double t = cuda::bench::time_prefix_step(lm, be, *cache, ps_seqs, ps_new, ps_cached,
+                                                     page, o.profile_decode_step && mib == 0);
+      prefix_steps.push_back({{"sequences", ps_seqs},
+                              {"new_tokens", ps_new},
+                              {"cached", ps_cached},
+                              {"dequant_slice_mib", mib},
+                              {"seconds", t}});
+    }
   }
+  be.set_dequant_slice_bytes(0);
   r["prefill"] = prefill;
+  r["prefix_steps"] = prefix_steps;
 
   auto decode_run = [&](int64_t B) {
     const int warm = kDecodeWarmSteps;
@@ -345,11 +373,21 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
           fmt("%.0f sequences of 8,192 tokens fit\n",
               r["sequences_of_8192_tokens_that_fit"].get<double>());
   for (const auto& e : prefill) {
-    text += fmt("prefill %6.0f tokens: ", e["tokens"].get<double>()) +
+    const double mib = e["dequant_slice_mib"].get<double>();
+    text += (mib > 0 ? fmt("[slices %3.0f MiB] ", mib) : std::string()) +
+            fmt("prefill %6.0f tokens: ", e["tokens"].get<double>()) +
             fmt("%9.0f tokens/s, ", e["tokens_per_s"].get<double>()) +
             fmt("%6.1f TFLOP/s, ", e["tflops"].get<double>()) +
             fmt("%5.1f%% of the datasheet's fp16 tensor-core peak\n",
                 100 * e["share_of_datasheet_peak"].get<double>());
+  }
+  for (const auto& e : prefix_steps) {
+    const double mib = e["dequant_slice_mib"].get<double>();
+    text += (mib > 0 ? fmt("[slices %3.0f MiB] ", mib) : std::string()) +
+            fmt("prefix step: %.0f sequences ", e["sequences"].get<double>()) +
+            fmt("x %.0f new tokens ", e["new_tokens"].get<double>()) +
+            fmt("after %.0f cached: ", e["cached"].get<double>()) +
+            fmt("%.2f ms\n", 1e3 * e["seconds"].get<double>());
   }
   text += "decode batch | tokens/s | ms/step | GB/s | % of measured limit | % of nominal\n";
   for (const auto& e : decode) {

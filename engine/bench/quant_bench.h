@@ -35,6 +35,13 @@ struct QuantBenchOptions {
   // 0: off.
   int64_t lora_rank = 0;
   int lora_adapters = 4;
+  // Prefill again (and the prefix step) with the dequantized weights of many-row linears written
+  // in slices of each of these sizes (MiB; CudaBackendOptions::dequant_slice_bytes).
+  std::vector<int64_t> dequant_slice_mib = {};
+  // {sequences, new tokens, cached positions}: also time the step in which that many prompts
+  // continue one cached prefix (bench::time_prefix_step; cached rounded down to whole pages);
+  // empty: off.
+  std::vector<int64_t> prefix_step = {};
   int64_t decode_context = 512;
   KvCacheType kv_cache_type = KvCacheType::kF16;  // the cache every step reads and writes
   int decode_steps = 32;

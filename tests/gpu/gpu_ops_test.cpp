@@ -494,6 +494,10 @@ INSTANTIATE_TEST_SUITE_P(
         AttnCase{"d128_gqa4_long", 32, 8, 128, 256, {1000}, {24}, 2},
         AttnCase{"d128_gqa4_very_long", 8, 2, 128, 256, {2000, 1}, {1100, 3}, 2},
         AttnCase{"d96_generic", 6, 2, 96, 16, {20, 3}, {5, 1}, 2},
+        // A burst of short chunks after long prompts (a shared prefix's followers): blocks of
+        // (query, head) rows mostly beyond the chunks' own queries.
+        AttnCase{
+            "d128_gqa4_burst", 32, 8, 128, 64, {700, 700, 700, 700, 700}, {64, 37, 1, 64, 9}, 2},
         AttnCase{"d64_single_token", 2, 1, 64, 16, {1}, {1}, 4}),
     [](const ::testing::TestParamInfo<AttnCase>& info) { return std::string(info.param.name); });
 
@@ -505,6 +509,9 @@ TEST_F(GpuOps, AttentionWithEightWarpBlocksMatchesReference) {
                      *cpu, 1.5e-3);
   run_attention_case(AttnCase{"w8_d64_gqa3", 9, 3, 64, 16, {130, 17}, {1, 140}, 2}, *wide, *cpu,
                      1.5e-3);
+  run_attention_case(
+      AttnCase{"w8_d128_gqa4_burst", 32, 8, 128, 64, {700, 700, 700}, {64, 33, 5}, 1}, *wide, *cpu,
+      1.5e-3);
 }
 
 // Prefix reuse copies the matching start of a partly shared page (KvCacheStorage::

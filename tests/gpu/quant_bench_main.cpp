@@ -5,8 +5,13 @@
 //               [--device 0] [--no-sweep] [--profile-step] [--fold-norm-rows N]
 //               [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] [--mma-rows N]
 //               [--mma-max-rows N] [--mma-blocks wide|tall|wgmma]
-//               [--decode-blocks-per-sm N] [--decode-tensor-cores 0|1] [--json]
+//               [--decode-blocks-per-sm N] [--decode-tensor-cores 0|1]
+//               [--dequant-slices MiB,..] [--prefix-step SEQS,NEW,CACHED] [--json]
 //               [--json-out FILE]
+//
+// --dequant-slices: prefill (and the prefix step) again with the many-row linears' fp16 weights
+// written in slices of each size. --prefix-step: also time the step in which SEQS prompts of NEW
+// tokens continue one cached prefix of CACHED positions (rounded down to whole pages).
 //
 // --profile-step: the first timed decode step of each batch size runs between
 // cudaProfilerStart/Stop, for `ncu --profile-from-start off` (one step's kernels); with
@@ -40,7 +45,7 @@ int usage() {
       "[--context N] [--cache fp16|q8|q6|q4] [--steps N] [--device N] [--no-sweep] "
       "[--fold-norm-rows N] [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] "
       "[--mma-rows N] [--mma-max-rows N] [--mma-blocks wide|tall|wgmma] [--decode-blocks-per-sm N] "
-      "[--decode-tensor-cores 0|1] "
+      "[--decode-tensor-cores 0|1] [--dequant-slices MiB,..] [--prefix-step SEQS,NEW,CACHED] "
       "[--profile-step] "
       "[--json] "
       "[--json-out FILE]\n");
@@ -79,7 +84,12 @@ int main(int argc, char** argv) {
         o.lora_rank = std::stoll(value());
       else if (a == "--lora-adapters")
         o.lora_adapters = std::stoi(value());
-      else if (a == "--context")
+      else if (a == "--dequant-slices")
+        o.dequant_slice_mib = numbers(value());
+      else if (a == "--prefix-step") {
+        o.prefix_step = numbers(value());
+        if (o.prefix_step.size() != 3) return usage();
+      } else if (a == "--context")
         o.decode_context = std::stoll(value());
       else if (a == "--cache") {
         const auto type = hearth::parse_kv_cache_type(value());

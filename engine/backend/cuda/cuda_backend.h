@@ -108,6 +108,9 @@ struct CudaBackendOptions {
   // same bits for a row as when that token is decoded alone. Slices of up to this many tokens
   // (0: off; at most kMaxCheckRows in all).
   int64_t check_slice_max_tokens = 16;
+  // Bytes of fp16 weights written per cuBLAS call where many rows dequantize a quantized matrix
+  // (at most 64 MiB, the plan's share; 0: 64 MiB).
+  size_t dequant_slice_bytes = 0;
   size_t cublas_workspace_bytes = size_t(32) << 20;
   // Tensor parallelism's all-reduces of decode steps (up to 1 MiB), where the GPUs have peer
   // access: by Hearth's peer kernel, fused with the add and RMSNorm that follow (kFused), by that

@@ -188,6 +188,7 @@ class CudaBackend final : public Backend {
     options_.lora_fold_max_rows = rows;
     invalidate_graphs();
   }
+  void set_dequant_slice_bytes(size_t bytes) { options_.dequant_slice_bytes = bytes; }
   // How many lora() calls were folded into quantized linears' launches (tests, benchmarks).
   int64_t folded_loras() const { return folded_loras_; }
   void set_attention_warps(int warps) { options_.attention_warps = warps == 8 ? 8 : 4; }

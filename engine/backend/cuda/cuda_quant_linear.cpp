@@ -314,8 +314,11 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
     x_gemm = x_in_stored_order();
     k_gemm = ld_x = stored_rows;
   }
+  const size_t slice_bytes = options_.dequant_slice_bytes > 0
+                                 ? std::min(options_.dequant_slice_bytes, kDequantBytes)
+                                 : kDequantBytes;
   int64_t slice =
-      std::max<int64_t>(32, static_cast<int64_t>(kDequantBytes / (stored_rows * 2)) / 32 * 32);
+      std::max<int64_t>(32, static_cast<int64_t>(slice_bytes / (stored_rows * 2)) / 32 * 32);
   slice = std::min(slice, (N + 31) / 32 * 32);
   grow_workspace(quant_dequant_, static_cast<size_t>(slice * stored_rows) * 2,
                  "fp16 weights or partial sums of large-batch quantized linears");
