@@ -149,29 +149,51 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // x_stored[r][s] = x[r][row_src[s]], zero for padding rows: x in the weights' stored row order.
-// A thread writes 8 stored rows of one x row as one 16-byte store (stored_rows is a multiple of
-// 32, so the 8 never straddle it), its 8 reads falling within one x row (L1); blockIdx.y walks the
-// x rows. Element-wise with a division per element, this ran at a tenth of the copy bandwidth and
-// took 14 % of a prefill step of 1,024 rows (docs/PERFORMANCE.md).
+// A block stages one x row in shared memory with 16-byte loads, then each thread writes 8 stored
+// rows at a time as one 16-byte store (stored_rows is a multiple of 32, so the 8 never straddle
+// it). Element-wise with a division per element this took 14 % of a prefill step of 1,024 rows;
+// reading the 8 sources straight from global memory, still 11 % (docs/PERFORMANCE.md).
+// Rows too long for the shared memory (kGatherMaxStagedHalves) read x from global memory.
 constexpr int kGatherThreads = 256;
 constexpr int kGatherPerThread = 8;
+constexpr int64_t kGatherMaxStagedHalves = 24 * 1024;  // 48 KB, the default dynamic limit
 
+template <bool STAGED>
 __global__ void __launch_bounds__(kGatherThreads)
     quant_gather_x_kernel(const int32_t* row_src, int64_t stored_rows, const __half* x,
                           int64_t in_features, int64_t rows, __half* x_stored) {
-  const int64_t s0 = (int64_t(blockIdx.x) * kGatherThreads + threadIdx.x) * kGatherPerThread;
-  if (s0 >= stored_rows) return;
-  const int4 a = *reinterpret_cast<const int4*>(row_src + s0);
-  const int4 b = *reinterpret_cast<const int4*>(row_src + s0 + 4);
-  const int src[kGatherPerThread] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+  extern __shared__ __align__(16) __half s_row[];
+  const bool vector_loads = in_features % 8 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const __half* xr = x + r * in_features;
-    __align__(16) __half v[kGatherPerThread];
-#pragma unroll
-    for (int i = 0; i < kGatherPerThread; ++i) {
-      v[i] = src[i] >= 0 ? __ldg(xr + src[i]) : __float2half_rn(0.0f);
+    if constexpr (STAGED) {
+      if (r != blockIdx.x) __syncthreads();  // the previous row's reads are done
+      if (vector_loads) {
+        for (int64_t i = threadIdx.x; i < in_features / 8; i += kGatherThreads) {
+          reinterpret_cast<uint4*>(s_row)[i] = reinterpret_cast<const uint4*>(xr)[i];
+        }
+      } else {
+        for (int64_t i = threadIdx.x; i < in_features; i += kGatherThreads) s_row[i] = xr[i];
+      }
+      __syncthreads();
     }
-    *reinterpret_cast<uint4*>(x_stored + r * stored_rows + s0) = *reinterpret_cast<uint4*>(v);
+    for (int64_t s0 = int64_t(threadIdx.x) * kGatherPerThread; s0 < stored_rows;
+         s0 += kGatherThreads * kGatherPerThread) {
+      const int4 a = *reinterpret_cast<const int4*>(row_src + s0);
+      const int4 b = *reinterpret_cast<const int4*>(row_src + s0 + 4);
+      const int src[kGatherPerThread] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+      __align__(16) __half v[kGatherPerThread];
+#pragma unroll
+      for (int i = 0; i < kGatherPerThread; ++i) {
+        const __half zero = __float2half_rn(0.0f);
+        if constexpr (STAGED) {
+          v[i] = src[i] >= 0 ? s_row[src[i]] : zero;
+        } else {
+          v[i] = src[i] >= 0 ? __ldg(xr + src[i]) : zero;
+        }
+      }
+      *reinterpret_cast<uint4*>(x_stored + r * stored_rows + s0) = *reinterpret_cast<uint4*>(v);
+    }
   }
 }
 
@@ -215,13 +237,18 @@ cudaError_t quant_gather_x(const Launch& l, const QuantMatrix& m, const void* x,
     return cudaErrorInvalidValue;  // whole 16-byte loads of row_src and stores of x_stored
   }
   const int64_t stored_rows = m.chunks * 32;
-  const dim3 grid(static_cast<unsigned>(ceil_div(stored_rows, kGatherThreads * kGatherPerThread)),
-                  static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
   Launch plain = l;  // cuBLAS, not a kernel of ours, may precede it
   plain.pdl = false;
-  return launch_kernel(plain, quant_gather_x_kernel, grid, dim3(kGatherThreads), 0, m.row_src,
-                       m.chunks * 32, static_cast<const __half*>(x), m.in_features, rows,
-                       static_cast<__half*>(x_stored));
+  const auto* xh = static_cast<const __half*>(x);
+  auto* out = static_cast<__half*>(x_stored);
+  if (m.in_features <= kGatherMaxStagedHalves) {
+    return launch_kernel(plain, quant_gather_x_kernel<true>, grid, dim3(kGatherThreads),
+                         static_cast<size_t>(m.in_features) * sizeof(__half), m.row_src,
+                         stored_rows, xh, m.in_features, rows, out);
+  }
+  return launch_kernel(plain, quant_gather_x_kernel<false>, grid, dim3(kGatherThreads), 0,
+                       m.row_src, stored_rows, xh, m.in_features, rows, out);
 }
 
 }  // namespace hearth::kernels

@@ -21,6 +21,9 @@ SHAPES = {
                       context=8192),
     "smollm2-135m": dict(layers=30, hidden=576, ffn=1536, heads=9, kv_heads=3, theta=100000.0,
                          context=8192),
+    # The smallest model that carries the tokenizer (a few MB with Q8_0): enough for
+    # `server_bench --write-synthetic --tokenizer-gguf`, which takes only the vocabulary.
+    "tiny": dict(layers=1, hidden=128, ffn=256, heads=2, kv_heads=1, theta=10000.0, context=8192),
 }
 # Byte offsets of each type's fp16 fields: its scale d, then (where it has one) the minimum or
 # the K-quants' dmin; and the range of d, sized for weights of about ±0.1 with that type's codes
