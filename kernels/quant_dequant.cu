@@ -67,8 +67,25 @@ __global__ void __launch_bounds__(kThreads)
   GroupScales<KIND> scales;
   int64_t cur_group = -1;
   int cur_bits = 0;
+  // The next chunk's words are loaded while this one is decoded and written: with one chunk's
+  // loads in flight at a time the kernel ran at 60 % of the copy bandwidth.
+  uint32_t next_info = 0, next_w[8] = {};
+  auto load_chunk = [&](int64_t c) {
+    next_info = m.chunk_info[c];
+    const uint32_t* wl = wcol + int64_t(m.chunk_line[c]) * 32;
+    const int bits = qtile::chunk_bits(next_info);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      if (i < bits) next_w[i] = wl[i * 32];
+    }
+  };
+  if (c_begin < c_end) load_chunk(c_begin);
   for (int64_t c = c_begin; c < c_end; ++c) {
-    const uint32_t info = m.chunk_info[c];
+    const uint32_t info = next_info;
+    uint32_t w[8], pr[qtile::kPairs];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) w[i] = next_w[i];
+    if (c + 1 < c_end) load_chunk(c + 1);
     const int64_t group = qtile::chunk_group(info);
     const int bits = qtile::chunk_bits(info);
     if (group != cur_group) load_group_record<KIND>(m, nb, group, lane, meta);
@@ -77,9 +94,6 @@ __global__ void __launch_bounds__(kThreads)
       cur_group = group;
       cur_bits = bits;
     }
-    const uint32_t* wl = wcol + int64_t(m.chunk_line[c]) * 32;
-    uint32_t w[8], pr[qtile::kPairs];
-    for (int i = 0; i < bits; ++i) w[i] = wl[i * 32];
     qchunk::with_width(bits,
                        [&](auto width) { scales.template decode<decltype(width)::value>(w, pr); });
 #pragma unroll

@@ -24,6 +24,12 @@ bool BatchDesc::is_decode() const {
   return !seqs.empty();
 }
 
+void Backend::linears(std::span<const BackendWeight* const> weights, DeviceTensor x,
+                      std::span<const DeviceTensor> outs) {
+  HEARTH_CHECK(weights.size() == outs.size(), "linears: one output per weight");
+  for (size_t i = 0; i < weights.size(); ++i) linear(*weights[i], x, outs[i]);
+}
+
 bool BatchDesc::uses_adapters() const {
   for (const auto& s : seqs) {
     for (float w : s.adapter_weights) {

@@ -253,6 +253,11 @@ class Backend {
                             float eps, DeviceTensor out) = 0;
   // out[R, N] = x[R, K] · Wᵀ (+ bias), R = x.rows
   virtual void linear(const BackendWeight& w, DeviceTensor x, DeviceTensor out) = 0;
+  // out_i = x · W_iᵀ for linears that read the same x (q, k and v; gate and up), in order. The
+  // default calls linear() for each; a backend may share work on x between them (the CUDA
+  // backend gathers x into an act-order matrix's row order once for matrices of the same order).
+  virtual void linears(std::span<const BackendWeight* const> weights, DeviceTensor x,
+                       std::span<const DeviceTensor> outs);
   // In place on q[T, heads × head_dim] and k[T, kv_heads × head_dim] at the batch positions.
   // A backend may leave the rotation to an attention() on the same q and k that follows at once
   // (the CUDA backend does in decode steps): the attention and the cache then see rotated values

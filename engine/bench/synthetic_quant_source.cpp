@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <string_view>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -104,8 +106,9 @@ std::vector<std::pair<int, int64_t>> exl2_groups(int64_t k, const Exl2Recipe& r)
   return groups;
 }
 
+// `perm_seed` picks the act-order permutation: matrices that read one input share it.
 void exl2_layer(TensorMap& out, const std::string& p, int64_t k, int64_t n, const Exl2Recipe& r,
-                uint64_t seed, bool bias, bool fill) {
+                uint64_t seed, uint64_t perm_seed, bool bias, bool fill) {
   const int64_t n_pad = (n + 31) / 32 * 32;
   const auto groups = exl2_groups(k, r);
   const auto G = static_cast<int64_t>(groups.size());
@@ -132,7 +135,7 @@ void exl2_layer(TensorMap& out, const std::string& p, int64_t k, int64_t n, cons
       qg[2 * g + 1] = static_cast<int16_t>(static_cast<uint16_t>(qrow));
       qrow += (groups[static_cast<size_t>(g)].second * bits + 31) / 32;
     }
-    const std::vector<int32_t> perm = random_permutation(k, seed ^ 4);
+    const std::vector<int32_t> perm = random_permutation(k, perm_seed ^ 4);
     auto* inv = static_cast<int32_t*>(q_invperm.mutable_data());
     for (int64_t s = 0; s < k; ++s) inv[perm[static_cast<size_t>(s)]] = static_cast<int32_t>(s);
   }
@@ -149,7 +152,7 @@ void exl2_layer(TensorMap& out, const std::string& p, int64_t k, int64_t n, cons
 }
 
 void gptq_layer(TensorMap& out, const std::string& p, int64_t k, int64_t n, const GptqRecipe& r,
-                uint64_t seed, bool fill) {
+                uint64_t seed, uint64_t perm_seed, bool fill) {
   const int b = r.bits;
   if ((k * b) % 32 != 0 || (n * b) % 32 != 0) {
     fail(
@@ -183,7 +186,7 @@ void gptq_layer(TensorMap& out, const std::string& p, int64_t k, int64_t n, cons
     }
     auto* gi = static_cast<int32_t*>(g_idx.mutable_data());
     if (r.act_order) {
-      const std::vector<int32_t> perm = random_permutation(k, seed ^ 14);
+      const std::vector<int32_t> perm = random_permutation(k, perm_seed ^ 14);
       for (int64_t i = 0; i < k; ++i)
         gi[perm[static_cast<size_t>(i)]] = static_cast<int32_t>(i / gs);
     } else {
@@ -233,12 +236,12 @@ Exl2Recipe exl2_head_recipe() {
 
 void make_exl2_layer(TensorMap& out, const std::string& prefix, int64_t k, int64_t n,
                      const Exl2Recipe& recipe, uint64_t seed, bool bias) {
-  exl2_layer(out, prefix, k, n, recipe, seed, bias, true);
+  exl2_layer(out, prefix, k, n, recipe, seed, seed, bias, true);
 }
 
 void make_gptq_layer(TensorMap& out, const std::string& prefix, int64_t k, int64_t n,
                      const GptqRecipe& recipe, uint64_t seed) {
-  gptq_layer(out, prefix, k, n, recipe, seed, true);
+  gptq_layer(out, prefix, k, n, recipe, seed, seed, true);
 }
 
 std::string gptq_config_json(const GptqRecipe& r) {
@@ -327,10 +330,10 @@ SyntheticQuantSource::SyntheticQuantSource(const ModelConfig& config, const Opti
     TensorMap shapes;
     if (options_.format == "exl2") {
       exl2_layer(shapes, prefix, lin.k, lin.n,
-                 lin.head ? exl2_head_recipe() : exl2_recipe_for_bpw(options_.bpw), 0, false,
+                 lin.head ? exl2_head_recipe() : exl2_recipe_for_bpw(options_.bpw), 0, 0, false,
                  false);
     } else {
-      gptq_layer(shapes, prefix, lin.k, lin.n, options_.gptq, 0, false);
+      gptq_layer(shapes, prefix, lin.k, lin.n, options_.gptq, 0, 0, false);
     }
     for (const auto& [name, t] : shapes) {
       Entry e;
@@ -358,12 +361,22 @@ TensorMap SyntheticQuantSource::make_linear(const std::string& prefix) const {
   const Linear& lin = linears_.at(prefix);
   TensorMap out;
   const uint64_t seed = hash_name(prefix, options_.seed);
+  // q, k and v (and gate and up) read one input, so a reference quantizer orders their rows by
+  // the same Hessian (exllamav2 reuses q's for k and v, up reuses gate's): one permutation each.
+  std::string input = prefix;
+  for (const auto& [from, to] : {std::pair<std::string_view, std::string_view>{"k_proj", "q_proj"},
+                                 {"v_proj", "q_proj"},
+                                 {"up_proj", "gate_proj"}}) {
+    if (const size_t at = input.find(from); at != std::string::npos)
+      input.replace(at, from.size(), to);
+  }
+  const uint64_t perm_seed = hash_name(input, options_.seed);
   if (options_.format == "exl2") {
     exl2_layer(out, prefix, lin.k, lin.n,
-               lin.head ? exl2_head_recipe() : exl2_recipe_for_bpw(options_.bpw), seed, false,
-               true);
+               lin.head ? exl2_head_recipe() : exl2_recipe_for_bpw(options_.bpw), seed, perm_seed,
+               false, true);
   } else {
-    gptq_layer(out, prefix, lin.k, lin.n, options_.gptq, seed, true);
+    gptq_layer(out, prefix, lin.k, lin.n, options_.gptq, seed, perm_seed, true);
   }
   return out;
 }

@@ -522,13 +522,10 @@ void LlamaModel::record_stage(size_t s, int64_t T, int64_t logit_rows, KvCacheSt
     } else {
       backend.add_rms_norm(x, mlp_out, *L.input_norm, eps, h);
     }
-    backend.linear(*L.q, h, q);
-    backend.linear(*L.k, h, k);
-    backend.linear(*L.v, h, v);
-    if (adapters && L.lora_qkv) {
-      const DeviceTensor outs[] = {q, k, v};
-      backend.lora(*L.lora_qkv, h, outs);
-    }
+    const DeviceTensor qkv[] = {q, k, v};
+    const BackendWeight* qkv_weights[] = {L.q.get(), L.k.get(), L.v.get()};
+    backend.linears(qkv_weights, h, qkv);
+    if (adapters && L.lora_qkv) backend.lora(*L.lora_qkv, h, qkv);
     backend.rope(q, k, rope);
     ap.layer = i - stage.first_layer;  // the stage's cache holds its own layers only
     backend.attention(q, k, v, cache, ap, attn);
@@ -537,12 +534,10 @@ void LlamaModel::record_stage(size_t s, int64_t T, int64_t logit_rows, KvCacheSt
     backend.linear(*L.o, attn, attn_out);
     if (adapters && L.lora_o) backend.lora(*L.lora_o, attn, {&attn_out, 1});
     backend.add_rms_norm(x, attn_out, *L.post_attention_norm, eps, h);
-    backend.linear(*L.gate, h, gate);
-    backend.linear(*L.up, h, up);
-    if (adapters && L.lora_gate_up) {
-      const DeviceTensor outs[] = {gate, up};
-      backend.lora(*L.lora_gate_up, h, outs);
-    }
+    const DeviceTensor gate_up[] = {gate, up};
+    const BackendWeight* gate_up_weights[] = {L.gate.get(), L.up.get()};
+    backend.linears(gate_up_weights, h, gate_up);
+    if (adapters && L.lora_gate_up) backend.lora(*L.lora_gate_up, h, gate_up);
     backend.silu_mul(gate, up, gate);
     backend.linear(*L.down, gate, mlp_out);
     if (adapters && L.lora_down) backend.lora(*L.lora_down, gate, {&mlp_out, 1});

@@ -463,6 +463,7 @@ void OpenAiServer::Impl::generate(Endpoint endpoint, const httplib::Request& req
                                   httplib::Response& res) {
   std::shared_ptr<Call> call;
   try {
+    ServingLoop::Arrival arriving = loop.arrival();  // until start_call has submitted
     call = start_call(endpoint, req);
   } catch (const ApiException& e) {
     send_error(res, e.error());

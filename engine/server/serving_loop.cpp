@@ -27,7 +27,31 @@ void RequestStream::push(StreamEvent event) {
   ready_.notify_all();
 }
 
-ServingLoop::ServingLoop(Engine& engine) : engine_(engine) {
+ServingLoop::Arrival::Arrival(ServingLoop* loop) : loop_(loop) {
+  std::lock_guard lock(loop_->mutex_);
+  ++loop_->arriving_;
+}
+
+ServingLoop::Arrival& ServingLoop::Arrival::operator=(Arrival&& other) noexcept {
+  if (this != &other) {
+    release();
+    loop_ = std::exchange(other.loop_, nullptr);
+  }
+  return *this;
+}
+
+void ServingLoop::Arrival::release() {
+  if (!loop_) return;
+  {
+    std::lock_guard lock(loop_->mutex_);
+    --loop_->arriving_;
+  }
+  loop_->wake_.notify_one();
+  loop_ = nullptr;
+}
+
+ServingLoop::ServingLoop(Engine& engine, std::chrono::microseconds arrival_wait)
+    : engine_(engine), arrival_wait_(arrival_wait) {
   HEARTH_CHECK(engine_.loaded(), "the serving loop needs a loaded engine");
   stats_.memory = engine_.memory_usage();
   thread_ = std::thread([this] { run(); });
@@ -143,6 +167,10 @@ void ServingLoop::run() {
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return !inbox_.empty() || !active_.empty() || stopping_; });
+      if (active_.empty() && arriving_ > 0 && !stopping_) {
+        // Idle, and more of a burst on its way: they start together.
+        wake_.wait_for(lock, arrival_wait_, [&] { return arriving_ == 0 || stopping_; });
+      }
       pending.swap(inbox_);
       past_deadline = stopping_ && std::chrono::steady_clock::now() >= deadline_;
       if (stopping_ && active_.empty() && pending.empty()) break;
@@ -180,6 +208,7 @@ void ServingLoop::run() {
       std::lock_guard lock(mutex_);
       stats_.waiting -= static_cast<int64_t>(done.size());
       stats_.completed += static_cast<int64_t>(done.size());
+      ++stats_.steps;
       if (refresh_memory) stats_.memory = memory;
     }
     for (auto& [stream, event] : done) stream->push(std::move(event));

@@ -404,6 +404,52 @@ TEST_F(QuantGpu, LinearsOfOneInputShareALaunch) {
   }
 }
 
+// Backend::linears() on many rows: x is gathered into an act-order matrix's row order once for
+// matrices that share the order (q, k and v of a reference quantizer's file), and every output
+// keeps the bits of its linear() alone, on the packed-tile product (120 rows) and on the cuBLAS
+// path (200). Two matrices share a permutation, the third has its own and comes between them;
+// a second call after x changed in place must not reuse the first call's gather.
+TEST_F(QuantGpu, LinearsOfOneInputGatherXOncePerRowOrder) {
+  const int64_t K = 2048;
+  TensorMap t;
+  make_exl2_layer(t, "a", K, 1024, exl2_recipe_for_bpw(4.0), 21);
+  make_exl2_layer(t, "c", K, 512, exl2_recipe_for_bpw(3.0), 22);
+  make_exl2_layer(t, "b", K, 768, exl2_recipe_for_bpw(5.0), 23);
+  t["b.q_invperm"] = t.at("a.q_invperm");  // b reads x in a's row order
+  MemoryTensorSource src(std::move(t));
+  std::vector<LinearSource> layers;
+  for (const char* name : {"a", "c", "b"}) {
+    layers.push_back(source_of(src, name, QuantizedLinearOptions{}));
+  }
+  for (int64_t rows : {120, 200}) {
+    TestBatch batch = one_sequence(rows);
+    DeviceTensor in = gpu->alloc_activation(rows, K);
+    const PreparedBatch p = gpu->prepare_batch(batch.desc());
+    Keep keep;
+    std::vector<const BackendWeight*> weights;
+    std::vector<DeviceTensor> outs;
+    for (const LinearSource& l : layers) {
+      keep.push_back(gpu->upload_linear(l));
+      weights.push_back(keep.back().get());
+      outs.push_back(gpu->alloc_activation(rows, l.quantized->out_features()).first_rows(p.tokens));
+    }
+    for (int round = 0; round < 2; ++round) {
+      const auto x = random_values(static_cast<size_t>(rows * K), 60 + rows + round, 1.0f);
+      load(*gpu, x, rows, K, in, p.tokens, keep);
+      gpu->linears(weights, in.first_rows(p.tokens), outs);
+      for (size_t i = 0; i < layers.size(); ++i) {
+        const auto together = gpu->read(outs[i], rows);
+        const auto alone = run_linear(*gpu, layers[i], x, rows);
+        EXPECT_TRUE(std::equal(together.begin(), together.end(), alone.begin()))
+            << "matrix " << i << ", " << rows << " rows, call " << round;
+        const auto d = compare(together, run_linear(*cpu, layers[i], x, rows));
+        EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref)
+            << "matrix " << i << ", " << rows << " rows: " << d.str();
+      }
+    }
+  }
+}
+
 // Two backends whose options change only how a fused quantized linear is organised, not what
 // it adds in which order, give the same bits: three matrices sharing a launch (one with a bias,
 // 4 to 16 slices), a k/v-sized matrix of 32 slices and a GPTQ act-order one, 1 to 32 rows.

@@ -157,6 +157,8 @@ class CudaBackend final : public Backend {
   void add_rms_norm(DeviceTensor residual, DeviceTensor delta, const BackendWeight& w, float eps,
                     DeviceTensor out) override;
   void linear(const BackendWeight& w, DeviceTensor x, DeviceTensor out) override;
+  void linears(std::span<const BackendWeight* const> weights, DeviceTensor x,
+               std::span<const DeviceTensor> outs) override;
   void rope(DeviceTensor q, DeviceTensor k, const RopeParams& params) override;
   void attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCacheStorage& cache,
                  const AttentionParams& params, DeviceTensor out) override;
@@ -292,6 +294,15 @@ class CudaBackend final : public Backend {
   DeviceBuffer fold_norm_scratch_;
   DeviceBuffer quant_dequant_;  // the large-batch path's fp16 weights, or quant_mma_gemm's partials
   DeviceBuffer quant_x_;        // its x in the weights' stored row order
+  // Inside linears(): which x quant_x_ holds, in which matrix's row order, so that the next
+  // matrix of the same order (q, k and v of a reference quantizer's file share one) reuses it.
+  struct GatheredX {
+    const void* x = nullptr;
+    int64_t rows = 0;
+    const BackendWeight* order = nullptr;
+  };
+  bool share_x_gathers_ = false;
+  GatheredX gathered_x_;
   DeviceBuffer quant_staged_x_;  // x of the fused quantized linears in their staging order
 
   CudaBackendOptions options_;

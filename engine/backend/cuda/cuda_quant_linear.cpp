@@ -24,7 +24,8 @@ class CudaQuantLinearWeight final : public BackendWeight {
   DeviceBuffer storage;  // every array of the tile layout, each 256-byte aligned
   DeviceBuffer bias;     // f32 [N], or empty
   kernels::QuantMatrix matrix;
-  bool rows_in_order = false;  // stored row s is input feature s: x needs no gather
+  bool rows_in_order = false;    // stored row s is input feature s: x needs no gather
+  std::vector<int32_t> row_src;  // matrix.row_src on the host (act-order matrices only)
 };
 
 // fp16 weights dequantized per cuBLAS call on the large-batch path.
@@ -148,6 +149,7 @@ std::unique_ptr<BackendWeight> CudaBackend::upload_quantized_linear(const Linear
   m.lines = L.lines;
   m.max_bits = max_bits(L.bits_mask);
   w->rows_in_order = L.rows_in_order;
+  if (!L.rows_in_order) w->row_src = L.row_src;
 
   if (source.bias) {
     const HostTensor& b = *source.bias;
@@ -219,6 +221,24 @@ void CudaBackend::flush_quant_linears() {
                "quant_gemm_group");
 }
 
+void CudaBackend::linears(std::span<const BackendWeight* const> weights, DeviceTensor x,
+                          std::span<const DeviceTensor> outs) {
+  HEARTH_CHECK(weights.size() == outs.size(), "linears: one output per weight");
+  // Only linear() runs in between, and it writes none of x after its first queued ops have run:
+  // a gather stays valid for the next matrix.
+  share_x_gathers_ = true;
+  gathered_x_ = {};
+  try {
+    for (size_t i = 0; i < weights.size(); ++i) linear(*weights[i], x, outs[i]);
+  } catch (...) {
+    share_x_gathers_ = false;
+    gathered_x_ = {};
+    throw;
+  }
+  share_x_gathers_ = false;
+  gathered_x_ = {};
+}
+
 void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTensor& x,
                                    const DeviceTensor& out) {
   flush_dense_linears();  // dense linears queued before this one run first
@@ -271,12 +291,19 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
   const float* bias = w.bias ? w.bias.as<float>() : nullptr;
   const kernels::Elem out_t = to_elem(out.dtype);
   const int64_t N = m.out_features, stored_rows = m.chunks * 32;
-  // x in the weights' stored row order, gathered once unless it already is.
+  // x in the weights' stored row order, gathered unless it already is: inside linears(), the
+  // previous matrix may have left this x in the same order.
   auto x_in_stored_order = [&]() -> const void* {
+    const GatheredX& g = gathered_x_;
+    if (share_x_gathers_ && g.x == x.data && g.rows == rows && g.order &&
+        static_cast<const CudaQuantLinearWeight*>(g.order)->row_src == w.row_src) {
+      return quant_x_.get();
+    }
     grow_workspace(quant_x_, static_cast<size_t>(rows * stored_rows) * 2,
                    "activations of large batches in stored row order");
     check_launch(kernels::quant_gather_x(launch_plain(), m, x.data, rows, quant_x_.get()),
                  "quant_gather_x");
+    gathered_x_ = share_x_gathers_ ? GatheredX{x.data, rows, &weight} : GatheredX{};
     return quant_x_.get();
   };
   if (options_.quant_mma_min_rows > 0 && rows >= options_.quant_mma_min_rows &&

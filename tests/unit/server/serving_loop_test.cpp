@@ -106,6 +106,30 @@ TEST_F(ServingLoopTest, ARefusedRequestFailsAloneAndCancelEndsOne) {
   EXPECT_LT(results[0].tokens.size(), 200u);
 }
 
+// While a request is on its way in (an Arrival held), an idle loop holds back what was already
+// submitted, so that both start in one step; with none on its way it steps at once. The wait is
+// set long here, so that a loop that did not wait for the release would be seen stepping.
+TEST_F(ServingLoopTest, AnIdleLoopWaitsForRequestsOnTheirWayIn) {
+  ServingLoop loop(engine_, std::chrono::seconds(60));
+  ServingLoop::Arrival on_its_way = loop.arrival();
+  auto first = loop.submit({fixed_length_request("first", 3)});
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(loop.stats().steps, 0);  // waiting for the one on its way
+  auto second = loop.submit({fixed_length_request("second", 3)});
+  on_its_way.release();
+  const auto a = drain(*first, 1);
+  const auto b = drain(*second, 1);
+  EXPECT_EQ(a[0].tokens.size(), 3u);
+  EXPECT_EQ(b[0].tokens.size(), 3u);
+  // One step prefilled both and sampled their first tokens, two more their others.
+  EXPECT_EQ(loop.stats().steps, 3);
+
+  const auto start = std::chrono::steady_clock::now();
+  auto alone = loop.submit({fixed_length_request("alone", 2)});
+  EXPECT_EQ(drain(*alone, 1)[0].tokens.size(), 2u);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
 TEST_F(ServingLoopTest, StopEndsRunningRequestsAndRefusesNewOnes) {
   ServingLoop loop(engine_);
   auto running = loop.submit({fixed_length_request("until stopped", 240)});
