@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(kThreads)
   int64_t cur_group = -1;
   int cur_bits = 0;
   // The next chunk's words are loaded while this one is decoded and written: with one chunk's
-  // loads in flight at a time the kernel ran at 60 % of the copy bandwidth.
+  // loads in flight at a time the kernel moved ~61 % of the copy bandwidth, now ~68 % (H200).
   uint32_t next_info = 0, next_w[8] = {};
   auto load_chunk = [&](int64_t c) {
     next_info = m.chunk_info[c];
