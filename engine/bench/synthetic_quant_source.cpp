@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
-#include <string_view>
-#include <utility>
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #include "engine/core/dtype.h"
 #include "engine/core/error.h"
