@@ -261,15 +261,28 @@ __device__ __forceinline__ void store_row(const RowMatrix& m, int r, int row, fl
   }
 }
 
+// Output feature `feature` of the group (a warp's): its matrix, its row there, and that row's
+// weights of length k.
+template <class T>
+struct FeatureRow {
+  RowMatrix m;
+  int row;
+  const T* w;
+};
+template <class T>
+__device__ __forceinline__ FeatureRow<T> feature_row(const RowGroup& group, int feature, int k) {
+  const RowMatrix m = matrix_of(group, feature);
+  const int row = feature - m.row_begin;
+  return {m, row, static_cast<const T*>(m.w) + int64_t(row) * k};
+}
+
 template <class T, int kUnroll, bool kPrefetch>
 __device__ __forceinline__ void gemv_row_body(const RowGroup& group, const T* x, int k) {
   const int feature = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   pdl_launch_dependents();
   if (feature >= group.rows) return;
-  const RowMatrix m = matrix_of(group, feature);
-  const int row = feature - m.row_begin;
-  const T* wr = static_cast<const T*>(m.w) + int64_t(row) * k;
+  const auto [m, row, wr] = feature_row<T>(group, feature, k);
   if (kPrefetch && lane == 0) prefetch_l2(wr, static_cast<unsigned>(min(k * 2, 8192)));
   pdl_wait();
   const int chunks = k / 8;
@@ -322,9 +335,7 @@ __global__ void __launch_bounds__(128) gemv_rows_kernel(RowGroup group, const T*
   const int lane = threadIdx.x & 31;
   pdl_launch_dependents();
   if (feature >= group.rows) return;
-  const RowMatrix m = matrix_of(group, feature);
-  const int row = feature - m.row_begin;
-  const T* wr = static_cast<const T*>(m.w) + int64_t(row) * k;
+  const auto [m, row, wr] = feature_row<T>(group, feature, k);
   pdl_wait();
   const int chunks = k / 8;
   float acc[kRows];
