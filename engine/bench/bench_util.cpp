@@ -150,25 +150,7 @@ double time_greedy_decode(LlamaModel& model, Backend& backend, KvCacheStorage& c
 
 double time_prefill(LlamaModel& model, Backend& backend, KvCacheStorage& cache, int64_t tokens,
                     int64_t page_size) {
-  const std::vector<int32_t> ids = tokens_for(tokens, model.config().vocab_size, 11);
-  std::vector<int32_t> pages((tokens + page_size - 1) / page_size);
-  for (size_t i = 0; i < pages.size(); ++i) pages[i] = static_cast<int32_t>(i);
-  BatchDesc batch;
-  SequenceSlice s;
-  s.tokens = ids;
-  s.page_table = pages;
-  batch.seqs.push_back(s);
-  SamplingParams greedy;
-  SampleRequest request;
-  request.params = &greedy;
-  std::vector<double> times;
-  for (int rep = 0; rep < 4; ++rep) {
-    const auto start = std::chrono::steady_clock::now();
-    const DeviceTensor logits = model.forward(batch, cache);
-    backend.sample(logits, std::span<const SampleRequest>(&request, 1));
-    if (rep > 0) times.push_back(seconds_since(start));
-  }
-  return median(times);
+  return time_prefix_step(model, backend, cache, 1, tokens, 0, page_size);
 }
 
 double time_prefix_step(LlamaModel& model, Backend& backend, KvCacheStorage& cache,
@@ -198,7 +180,7 @@ double time_prefix_step(LlamaModel& model, Backend& backend, KvCacheStorage& cac
   BatchDesc batch;
   for (int64_t q = 0; q < sequences; ++q) {
     auto& own = ids[static_cast<size_t>(q)];
-    own = tokens_for(new_tokens, model.config().vocab_size, 100 + static_cast<uint64_t>(q));
+    own = tokens_for(new_tokens, model.config().vocab_size, 11 + static_cast<uint64_t>(q));
     auto& table = tables[static_cast<size_t>(q)];
     table = prefix_pages;
     for (int64_t p = 0; p < own_pages; ++p)

@@ -226,17 +226,16 @@ void CudaBackend::linears(std::span<const BackendWeight* const> weights, DeviceT
   HEARTH_CHECK(weights.size() == outs.size(), "linears: one output per weight");
   // Only linear() runs in between, and it writes none of x after its first queued ops have run:
   // a gather stays valid for the next matrix.
-  share_x_gathers_ = true;
+  struct Sharing {  // for this call only, also when a linear throws
+    CudaBackend& b;
+    explicit Sharing(CudaBackend& backend) : b(backend) { b.share_x_gathers_ = true; }
+    ~Sharing() {
+      b.share_x_gathers_ = false;
+      b.gathered_x_ = {};
+    }
+  } sharing(*this);
   gathered_x_ = {};
-  try {
-    for (size_t i = 0; i < weights.size(); ++i) linear(*weights[i], x, outs[i]);
-  } catch (...) {
-    share_x_gathers_ = false;
-    gathered_x_ = {};
-    throw;
-  }
-  share_x_gathers_ = false;
-  gathered_x_ = {};
+  for (size_t i = 0; i < weights.size(); ++i) linear(*weights[i], x, outs[i]);
 }
 
 void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTensor& x,
