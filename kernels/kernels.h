@@ -132,8 +132,9 @@ cudaError_t lora_expand(const Launch& l, Elem t, const void* tmat, int64_t rows,
 inline bool lora_expand_fits(int64_t rows, int64_t total_cols) {
   return rows <= kLoraKernelMaxRows && 8 * total_cols * 4 <= 48 * 1024;
 }
-// fp16 out[c][s] = a[c][row_src[s]] for c < cols, s < stored (0 where row_src[s] < 0): the A
-// rows of a LoRA in a quantized matrix's stored row order (kernels::QuantGemmLora).
+// fp16 out[c][qtile::staged_position(s)] = a[c][row_src[s]] for c < cols, s < stored (a whole
+// number of 32-row chunks; 0 where row_src[s] < 0): the A rows of a LoRA in a quantized matrix's
+// staging order (kernels::QuantGemmLora).
 cudaError_t lora_gather_features(const Launch& l, const void* a, int cols, int64_t k,
                                  const int32_t* row_src, int64_t stored, void* out);
 // out[r, c] = row_weights[r, slot_of_col[c]] · in[r, c] (in: fp32 from a GEMM), rounded to t.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "kernels/common.cuh"
+#include "kernels/quant_tile_codec.cuh"
 
 namespace hearth::kernels {
 namespace {
@@ -243,21 +244,23 @@ struct Expand {
   };
 };
 
-// out[c][s] = a[c][row_src[s]] (0 where row_src[s] < 0), one thread per element.
+// out[c][staged_position(s)] = a[c][row_src[s]] (0 where row_src[s] < 0), one thread per
+// element.
 __global__ void lora_gather_features_kernel(const __half* a, int cols, int64_t k,
                                             const int32_t* row_src, int64_t stored, __half* out) {
   const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i >= cols * stored) return;
   const int64_t c = i / stored, s = i - c * stored;
   const int32_t src = row_src[s];
-  out[i] = src >= 0 && src < k ? a[c * k + src] : __float2half_rn(0.0f);
+  out[c * stored + qtile::staged_position(static_cast<int>(s))] =
+      src >= 0 && src < k ? a[c * k + src] : __float2half_rn(0.0f);
 }
 
 }  // namespace
 
 cudaError_t lora_gather_features(const Launch& l, const void* a, int cols, int64_t k,
                                  const int32_t* row_src, int64_t stored, void* out) {
-  if (cols < 1 || k < 1 || stored < 1) return cudaErrorInvalidValue;
+  if (cols < 1 || k < 1 || stored < 1 || stored % 32 != 0) return cudaErrorInvalidValue;
   constexpr int kThreads = 256;
   const int64_t n = cols * stored;
   lora_gather_features_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0,

@@ -35,11 +35,15 @@
 // into the residual and leaves the rows' inverse RMS (a second completion round, over its column
 // groups); the consumer multiplies x by it and by the norm weights (copied before the wait) as it
 // stages x. The separate pass cost ~2.8 µs per norm at batch 1 (H100); the fold gains ~2 % there.
-// LoRA folded in (QuantGemmLora, instances of their own for up to 8 rows): a (in stored row
-// order) and bt are copied to shared memory before the wait; after the main loop the block
-// projects its staged x slice onto a (8 lanes per (row, column) pair, in a fixed order) and adds
-// bt times that to each result before it is stored, so a batch-1 step's adapters cost no launches
-// (the separate shrink and expand kernels added ~10 µs per linear, docs/PERFORMANCE.md).
+// LoRA folded in (QuantGemmLora, instances of their own): blocks of their own, ahead of the
+// others so that they are dispatched first, project each K slice onto a's 16-column tiles
+// (mma.sync, with the staged x as the B operand exactly as the weights meet it), weighed per row.
+// Where the slices' sums are added, those projections are added too, in slice order, and bt · t
+// joins each output: the last block of a column group waits for them (made by blocks dispatched
+// before it, so they run), or quant_gemm_sum_kernel finds them done. No launches of their own, and
+// each projection is made once: the first fold had every block project its slice again (56
+// times for gate) and add its share of bt · t, +38 % at batch 1 on the 8B shape against +12 %
+// now (docs/PERFORMANCE.md).
 #include <algorithm>
 
 #include "kernels/common.cuh"
@@ -52,6 +56,7 @@ namespace {
 
 using qchunk::GroupScales;
 using qchunk::meta_words;
+using qtile::staged_position;
 constexpr int kMaxWarps = 8;
 constexpr uint32_t kFull = 0xffffffffu;
 
@@ -124,48 +129,78 @@ __host__ __device__ constexpr int staged_x_rows(int mt, int rows) {
   return mt == 1 ? rows + 1 : 8 * mt;
 }
 
-// Where slice row r of an x row is staged: within a chunk, the four half2 B-fragment words of
-// lane t (stored rows 2t + 8k + h, k < 4, h < 2) side by side at 8t + 2k + h, so the lane fetches
-// them with one 16-byte load.
-__device__ __forceinline__ int staged_position(int r) {
-  return (r & ~31) + ((r & 7) >> 1) * 8 + ((r >> 3) & 3) * 2 + (r & 1);
-}
-
 // MMA tiles of 8 x rows per weight fragment.
 constexpr int row_tiles(int64_t rows) {
   return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 24 ? 3 : 4;
 }
 
-// A matrix's LoRA (QuantGemmLora), cols 0 without one.
+// A matrix's LoRA (QuantGemmLora), cols 0 without one; t_part: the slices' projections
+// [slices][rows][cols] (QuantGemmScratch::lora_t).
 struct GemvLora {
   const __half* a;
   const __half* bt;
   const int32_t* slot_of_col;
   const float* row_weights;
+  float* t_part;
   int cols;
   int slots;
 };
 
-// Where a block's LoRA staging lies, in bytes from its 16-byte aligned start: bt of the block's
-// 256 columns [cols][256] and a's columns over the slice's rows [cols][slice rows + 8] (fp16;
-// +8: 16-byte rows that start in different banks), the slots of the columns, the rows' weights
-// [rows][slots] and the slice's projections t [rows][cols + 1] (+1: the four lanes of an MMA
-// fragment read four rows in different banks).
+// a is projected 16 columns (one MMA tile) at a time, by blocks of their own (GemvPart::
+// lora_blocks, one per K slice and tile, ahead of the part's other blocks so that they are
+// dispatched first): the tile [16][slice rows + 8] fp16 (+8: 16-byte rows that start in different
+// banks), then each warp's fp32 tile [16][8] for the sum of the two warps of a row tile. A
+// finishing block reuses the area for the rows' t [rows][cols].
+constexpr int kLoraTileCols = 16;
+constexpr int kLoraWarpTile = kLoraTileCols * 8;  // floats
+__host__ __device__ constexpr int lora_tiles(int cols) {
+  return (cols + kLoraTileCols - 1) / kLoraTileCols;
+}
 __host__ __device__ constexpr int lora_a_stride(int p_chunks) {
   return p_chunks * 32 + 8;
 }
-struct LoraSmem {
-  int bt, a, slot, weights, t, total;
-};
-__host__ __device__ constexpr LoraSmem lora_smem(int p_chunks, int cols, int rows, int slots) {
-  LoraSmem s{};
-  s.bt = 0;
-  s.a = s.bt + cols * kQuantNormSlotColumns * 2;
-  s.slot = s.a + cols * lora_a_stride(p_chunks) * 2;
-  s.weights = s.slot + cols * 4;
-  s.t = s.weights + rows * slots * 4;
-  s.total = s.t + rows * (cols + 1) * 4;
-  return s;
+__host__ __device__ constexpr int lora_reduce_offset(int p_chunks) {
+  return kLoraTileCols * lora_a_stride(p_chunks) * 2;
+}
+__host__ __device__ constexpr int lora_area_bytes(int p_chunks, int cols, int rows) {
+  const int project = lora_reduce_offset(p_chunks) + kMaxWarps * kLoraWarpTile * 4;
+  const int finish = (rows * cols * 4 + 15) / 16 * 16 + cols * kQuantNormSlotColumns * 2;
+  return project > finish ? project : finish;
+}
+
+// The counters after a matrix's column groups: [column_groups] the residual's second round,
+// [+1] slice projections made, [+2] finishing blocks done with them.
+__device__ __forceinline__ int32_t load_acquire(const int32_t* p) {
+  int32_t v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Row tok's t over all slices (each slice's already weighed by the row's weight of the column's
+// slot), added in slice order: the same in both completions.
+__device__ __forceinline__ float lora_row_t(const GemvLora& lora, int slices, int rows, int tok,
+                                            int c) {
+  return qchunk::sum_slices(lora.t_part + tok * lora.cols + c, int64_t(rows) * lora.cols, slices);
+}
+// bt of a column group's 256 outputs, [cols][256] fp16, into shared memory by 16-byte copies
+// (a LoRA's N is a multiple of 8), for lora_delta.
+__device__ __forceinline__ void stage_lora_bt(const GemvLora& lora, int N, int o0, __half* bt_s) {
+  for (int e = threadIdx.x; e < lora.cols * 32; e += blockDim.x) {
+    const int c = e >> 5, o = o0 + (e & 31) * 8;
+    cp_async16(bt_s + c * kQuantNormSlotColumns + (e & 31) * 8,
+               o < N ? lora.bt + int64_t(c) * N + o : lora.bt, o < N);
+  }
+}
+// What the LoRA adds to an output of a row whose t is t_row: Σ_c bt[c][o] · t[c], c in order.
+// bt_o: the output's bt in stage_lora_bt's layout.
+__device__ __forceinline__ float lora_delta(int cols, const __half* bt_o, const float* t_row) {
+  float d = 0.0f;
+  for (int c = 0; c < cols; ++c) d += __half2float(bt_o[c * kQuantNormSlotColumns]) * t_row[c];
+  return d;
+}
+// A finishing block's LoRA area: the rows' t [rows][cols] fp32, then bt [cols][256] fp16.
+__host__ __device__ constexpr int lora_finish_bt_offset(int cols, int rows) {
+  return (rows * cols * 4 + 15) / 16 * 16;
 }
 
 // One matrix of a launch: its blocks are [block_begin, block_begin + column_groups · slices).
@@ -188,6 +223,7 @@ struct GemvPart {
   int stage_block_begin;  // its blocks of quant_stage_x_kernel
   __half* staged_x;       // x in this matrix's staging order (QuantGemmScratch), or null
   GemvLora lora;
+  int lora_blocks;  // its first blocks, which project x onto a (slices · tiles; 0 without)
 };
 // The normalization of x (QuantInputNorm), inv_rms null without one.
 struct GemvNorm {
@@ -216,16 +252,59 @@ __device__ __forceinline__ int part_of_block(const GemvGroup& g) {
   return which;
 }
 
+// Where a block's shared memory lies: each warp's group records, the staged x rows (xs_stride
+// halves each), the norm weights of the slice's rows (with a QuantInputNorm), then a LoRA's area
+// (16-byte aligned).
+template <QuantKind KIND, int MT>
+struct BlockSmem {
+  uint32_t* meta;
+  __half* x;
+  float* norm_w;
+  unsigned char* lora;
+  int xs_stride;
+  __device__ __forceinline__ BlockSmem(unsigned char* base, int p_chunks, int rows, bool norm) {
+    meta = reinterpret_cast<uint32_t*>(base);
+    xs_stride = p_chunks * 32 + 8;  // halves; +8: conflict-free fragment loads
+    x = reinterpret_cast<__half*>(meta + kMaxWarps * p_chunks * meta_words<KIND>());
+    norm_w = reinterpret_cast<float*>(x + staged_x_rows(MT, rows) * xs_stride);
+    lora = reinterpret_cast<unsigned char*>(
+        (reinterpret_cast<uintptr_t>(norm_w + (norm ? p_chunks * 32 : 0)) + 15) & ~uintptr_t{15});
+  }
+};
+
 // The last block of a column group: the group's outputs, Σ of the slices' partials in slice order
 // (+ bias), stored; with a residual, also added into it, and the group's sum of squares of each
 // row left in norm_sums, from which the last group to finish computes the rows' inverse RMS.
 // Every thread takes one output of each row (the block is as wide as the column group).
+// With a LoRA (t_s: shared memory for the rows' t), bt · t joins each output, once the slices'
+// projections are all made.
+template <bool LORA>
 __device__ void finish_column_group(const GemvPart& part, int column_groups, int column_group,
-                                    int rows) {
+                                    int rows, float* t_s) {
+  if constexpr (!LORA) t_s = nullptr;
   __shared__ float row_sq[kQuantGemmMaxRows][kMaxWarps];
   const int N = static_cast<int>(part.m.out_features);
   const int o = column_group * kQuantNormSlotColumns + static_cast<int>(threadIdx.x);
   const bool to_residual = part.residual != nullptr;
+  const GemvLora& lora = part.lora;
+  __half* bt_s = nullptr;
+  if (t_s) {
+    bt_s = reinterpret_cast<__half*>(reinterpret_cast<unsigned char*>(t_s) +
+                                     lora_finish_bt_offset(lora.cols, rows));
+    stage_lora_bt(lora, N, column_group * kQuantNormSlotColumns, bt_s);  // while awaiting t
+    cp_async_commit();
+    if (threadIdx.x == 0) {
+      const int32_t made = part.slices * lora_tiles(lora.cols);
+      while (load_acquire(&part.counters[column_groups + 1]) < made) __nanosleep(32);
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < rows * lora.cols; e += blockDim.x) {
+      const int tok = e / lora.cols;
+      t_s[e] = lora_row_t(lora, part.slices, rows, tok, e - tok * lora.cols);
+    }
+    cp_async_wait<0>();
+    __syncthreads();
+  }
   // Rows two at a time: their slices' and residual's loads in flight together (four made the
   // one-tile kernel spill within its 64 registers).
   constexpr int kRowsAtOnce = 2;
@@ -248,7 +327,9 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
       float sq = 0.0f;
       if (o < N) {
         const int64_t at = int64_t(tok) * N + o;
-        const float v = sums[r] + (part.bias ? part.bias[o] : 0.0f);
+        float v = sums[r];
+        if (t_s) v += lora_delta(lora.cols, bt_s + threadIdx.x, t_s + tok * lora.cols);
+        v += part.bias ? part.bias[o] : 0.0f;
         qchunk::store_out(part.out, part.out_f32, at, v);
         if (to_residual) {
           const __half sum = __float2half_rn(old[r] + __half2float(__float2half_rn(v)));
@@ -262,7 +343,14 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
       }
     }
   }
-  if (threadIdx.x == 0) part.counters[column_group] = 0;  // ready for the next launch
+  if (threadIdx.x == 0) {
+    part.counters[column_group] = 0;  // ready for the next launch
+    // The last group done with the projections readies their counters.
+    if (t_s && atomicAdd(&part.counters[column_groups + 2], 1) == column_groups - 1) {
+      part.counters[column_groups + 1] = 0;
+      part.counters[column_groups + 2] = 0;
+    }
+  }
   if (!to_residual) return;
   __syncthreads();
   const int tok = static_cast<int>(threadIdx.x);
@@ -280,6 +368,80 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
     part.inv_rms[tok] = inv;
   }
   if (threadIdx.x == 0) part.counters[column_groups] = 0;
+}
+
+// A projector block's work: x's rows of the slice (staged as for the main loop) onto a's tile
+// (copied to shared memory before the wait), t[tok][c] = w(tok, slot c) · Σ_r a[c][r] · x[tok][r]
+// over the slice, into the part's t_part. On the tensor cores with the tile as the A operand and
+// the staged x as B, exactly as the weights meet x; row tile mt is taken by warps 2mt and 2mt + 1,
+// the even and the odd chunks, and their sums added in that order: the same for a row in any
+// batch. Not inlined, so that the main loop of the kernel keeps no registers for it.
+template <QuantKind KIND, int MT>
+__device__ __noinline__ void project_lora(const GemvGroup& launch_group, int which, int slice,
+                                          int tile, int n, int rows) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const GemvPart& part = launch_group.part[which];
+  const GemvLora& lora = part.lora;
+  const int p_chunks = part.p_chunks;
+  const BlockSmem<KIND, MT> sm(smem, p_chunks, rows, launch_group.norm.inv_rms != nullptr);
+  const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+  const int stride = lora_a_stride(p_chunks);
+  auto* reduce = reinterpret_cast<float*>(sm.lora + lora_reduce_offset(p_chunks));
+  // The weights of this thread's outputs (two at most), in flight during the products.
+  constexpr int kPerThread = (MT * kLoraWarpTile + kMaxWarps * 32 - 1) / (kMaxWarps * 32);
+  float w[kPerThread];
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int e = threadIdx.x + i * kMaxWarps * 32;
+    const int at = e % kLoraWarpTile;
+    const int col = tile * kLoraTileCols + at / 8, tok = e / kLoraWarpTile * 8 + at % 8;
+    w[i] = e < MT * kLoraWarpTile && col < lora.cols && tok < rows
+               ? lora.row_weights[tok * lora.slots + lora.slot_of_col[col]]
+               : 0.0f;
+  }
+  // Lane (g, t) reads x row 8mt + g, as in the main loop (one tile: absent rows read zeros).
+  const __half* xs = sm.x + (MT == 1 ? min(g, rows) : g) * sm.xs_stride + 8 * t;
+  cp_async_wait<0>();
+  __syncthreads();
+  const int mt = warp >> 1;
+  if (mt < MT) {
+    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const __half* ag = reinterpret_cast<const __half*>(sm.lora) + g * stride + 8 * t;
+    for (int j = warp & 1; j < n; j += 2) {
+      const uint4 lo = *reinterpret_cast<const uint4*>(ag + j * 32);
+      const uint4 hi = *reinterpret_cast<const uint4*>(ag + 8 * stride + j * 32);
+      const uint4 b = *reinterpret_cast<const uint4*>(xs + j * 32 + mt * 8 * sm.xs_stride);
+      const uint32_t a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
+      mma_16816<__half>(c, a0, b.x, b.y);
+      mma_16816<__half>(c, a1, b.z, b.w);
+    }
+    // c: (column g, x row 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1) of the tile.
+    float* mine = reduce + warp * kLoraWarpTile;
+    mine[g * 8 + 2 * t] = c[0];
+    mine[g * 8 + 2 * t + 1] = c[1];
+    mine[(g + 8) * 8 + 2 * t] = c[2];
+    mine[(g + 8) * 8 + 2 * t + 1] = c[3];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int e = threadIdx.x + i * kMaxWarps * 32;
+    const int tl = e / kLoraWarpTile, at = e % kLoraWarpTile;
+    const int col = tile * kLoraTileCols + at / 8, tok = tl * 8 + at % 8;
+    if (e < MT * kLoraWarpTile && col < lora.cols && tok < rows) {
+      const float sum =
+          reduce[2 * tl * kLoraWarpTile + at] + reduce[(2 * tl + 1) * kLoraWarpTile + at];
+      lora.t_part[(int64_t(slice) * rows + tok) * lora.cols + col] = sum * w[i];
+    }
+  }
+  // Made: for the finishing blocks of this launch (quant_gemm_sum_kernel needs no word).
+  if (!launch_group.sum_kernel) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      atomicAdd(&part.counters[part.column_groups + 1], 1);
+    }
+  }
 }
 
 // launch_group is a __grid_constant__: its fields are read from the constant bank where they are
@@ -307,20 +469,25 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
   const int local = row_groups == 1 ? in_part : in_part / row_groups;
   const int rows = row_groups == 1 ? all_rows : min(all_rows - row0, kQuantGemmMaxRows);
   const __half* x = x_all + int64_t(row0) * m.in_features;
-  const int column_group = local % part.column_groups;
-  const int slice = local / part.column_groups;
+  // A LoRA's projector blocks come first (LoRA launches have one row group).
+  const int lora_tile_count = LORA ? lora_tiles(part.lora.cols) : 0;
+  const bool projector = LORA && local < part.lora_blocks;
+  const int main_local = local - (LORA ? part.lora_blocks : 0);
+  const int column_group = projector ? -1 : main_local % part.column_groups;
+  const int slice = projector ? local / lora_tile_count : main_local / part.column_groups;
   const int warps = static_cast<int>(blockDim.x >> 5);
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
   const int t = lane & 3;
   const int64_t nb = int64_t(column_group) * warps + warp;
-  const bool active = nb < m.blocks;
+  const bool active = (!LORA || !projector) && nb < m.blocks;
   const int c0 = slice * p_chunks;
   const int n = min(static_cast<int>(m.chunks) - c0, p_chunks);  // chunks of the slice
   constexpr int kMeta = meta_words<KIND>();
+  const BlockSmem<KIND, MT> sm(smem, p_chunks, rows, launch_group.norm.inv_rms != nullptr);
   uint32_t* meta = reinterpret_cast<uint32_t*>(smem) + warp * p_chunks * kMeta;
-  const int xs_stride = p_chunks * 32 + 8;  // halves; +8: conflict-free fragment loads
+  const int xs_stride = sm.xs_stride;
   __half* s_x =
       reinterpret_cast<__half*>(reinterpret_cast<uint32_t*>(smem) + warps * p_chunks * kMeta);
 
@@ -387,37 +554,22 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     }
     cp_async_commit();
   }
-  // LoRA (weights and the rows' slot weights, which the step's upload wrote before any kernel):
-  // bt of the block's columns and a over the slice's rows.
+  // LoRA: a projector block copies its tile of a (see the top).
   const GemvLora& lora = part.lora;
   const int lora_cols = LORA ? lora.cols : 0;
-  unsigned char* lora_area = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<uintptr_t>(s_w + (norm.inv_rms ? p_chunks * 32 : 0)) + 15) &
-      ~uintptr_t{15});
-  const LoraSmem ls = lora_smem(p_chunks, lora_cols, rows, lora.slots);
-  if (lora_cols > 0) {
-    const int N = static_cast<int>(m.out_features);
-    const int o0 = column_group * kQuantNormSlotColumns;
-    auto* bt_s = reinterpret_cast<__half*>(lora_area + ls.bt);
-    for (int e = threadIdx.x; e < lora_cols * 32; e += bd) {
-      const int c = e >> 5, o = o0 + (e & 31) * 8;
-      cp_async16(bt_s + c * kQuantNormSlotColumns + (e & 31) * 8,
-                 o < N ? lora.bt + int64_t(c) * N + o : lora.bt, o < N);
-    }
-    auto* w_s = reinterpret_cast<float*>(lora_area + ls.weights);
-    for (int e = threadIdx.x; e < rows * lora.slots; e += bd)
-      cp_async4(w_s + e, lora.row_weights + e);
-    cp_async_commit();
-    auto* slot_s = reinterpret_cast<int*>(lora_area + ls.slot);
-    for (int c = threadIdx.x; c < lora_cols; c += bd) slot_s[c] = lora.slot_of_col[c];
-    // a's columns over the slice, in stored row order like the staged x: 16-byte copies.
-    auto* a_s = reinterpret_cast<__half*>(lora_area + ls.a);
-    const int64_t stored = m.chunks * 32;
-    const int vecs = slice_rows / 8;
-    for (int e = threadIdx.x; e < lora_cols * vecs; e += bd) {
-      const int c = e / vecs, v = e - c * vecs;
-      cp_async16(a_s + c * lora_a_stride(p_chunks) + v * 8,
-                 lora.a + int64_t(c) * stored + int64_t(c0) * 32 + v * 8, true);
+  if (lora_cols > 0) {  // a group in every block, so that the waits below count alike
+    if (projector) {    // its tile of a over the slice's rows, in staging order like x
+      const int tile = local % lora_tile_count;
+      auto* a_s = reinterpret_cast<__half*>(sm.lora);
+      const int64_t stored = m.chunks * 32;
+      const int vecs = slice_rows / 8;
+      for (int e = threadIdx.x; e < kLoraTileCols * vecs; e += bd) {
+        const int c = e / vecs, v = e - c * vecs;
+        const int col = tile * kLoraTileCols + c;
+        cp_async16(a_s + c * lora_a_stride(p_chunks) + v * 8,
+                   lora.a + int64_t(col < lora_cols ? col : 0) * stored + int64_t(c0) * 32 + v * 8,
+                   col < lora_cols);
+      }
     }
     cp_async_commit();
   }
@@ -467,9 +619,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     // x is the residual: stage fp16(w · (x · inv_rms)), add_rms_norm's formula, with the row's
     // inverse RMS read alongside x (no round trip of its own). The blocks of column group 0 of
     // the first matrix also write those rows out (its slices cover every input feature once).
-    // This thread's norm weights (copied before the wait); a LoRA's two groups may stay in flight.
+    // This thread's norm weights (copied before the wait); a LoRA's tile may stay in flight.
     if (lora_cols > 0) {
-      cp_async_wait<2>();
+      cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
     }
@@ -492,10 +644,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     stage_x([](int, int) { return 0.0f; },
             [&](int tok, int src, float) { return x[int64_t(tok) * K + src]; });
   }
-  // The scales (and the staged x); a LoRA's a and bt, unless copied before x, are waited for
-  // after the main loop.
+  // The scales (and the staged x); a LoRA's tile, unless copied before x, is waited for after
+  // the main loop.
   if (lora_cols > 0 && !staged) {
-    cp_async_wait<2>();
+    cp_async_wait<1>();
   } else {
     cp_async_wait<0>();
   }
@@ -524,46 +676,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     });
   }
 
-  // LoRA: the slice's projections t[tok][c] = w(tok, slot c) · Σ_r a[r][c] · x[tok][r]. Each
-  // (row, column) pair is taken by 8 lanes: lane j adds rows j, j + 8, ... in order, and a fixed
-  // butterfly adds the 8 sums, so a row's t does not depend on how many rows share the launch.
-  const auto* bt_s = reinterpret_cast<const __half*>(lora_area + ls.bt);
-  auto* t_s = reinterpret_cast<float*>(lora_area + ls.t);
   if constexpr (LORA) {
-    if (lora_cols > 0) {
-      cp_async_wait<0>();
-      __syncthreads();
-      const auto* a_s = reinterpret_cast<const __half*>(lora_area + ls.a);
-      const auto* slot_s = reinterpret_cast<const int*>(lora_area + ls.slot);
-      const auto* w_s = reinterpret_cast<const float*>(lora_area + ls.weights);
-      constexpr int kLanesPerPair = 8;
-      const int j = lane % kLanesPerPair;
-      const unsigned pair_lanes = 0xffu << (lane & ~(kLanesPerPair - 1));
-      for (int pr = threadIdx.x / kLanesPerPair; pr < rows * lora_cols; pr += bd / kLanesPerPair) {
-        const int tok = pr / lora_cols, c = pr - tok * lora_cols;
-        const __half* ar = a_s + c * lora_a_stride(p_chunks);
-        const __half* xr = s_x + tok * xs_stride;
-        float sum = 0.0f;
-        for (int r = j; r < slice_rows; r += kLanesPerPair)
-          sum += __half2float(ar[r]) * __half2float(xr[staged_position(r)]);
-        sum += __shfl_xor_sync(pair_lanes, sum, 4);
-        sum += __shfl_xor_sync(pair_lanes, sum, 2);
-        sum += __shfl_xor_sync(pair_lanes, sum, 1);
-        if (j == 0) t_s[tok * (lora_cols + 1) + c] = sum * w_s[tok * lora.slots + slot_s[c]];
-      }
-      __syncthreads();
+    if (projector) {
+      project_lora<KIND, MT>(launch_group, which, slice, local % lora_tile_count, n, rows);
+      return;
     }
   }
-  // What the slice's LoRA adds to output o (of this block's columns) of row tok.
-  auto lora_delta = [&](int o, int tok) {
-    const int col = o - column_group * kQuantNormSlotColumns;
-    const float* tr = t_s + tok * (lora_cols + 1);
-    float d = 0.0f;
-    for (int c = 0; c < lora_cols; ++c)
-      d += __half2float(bt_s[c * kQuantNormSlotColumns + col]) * tr[c];
-    return d;
-  };
-
   // C fragment element i of (nt, mt): output nb·32 + 16nt + g + 8(i/2), x row 8mt + 2t + (i&1).
   const int N = static_cast<int>(m.out_features);
   auto for_each_result = [&](auto&& f) {  // f(output, x row, sum) for the outputs that exist
@@ -575,13 +693,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
         for (int i = 0; i < 4; ++i) {
           const int o = static_cast<int>(nb) * 32 + nt * 16 + g + 8 * (i >> 1);
           const int tok = 8 * mt + 2 * t + (i & 1);
-          if (o < N && tok < rows)
-            f(o, tok, lora_cols > 0 ? acc[nt][mt][i] + lora_delta(o, tok) : acc[nt][mt][i]);
+          if (o < N && tok < rows) f(o, tok, acc[nt][mt][i]);
         }
       }
     }
   };
-  if (slices == 1 && !part.residual) {
+  if (slices == 1 && !part.residual && lora_cols == 0) {
     if (!active) return;
     for_each_result([&](int o, int tok, float v) {
       qchunk::store_out(part.out, part.out_f32, int64_t(row0 + tok) * N + o,
@@ -596,7 +713,11 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
   }
   if (launch_group.sum_kernel) return;  // always with several row groups
   if (!last_to_arrive(&part.counters[column_group], slices)) return;
-  finish_column_group(part, part.column_groups, column_group, rows);
+  finish_column_group<LORA>(
+      part, part.column_groups, column_group, rows,
+      lora_cols > 0 ? reinterpret_cast<float*>(
+                          BlockSmem<KIND, MT>(smem, p_chunks, rows, norm.inv_rms != nullptr).lora)
+                    : nullptr);
 }
 
 // x in each matrix's staging order (QuantGemmScratch::staged_x): row tok of stored row s at
@@ -632,7 +753,8 @@ __global__ void __launch_bounds__(kStageThreads)
 }
 
 // The slices' sums when a kernel of their own adds them: block (part, row, column group), one
-// output per thread, the slices added in slice order as finish_column_group adds them.
+// output per thread, the slices added in slice order as finish_column_group adds them, and so
+// is a LoRA's bt · t.
 __global__ void __launch_bounds__(kQuantNormSlotColumns)
     quant_gemm_sum_kernel(const __grid_constant__ GemvGroup launch_group, int rows) {
   const GemvPart& part = launch_group.part[part_of_block<&GemvPart::sum_block_begin>(launch_group)];
@@ -643,10 +765,25 @@ __global__ void __launch_bounds__(kQuantNormSlotColumns)
   const int o = column_group * kQuantNormSlotColumns + static_cast<int>(threadIdx.x);
   pdl_launch_dependents();
   const float bias = part.bias && o < N ? part.bias[o] : 0.0f;
+  const GemvLora& lora = part.lora;
+  extern __shared__ __align__(16) unsigned char sum_smem[];  // a LoRA's bt [cols][256]
+  auto* bt_s = reinterpret_cast<__half*>(sum_smem);
+  if (lora.cols > 0) {  // weights: before the wait
+    stage_lora_bt(lora, N, column_group * kQuantNormSlotColumns, bt_s);
+    cp_async_commit();
+  }
   pdl_wait();
+  __shared__ float t_s[kQuantGemmLoraMaxCols];
+  if (lora.cols > 0) {
+    for (int c = threadIdx.x; c < lora.cols; c += blockDim.x)
+      t_s[c] = lora_row_t(lora, part.slices, rows, tok, c);
+    cp_async_wait<0>();
+    __syncthreads();
+  }
   if (o >= N) return;
   const int64_t at = int64_t(tok) * N + o;
-  const float sum = qchunk::sum_slices(part.partials + at, int64_t(rows) * N, part.slices);
+  float sum = qchunk::sum_slices(part.partials + at, int64_t(rows) * N, part.slices);
+  if (lora.cols > 0) sum += lora_delta(lora.cols, bt_s + threadIdx.x, t_s);
   qchunk::store_out(part.out, part.out_f32, at, sum + bias);
 }
 
@@ -663,8 +800,13 @@ size_t quant_gemm_staged_x_halves(const QuantMatrix& m, int64_t rows) {
 }
 
 size_t quant_gemm_counters(const QuantMatrix& m) {
-  // At least one per column group of 8 × 32 outputs, and one for the groups of a residual sum.
-  return static_cast<size_t>(m.blocks + 1);
+  // At least one per column group of 8 × 32 outputs, one for the groups of a residual sum and
+  // two for a LoRA's slice projections.
+  return static_cast<size_t>(m.blocks + 3);
+}
+
+size_t quant_gemm_lora_floats(const QuantMatrix& m, int64_t rows, int cols) {
+  return static_cast<size_t>(ceil_div(m.chunks, qchunk::slice_chunks(m)) * rows * cols);
 }
 
 cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, int count,
@@ -690,6 +832,7 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
   bool with_lora = false;
   float* partials = scratch.partials;
   int32_t* counters = scratch.counters;
+  float* lora_t = scratch.lora_t;
   group.sum_kernel = rows >= scratch.sum_kernel_min_rows || group.row_groups > 1;
   int sum_blocks = 0;
   // A QuantInputNorm normalizes x as the blocks gather it: never staged.
@@ -708,7 +851,7 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
     if (lora.cols < 0 || lora.cols > kQuantGemmLoraMaxCols ||
         (lora.cols > 0 &&
          (!lora.a || !lora.bt || !lora.slot_of_col || !lora.row_weights || lora.slots < 1 ||
-          tg.m->out_features % 8 != 0 || rows > kQuantGemmLoraMaxRows))) {
+          !lora_t || tg.m->out_features % 8 != 0 || rows > kQuantGemmLoraMaxRows))) {
       return cudaErrorInvalidValue;
     }
     if (group.row_groups > 1 && tg.residual) return cudaErrorInvalidValue;
@@ -733,8 +876,11 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
                  static_cast<const __half*>(tg.lora.bt),
                  tg.lora.slot_of_col,
                  tg.lora.row_weights,
+                 lora.cols > 0 ? lora_t : nullptr,
                  tg.lora.cols,
                  tg.lora.slots};
+    if (lora.cols > 0) lora_t += quant_gemm_lora_floats(*tg.m, rows, lora.cols);
+    part.lora_blocks = lora.cols > 0 ? part.slices * lora_tiles(lora.cols) : 0;
     part.stage_block_begin = stage_blocks;
     part.staged_x = stage ? staged_x : nullptr;
     if (stage) {
@@ -743,22 +889,21 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
     }
     partials += quant_gemm_partial_floats(*tg.m, rows);
     counters += quant_gemm_counters(*tg.m);
-    blocks += part.column_groups * part.slices * group.row_groups;
-    // One slice stores its results itself; a residual is added by the last block of a group.
-    if (part.slices > 1) sum_blocks += part.column_groups * static_cast<int>(rows);
+    blocks += part.column_groups * part.slices * group.row_groups + part.lora_blocks;
+    // One slice stores its results itself (unless a LoRA joins them); a residual is added by the
+    // last block of a group.
+    if (part.slices > 1 || lora.cols > 0) sum_blocks += part.column_groups * static_cast<int>(rows);
     if (tg.residual) group.sum_kernel = false;
     const int meta = kind == QuantKind::kGguf || kind == QuantKind::kGgufHalf
                          ? meta_words<QuantKind::kGguf>()
                          : meta_words<QuantKind::kExl2>();
-    smem = std::max(smem,
-                    size_t(kMaxWarps) * part.p_chunks * meta * 4 +
-                        size_t(staged_x_rows(row_tiles(block_rows), block_rows)) *
-                            (size_t(part.p_chunks) * 32 + 8) * sizeof(__half) +
-                        (norm ? size_t(part.p_chunks) * 32 * sizeof(float) : 0) +
-                        (lora.cols > 0 ? 16 + size_t(lora_smem(part.p_chunks, lora.cols,
-                                                               static_cast<int>(rows), lora.slots)
-                                                         .total)
-                                       : 0));
+    smem = std::max(smem, size_t(kMaxWarps) * part.p_chunks * meta * 4 +
+                              size_t(staged_x_rows(row_tiles(block_rows), block_rows)) *
+                                  (size_t(part.p_chunks) * 32 + 8) * sizeof(__half) +
+                              (norm ? size_t(part.p_chunks) * 32 * sizeof(float) : 0) +
+                              (lora.cols > 0 ? 16 + size_t(lora_area_bytes(part.p_chunks, lora.cols,
+                                                                           static_cast<int>(rows)))
+                                             : 0));
   }
   const auto* xh = static_cast<const __half*>(x);
   const int r = static_cast<int>(rows);
@@ -800,13 +945,19 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
   };
   const cudaError_t e = qchunk::with_kind(kind, [&](auto k) {
     constexpr QuantKind K = decltype(k)::value;
-    if (with_lora) return go(quant_gemv_kernel<K, 1, true>);
+    if (with_lora) {
+      return by_tiles(quant_gemv_kernel<K, 1, true>, quant_gemv_kernel<K, 2, true>,
+                      quant_gemv_kernel<K, 3, true>, quant_gemv_kernel<K, 4, true>);
+    }
     return by_tiles(quant_gemv_kernel<K, 1, false>, quant_gemv_kernel<K, 2, false>,
                     quant_gemv_kernel<K, 3, false>, quant_gemv_kernel<K, 4, false>);
   });
   if (e != cudaSuccess || !group.sum_kernel || sum_blocks == 0) return e;
+  int lora_cols = 0;
+  for (int i = 0; i < count; ++i) lora_cols = std::max(lora_cols, group.part[i].lora.cols);
   return launch_kernel(l, quant_gemm_sum_kernel, dim3(static_cast<unsigned>(sum_blocks)),
-                       dim3(kQuantNormSlotColumns), 0, group, r);
+                       dim3(kQuantNormSlotColumns),
+                       size_t(lora_cols) * kQuantNormSlotColumns * sizeof(__half), group, r);
 }
 
 }  // namespace hearth::kernels

@@ -70,10 +70,14 @@ struct QuantGemmScratch {
   int32_t* counters = nullptr;
   int64_t sum_kernel_min_rows = kQuantGemmMaxRows + 1;
   void* staged_x = nullptr;  // fp16, or null: the blocks gather x themselves
+  // The slices' LoRA projections, quant_gemm_lora_floats per matrix with a LoRA, one after the
+  // other in order; needed only by launches that fold a LoRA in.
+  float* lora_t = nullptr;
 };
 size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows);
 size_t quant_gemm_counters(const QuantMatrix& m);
 size_t quant_gemm_staged_x_halves(const QuantMatrix& m, int64_t rows);
+size_t quant_gemm_lora_floats(const QuantMatrix& m, int64_t rows, int cols);
 
 // Fused dequantize-and-multiply, out[R, N] = x[R, K] · Wᵀ (+ bias), for up to kQuantGemmMaxGroup
 // matrices of the same kind that multiply the same x (q/k/v, gate/up), 1..kQuantGemmMaxLaunchRows
@@ -97,14 +101,17 @@ constexpr int64_t quant_norm_slots(int64_t cols) {
   return (cols + kQuantNormSlotColumns - 1) / kQuantNormSlotColumns;
 }
 // LoRA folded into a matrix of the launch: out += Σ_c w[r, slot_of_col[c]] · (x·a[c]) · bt[c],
-// so the adapters cost no launches of their own. Each block adds the product of its K slice
-// (the slice's share of x·aᵀ, times its 256 columns of bt), and the slices' sums add up to the
-// whole; fp32 throughout, one rounding with the base output. a: fp16 [cols, chunks · 32], A's
-// rows in the matrix's stored row order (kernels::lora_gather_features, zeros on padding rows);
-// bt: fp16 [cols, N] (Bᵀ, adapter scales folded in); row_weights: [rows, slots], the weight each
-// row gives each slot.
-constexpr int kQuantGemmLoraMaxCols = 32;
-constexpr int kQuantGemmLoraMaxRows = 8;  // x rows of a launch that folds a LoRA in
+// so the adapters cost no launches of their own. Blocks of their own (dispatched first) project
+// each K slice of x onto a's 16-column tiles on the tensor cores, weighed per row; those
+// projections are added in slice order, and multiplied by bt, where the slices' sums are (the
+// last block of a column group, which waits for them, or quant_gemm_sum_kernel). fp32
+// throughout, one rounding with the base output, and a row's value does not depend on the batch.
+// a: fp16 [cols, chunks · 32], A's rows in the matrix's staging order
+// (kernels::lora_gather_features: stored row order, then the MMA fragment order within each
+// chunk; zeros on padding rows); bt: fp16 [cols, N] (Bᵀ, adapter scales folded in; N a multiple
+// of 8); row_weights: [rows, slots], the weight each row gives each slot.
+constexpr int kQuantGemmLoraMaxCols = 64;
+constexpr int kQuantGemmLoraMaxRows = kQuantGemmMaxRows;  // x rows of a launch with a LoRA
 struct QuantGemmLora {
   const void* a = nullptr;
   const void* bt = nullptr;

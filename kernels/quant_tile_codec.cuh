@@ -173,6 +173,13 @@ inline void decode_lane_bits(int bits, const uint32_t* words, uint32_t* pairs) {
   }
 }
 
+// Where stored row r is staged for the quantized kernels (x in shared memory, a LoRA's A): within
+// a chunk, the four half2 mma.sync B-fragment words of lane t (stored rows 2t + 8k + h, k < 4,
+// h < 2) side by side at 8t + 2k + h, so the lane fetches them with one 16-byte load.
+HEARTH_QHD int staged_position(int r) {
+  return (r & ~31) + ((r & 7) >> 1) * 8 + ((r >> 3) & 3) * 2 + (r & 1);
+}
+
 // Per-chunk metadata word: bits in the low byte, group index above.
 HEARTH_QHD uint32_t chunk_info(int bits, uint32_t group) {
   return static_cast<uint32_t>(bits) | (group << 8);

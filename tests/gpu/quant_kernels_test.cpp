@@ -704,10 +704,13 @@ std::vector<std::vector<float>> run_linears_with_lora(
 
 // LoRA folded into the launch of the quantized linears it adds to (kernels::QuantGemmLora):
 // three matrices of one x (EXL2 in order and with a row permutation, GPTQ act-order), three
-// adapter slots of ranks 4-16 on different targets, every sequence weighing them its own way,
-// 1 to 8 rows (kernels::kQuantGemmLoraMaxRows). Against the CPU and the separate LoRA kernels;
-// a sequence that weighs no adapter gets the base linears' bits, and a sequence's rows do not
-// depend on the batch around them.
+// adapter slots of ranks 4-16 on different targets (20-24 columns each: two projection tiles,
+// which the 256-output matrix's one column group makes alone), every sequence weighing them its
+// own way, 1 to 32 rows (kernels::kQuantGemmLoraMaxRows: every row-tile count), the slices
+// added by the last block of each column group (which waits for the slices' projections) or by
+// the sum kernel. Against the CPU and the separate LoRA kernels; a sequence that weighs no
+// adapter gets the base linears' bits, and a sequence's rows do not depend on the batch around
+// them.
 TEST_F(QuantGpu, LoraFoldedIntoQuantizedLinearsMatchesTheCpu) {
   const int64_t K = 1024;
   const GptqRecipe gptq{4, 128, true, true, false};
@@ -733,23 +736,35 @@ TEST_F(QuantGpu, LoraFoldedIntoQuantizedLinearsMatchesTheCpu) {
     }
     // Slot 0 on a and c, slot 2 on all three, slot 5 on b.
     const LoraSource lora = gpu_test::three_slot_lora(K, widths, 300);
-    CudaBackendOptions folding_options, unfolded_options;
+    CudaBackendOptions folding_options, in_kernel_options, unfolded_options;
     folding_options.lora_fold_max_rows = kernels::kQuantGemmLoraMaxRows;
+    in_kernel_options = folding_options;
+    in_kernel_options.slice_sum_kernel_min_rows = kernels::kQuantGemmMaxRows + 1;
     unfolded_options.lora_fold_max_rows = 0;
     unfolded_options.lora_kernel_max_rows = kernels::kLoraKernelMaxRows;
     auto unfolded = create_cuda_backend(unfolded_options);
     auto folding_backend = create_cuda_backend(folding_options);
-    auto& folding = dynamic_cast<cuda::CudaBackend&>(*folding_backend);
+    auto in_kernel_backend = create_cuda_backend(in_kernel_options);
     // The last layout: every sequence weighs slot 2 alone, so the fold reads only its columns.
-    for (const auto& [per_seq, seqs, one_slot] : {std::tuple<int64_t, int64_t, bool>{1, 1, false},
-                                                  {1, 2, false},
-                                                  {1, 5, false},
-                                                  {1, 8, false},
-                                                  {2, 4, false},
-                                                  {1, 3, true}}) {
+    for (const auto& [per_seq, seqs, one_slot, sums_in_kernel] :
+         {std::tuple<int64_t, int64_t, bool, bool>{1, 1, false, false},
+          {1, 2, false, false},
+          {1, 5, false, false},
+          {1, 8, false, false},
+          {2, 4, false, false},
+          {1, 3, true, false},
+          {1, 12, false, false},
+          {1, 20, false, false},
+          {2, 16, false, false},
+          {1, 2, false, true},
+          {3, 5, false, true},
+          {1, 32, false, true}}) {
+      auto& folding =
+          dynamic_cast<cuda::CudaBackend&>(sums_in_kernel ? *in_kernel_backend : *folding_backend);
       const std::string what = std::string(is_gptq ? "GPTQ" : "EXL2") + ", " +
                                std::to_string(seqs) + " sequences of " + std::to_string(per_seq) +
-                               (one_slot ? ", slot 2 alone" : "");
+                               (one_slot ? ", slot 2 alone" : "") +
+                               (sums_in_kernel ? ", slices summed in the kernel" : "");
       std::vector<std::vector<float>> weights, none(static_cast<size_t>(seqs));
       for (int64_t s = 0; s < seqs; ++s) {
         const std::vector<std::vector<float>> kinds = {

@@ -39,12 +39,14 @@ struct CudaBackendOptions {
   // kernels::kLoraKernelMaxRows), more rows on cuBLAS. Measured on an H200 (8B shape, rank 16):
   // equal at 4 rows, cuBLAS ahead from 8 (docs/PERFORMANCE.md, "LoRA").
   int64_t lora_kernel_max_rows = 4;
-  // LoRA of quantized linears of up to this many rows (at most 8; 0: never) is folded into
+  // LoRA of quantized linears of up to this many rows (at most 32; 0: never) is folded into
   // their fused kernel (kernels::QuantGemmLora: no launches of its own) when the adapters in use
-  // add at most kernels::kQuantGemmLoraMaxCols columns to each. Every block projects its own
-  // K slice onto A, so the work grows with the rows: on an H200 (8B shape, rank 16) the fold
-  // beats the separate kernels at 1 row and loses from 4 (docs/PERFORMANCE.md, "LoRA").
-  int64_t lora_fold_max_rows = 1;
+  // add at most kernels::kQuantGemmLoraMaxCols columns to each. Blocks of their own project each
+  // K slice onto A once; the outputs get Bᵀ·t where the slices are added. On an H200 (8B shape,
+  // EXL2 4.0, rank 16 on all seven projections) one adapter costs +12 % at 1 row and +6-11 % at
+  // 2-32, against +38 % (1 row, the earlier fold) and +23-58 % on the separate paths
+  // (docs/PERFORMANCE.md, "LoRA").
+  int64_t lora_fold_max_rows = 32;
   int attention_warps = 8;   // prefill attention: 4 (64 queries per block) or 8 (128)
   int row_gemv_variant = 0;  // batch-1 GEMV: 0 high occupancy, 1 deeper loads + L2 prefetch
   // In a decode step, RoPE is applied by the attention kernel as it reads q and the new key,

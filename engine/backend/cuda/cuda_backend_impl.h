@@ -304,6 +304,7 @@ class CudaBackend final : public Backend {
   bool share_x_gathers_ = false;
   GatheredX gathered_x_;
   DeviceBuffer quant_staged_x_;  // x of the fused quantized linears in their staging order
+  DeviceBuffer quant_lora_t_;    // their folded LoRAs' slice projections (fp32)
 
   CudaBackendOptions options_;
   CudaDeviceInfo info_;

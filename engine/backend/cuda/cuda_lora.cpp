@@ -46,8 +46,9 @@ class CudaLoraWeight final : public BackendWeight {
   DeviceBuffer slot_of_col;  // int32 [total_cols]
   std::vector<int32_t> slot_of_col_host;
   std::vector<Target> targets;
-  // A's columns of each target in the stored row order of the quantized matrix it adds to (by
-  // that matrix's row_src), made on first use by a fold (CudaBackend::fuse_lora).
+  // A's columns of each target in the staging order of the quantized matrix it adds to (by that
+  // matrix's row_src; kernels::lora_gather_features), made on first use by a fold
+  // (CudaBackend::fuse_lora).
   mutable std::map<const int32_t*, DeviceBuffer> stored_order;
 };
 
@@ -163,7 +164,7 @@ bool CudaBackend::fuse_lora(const BackendWeight& weight, const DeviceTensor& x,
       return false;
     }
   }
-  // A in each matrix's stored row order: made outside graph capture (a step runs once before
+  // A in each matrix's staging order: made outside graph capture (a step runs once before
   // it is captured), so a capture without it falls back. The folds are attached once every
   // target has its copy, so a fallback leaves the queued linears as they were.
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;

@@ -171,7 +171,7 @@ void CudaBackend::flush_quant_linears() {
   // apart from the others, so its result does not depend on the batch).
   const int64_t rows = pending_quant_x_.rows;
   std::vector<kernels::QuantGemmTarget> targets;
-  size_t partials = 0, counters = 0, staged_x = 0;
+  size_t partials = 0, counters = 0, staged_x = 0, lora_t = 0;
   // fold_norm_scratch_: the rows' inverse RMS, then the producer's sums of squares.
   constexpr int64_t kInvRmsFloats = kernels::kQuantGemmMaxRows;
   int64_t norm_floats = 0;
@@ -192,6 +192,7 @@ void CudaBackend::flush_quant_linears() {
     partials += kernels::quant_gemm_partial_floats(w.matrix, rows);
     counters += kernels::quant_gemm_counters(w.matrix);
     staged_x += kernels::quant_gemm_staged_x_halves(w.matrix, rows);
+    if (p.lora.cols > 0) lora_t += kernels::quant_gemm_lora_floats(w.matrix, rows, p.lora.cols);
   }
   const std::optional<PendingNorm> norm = std::exchange(pending_quant_norm_, std::nullopt);
   if (norm) norm_floats = std::max(norm_floats, kInvRmsFloats);
@@ -215,6 +216,10 @@ void CudaBackend::flush_quant_linears() {
   if (rows >= options_.staged_x_min_rows && !norm) {
     grow_workspace(quant_staged_x_, staged_x * 2, "activations of quantized linears, staged");
     scratch.staged_x = quant_staged_x_.get();
+  }
+  if (lora_t > 0) {
+    grow_workspace(quant_lora_t_, lora_t * sizeof(float), "LoRA projections of quantized linears");
+    scratch.lora_t = quant_lora_t_.as<float>();
   }
   check_launch(kernels::quant_gemm_group(launch(), targets.data(), static_cast<int>(targets.size()),
                                          x, rows, scratch, norm ? &input_norm : nullptr),
