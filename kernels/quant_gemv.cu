@@ -175,13 +175,67 @@ __device__ __forceinline__ int32_t load_acquire(const int32_t* p) {
   asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
-
-// Row tok's t over all slices (each slice's already weighed by the row's weight of the column's
-// slot), added in slice order: the same in both completions.
-__device__ __forceinline__ float lora_row_t(const GemvLora& lora, int slices, int rows, int tok,
-                                            int c) {
-  return qchunk::sum_slices(lora.t_part + tok * lora.cols + c, int64_t(rows) * lora.cols, slices);
+// last_to_arrive, and whether *watched had reached target when it arrived: another warp's thread
+// reads it (acquiring what was released with it) alongside the arrival's atomic, so that a
+// finishing block does not spend a round trip of its own on what is, as a rule, long done.
+__device__ __forceinline__ bool last_to_arrive_seeing(int32_t* counter, int count,
+                                                      const int32_t* watched, int target,
+                                                      bool& seen) {
+  __shared__ bool last, saw;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t before;
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;"
+                 : "=r"(before)
+                 : "l"(counter)
+                 : "memory");
+    last = before == count - 1;
+  } else if (threadIdx.x == 32) {
+    saw = load_acquire(watched) >= target;
+  }
+  __syncthreads();
+  seen = saw;
+  return last;
 }
+
+// One t (a row's projection onto a column: entry tok · cols + c of t_part) summed over the
+// slices by kTLanes lanes: lane j adds slices j, j + kTLanes, ... in order, then the lanes are
+// added in a fixed butterfly. Both completions sum this way, so a row gets the same bits in either.
+// issue() starts the loads of the first kTBatch of the lane's slices (one round trip, which the
+// caller may overlap with its own loads); finish() adds them and any further ones.
+constexpr int kTLanes = 4;
+constexpr int kTBatch = 8;
+static_assert(kQuantGemmLoraMaxCols * kTLanes <= kQuantNormSlotColumns,
+              "one pass of a 256-thread block sums a row's t");
+struct LoraTSum {
+  float v[kTBatch];
+  const float* p;  // slice 0 of the entry, this lane's first slice
+  int64_t stride;  // kTLanes slices
+  int left;        // slices of this lane
+  __device__ __forceinline__ void issue(const GemvLora& lora, int slices, int rows, int entry,
+                                        bool valid) {
+    const int j = threadIdx.x % kTLanes;
+    const int64_t slice_stride = int64_t(rows) * lora.cols;
+    p = lora.t_part + entry + j * slice_stride;
+    stride = kTLanes * slice_stride;
+    left = valid && j < slices ? (slices - 1 - j) / kTLanes + 1 : 0;
+#pragma unroll
+    for (int i = 0; i < kTBatch; ++i) v[i] = i < left ? __ldcg(p + i * stride) : 0.0f;
+  }
+  __device__ __forceinline__ float finish() {
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kTBatch; ++i) {
+      if (i < left) sum += v[i];
+    }
+    for (int i = kTBatch; i < left; ++i) sum += __ldcg(p + i * stride);  // long K only
+    const unsigned group = 0xfu << (threadIdx.x & 31 & ~(kTLanes - 1));
+    sum += __shfl_xor_sync(group, sum, 2);
+    sum += __shfl_xor_sync(group, sum, 1);
+    return sum;
+  }
+};
+
 // bt of a column group's 256 outputs, [cols][256] fp16, into shared memory by 16-byte copies
 // (a LoRA's N is a multiple of 8), for lora_delta.
 __device__ __forceinline__ void stage_lora_bt(const GemvLora& lora, int N, int o0, __half* bt_s) {
@@ -280,7 +334,7 @@ struct BlockSmem {
 // projections are all made.
 template <bool LORA>
 __device__ void finish_column_group(const GemvPart& part, int column_groups, int column_group,
-                                    int rows, float* t_s) {
+                                    int rows, float* t_s, bool projections_seen) {
   if constexpr (!LORA) t_s = nullptr;
   __shared__ float row_sq[kQuantGemmMaxRows][kMaxWarps];
   const int N = static_cast<int>(part.m.out_features);
@@ -293,14 +347,18 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
                                      lora_finish_bt_offset(lora.cols, rows));
     stage_lora_bt(lora, N, column_group * kQuantNormSlotColumns, bt_s);  // while awaiting t
     cp_async_commit();
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0 && !projections_seen) {
       const int32_t made = part.slices * lora_tiles(lora.cols);
       while (load_acquire(&part.counters[column_groups + 1]) < made) __nanosleep(32);
     }
     __syncthreads();
-    for (int e = threadIdx.x; e < rows * lora.cols; e += blockDim.x) {
-      const int tok = e / lora.cols;
-      t_s[e] = lora_row_t(lora, part.slices, rows, tok, e - tok * lora.cols);
+    const int entries = rows * lora.cols;
+    for (int e0 = 0; e0 < entries; e0 += kQuantNormSlotColumns / kTLanes) {
+      const int e = e0 + static_cast<int>(threadIdx.x) / kTLanes;
+      LoraTSum t;
+      t.issue(lora, part.slices, rows, e, e < entries);
+      const float sum = t.finish();
+      if (threadIdx.x % kTLanes == 0 && e < entries) t_s[e] = sum;
     }
     cp_async_wait<0>();
     __syncthreads();
@@ -470,7 +528,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
   const int rows = row_groups == 1 ? all_rows : min(all_rows - row0, kQuantGemmMaxRows);
   const __half* x = x_all + int64_t(row0) * m.in_features;
   // A LoRA's projector blocks come first (LoRA launches have one row group).
-  const int lora_tile_count = LORA ? lora_tiles(part.lora.cols) : 0;
+  const int lora_tile_count = LORA ? lora_tiles(part.lora.cols) : 1;
   const bool projector = LORA && local < part.lora_blocks;
   const int main_local = local - (LORA ? part.lora_blocks : 0);
   const int column_group = projector ? -1 : main_local % part.column_groups;
@@ -712,12 +770,26 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     });
   }
   if (launch_group.sum_kernel) return;  // always with several row groups
-  if (!last_to_arrive(&part.counters[column_group], slices)) return;
+  bool projections_seen = false;
+  if constexpr (LORA) {
+    if (lora_cols > 0) {
+      // The projections are looked for while arriving: made long before, as a rule.
+      if (!last_to_arrive_seeing(&part.counters[column_group], slices,
+                                 &part.counters[part.column_groups + 1],
+                                 slices * lora_tiles(lora_cols), projections_seen))
+        return;
+    } else if (!last_to_arrive(&part.counters[column_group], slices)) {
+      return;
+    }
+  } else if (!last_to_arrive(&part.counters[column_group], slices)) {
+    return;
+  }
   finish_column_group<LORA>(
       part, part.column_groups, column_group, rows,
       lora_cols > 0 ? reinterpret_cast<float*>(
                           BlockSmem<KIND, MT>(smem, p_chunks, rows, norm.inv_rms != nullptr).lora)
-                    : nullptr);
+                    : nullptr,
+      projections_seen);
 }
 
 // x in each matrix's staging order (QuantGemmScratch::staged_x): row tok of stored row s at
@@ -773,16 +845,20 @@ __global__ void __launch_bounds__(kQuantNormSlotColumns)
     cp_async_commit();
   }
   pdl_wait();
+  // The row's t (one pass: each column summed by kTLanes threads), loaded alongside the slices.
   __shared__ float t_s[kQuantGemmLoraMaxCols];
+  const int c = static_cast<int>(threadIdx.x) / kTLanes;
+  LoraTSum t;
+  if (lora.cols > 0) t.issue(lora, part.slices, rows, tok * lora.cols + c, c < lora.cols);
+  const int64_t at = int64_t(tok) * N + o;
+  float sum = o < N ? qchunk::sum_slices(part.partials + at, int64_t(rows) * N, part.slices) : 0.0f;
   if (lora.cols > 0) {
-    for (int c = threadIdx.x; c < lora.cols; c += blockDim.x)
-      t_s[c] = lora_row_t(lora, part.slices, rows, tok, c);
+    const float tc = t.finish();
+    if (threadIdx.x % kTLanes == 0 && c < lora.cols) t_s[c] = tc;
     cp_async_wait<0>();
     __syncthreads();
   }
   if (o >= N) return;
-  const int64_t at = int64_t(tok) * N + o;
-  float sum = qchunk::sum_slices(part.partials + at, int64_t(rows) * N, part.slices);
   if (lora.cols > 0) sum += lora_delta(lora.cols, bt_s + threadIdx.x, t_s);
   qchunk::store_out(part.out, part.out_f32, at, sum + bias);
 }
