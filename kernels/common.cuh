@@ -137,17 +137,25 @@ __device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
 // atomic per block instead of a device-wide fence in every thread before and after the atomic:
 // those fences were a good part of a small kernel's critical path. Must be reached by every
 // thread of the block.
+// One arrival at a counter (acq_rel, GPU scope): the count before it.
+__device__ __forceinline__ int32_t arrive_at(int32_t* counter) {
+  int32_t before;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;"
+               : "=r"(before)
+               : "l"(counter)
+               : "memory");
+  return before;
+}
+// A counter's value, acquiring what was released with it (GPU scope).
+__device__ __forceinline__ int32_t load_acquire_gpu(const int32_t* p) {
+  int32_t v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 __device__ __forceinline__ bool last_to_arrive(int32_t* counter, int count) {
   __shared__ bool last;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    int32_t before;
-    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;"
-                 : "=r"(before)
-                 : "l"(counter)
-                 : "memory");
-    last = before == count - 1;
-  }
+  if (threadIdx.x == 0) last = arrive_at(counter) == count - 1;
   __syncthreads();
   return last;
 }

@@ -170,11 +170,6 @@ __host__ __device__ constexpr int lora_area_bytes(int p_chunks, int cols, int ro
 
 // The counters after a matrix's column groups: [column_groups] the residual's second round,
 // [+1] slice projections made, [+2] finishing blocks done with them.
-__device__ __forceinline__ int32_t load_acquire(const int32_t* p) {
-  int32_t v;
-  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 // last_to_arrive, and whether *watched had reached target when it arrived: another warp's thread
 // reads it (acquiring what was released with it) alongside the arrival's atomic, so that a
 // finishing block does not spend a round trip of its own on what is, as a rule, long done.
@@ -184,14 +179,9 @@ __device__ __forceinline__ bool last_to_arrive_seeing(int32_t* counter, int coun
   __shared__ bool last, saw;
   __syncthreads();
   if (threadIdx.x == 0) {
-    int32_t before;
-    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;"
-                 : "=r"(before)
-                 : "l"(counter)
-                 : "memory");
-    last = before == count - 1;
+    last = arrive_at(counter) == count - 1;
   } else if (threadIdx.x == 32) {
-    saw = load_acquire(watched) >= target;
+    saw = load_acquire_gpu(watched) >= target;
   }
   __syncthreads();
   seen = saw;
@@ -349,7 +339,7 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
     cp_async_commit();
     if (threadIdx.x == 0 && !projections_seen) {
       const int32_t made = part.slices * lora_tiles(lora.cols);
-      while (load_acquire(&part.counters[column_groups + 1]) < made) __nanosleep(32);
+      while (load_acquire_gpu(&part.counters[column_groups + 1]) < made) __nanosleep(32);
     }
     __syncthreads();
     const int entries = rows * lora.cols;
