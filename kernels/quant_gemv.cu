@@ -162,14 +162,19 @@ __host__ __device__ constexpr int lora_a_stride(int p_chunks) {
 __host__ __device__ constexpr int lora_reduce_offset(int p_chunks) {
   return kLoraTileCols * lora_a_stride(p_chunks) * 2;
 }
+// A finishing block's LoRA area: the rows' t [rows][cols] fp32, then bt [cols][256] fp16.
+__host__ __device__ constexpr int lora_finish_bt_offset(int cols, int rows) {
+  return (rows * cols * 4 + 15) / 16 * 16;
+}
 __host__ __device__ constexpr int lora_area_bytes(int p_chunks, int cols, int rows) {
   const int project = lora_reduce_offset(p_chunks) + kMaxWarps * kLoraWarpTile * 4;
-  const int finish = (rows * cols * 4 + 15) / 16 * 16 + cols * kQuantNormSlotColumns * 2;
+  const int finish = lora_finish_bt_offset(cols, rows) + cols * kQuantNormSlotColumns * 2;
   return project > finish ? project : finish;
 }
 
 // The counters after a matrix's column groups: [column_groups] the residual's second round,
 // [+1] slice projections made, [+2] finishing blocks done with them.
+
 // last_to_arrive, and whether *watched had reached target when it arrived: another warp's thread
 // reads it (acquiring what was released with it) alongside the arrival's atomic, so that a
 // finishing block does not spend a round trip of its own on what is, as a rule, long done.
@@ -242,12 +247,9 @@ __device__ __forceinline__ float lora_delta(int cols, const __half* bt_o, const 
   for (int c = 0; c < cols; ++c) d += __half2float(bt_o[c * kQuantNormSlotColumns]) * t_row[c];
   return d;
 }
-// A finishing block's LoRA area: the rows' t [rows][cols] fp32, then bt [cols][256] fp16.
-__host__ __device__ constexpr int lora_finish_bt_offset(int cols, int rows) {
-  return (rows * cols * 4 + 15) / 16 * 16;
-}
 
-// One matrix of a launch: its blocks are [block_begin, block_begin + column_groups · slices).
+// One matrix of a launch: its blocks are [block_begin, block_begin + lora_blocks +
+// column_groups · slices), the LoRA's projectors first.
 struct GemvPart {
   QuantMatrix m;
   const float* bias;
@@ -494,8 +496,10 @@ __device__ __noinline__ void project_lora(const GemvGroup& launch_group, int whi
 
 // launch_group is a __grid_constant__: its fields are read from the constant bank where they are
 // used, with no copy into registers or local memory.
-// LORA: instances that may fold a LoRA in (one row tile only); without it the LoRA code is gone
-// at compile time and the kernel is the plain one.
+// LORA: instances that may fold a LoRA in; without it the LoRA code is gone at compile time and
+// the kernel is the plain one. The kernel finds its meta and x areas itself rather than through
+// BlockSmem (the same addresses): so written, the plain instances keep the register allocation
+// they had before BlockSmem existed.
 template <QuantKind KIND, int MT, bool LORA>
 __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
                                                   : MT == 2 ? 3
@@ -760,20 +764,14 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     });
   }
   if (launch_group.sum_kernel) return;  // always with several row groups
+  // With a LoRA, its projections are looked for while arriving: made long before, as a rule.
   bool projections_seen = false;
-  if constexpr (LORA) {
-    if (lora_cols > 0) {
-      // The projections are looked for while arriving: made long before, as a rule.
-      if (!last_to_arrive_seeing(&part.counters[column_group], slices,
-                                 &part.counters[part.column_groups + 1],
-                                 slices * lora_tiles(lora_cols), projections_seen))
-        return;
-    } else if (!last_to_arrive(&part.counters[column_group], slices)) {
-      return;
-    }
-  } else if (!last_to_arrive(&part.counters[column_group], slices)) {
-    return;
-  }
+  const bool last = lora_cols > 0
+                        ? last_to_arrive_seeing(&part.counters[column_group], slices,
+                                                &part.counters[part.column_groups + 1],
+                                                slices * lora_tiles(lora_cols), projections_seen)
+                        : last_to_arrive(&part.counters[column_group], slices);
+  if (!last) return;
   finish_column_group<LORA>(
       part, part.column_groups, column_group, rows,
       lora_cols > 0 ? reinterpret_cast<float*>(

@@ -372,19 +372,20 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
               r["kv_bytes_per_token_full_depth"].get<double>() / 1024.0) +
           fmt("%.0f sequences of 8,192 tokens fit\n",
               r["sequences_of_8192_tokens_that_fit"].get<double>());
-  for (const auto& e : prefill) {
+  // Lines measured with another dequantization slice than the default say which.
+  auto slice_label = [&](const json& e) {
     const double mib = e["dequant_slice_mib"].get<double>();
-    text += (mib > 0 ? fmt("[slices %3.0f MiB] ", mib) : std::string()) +
-            fmt("prefill %6.0f tokens: ", e["tokens"].get<double>()) +
+    return mib > 0 ? fmt("[slices %3.0f MiB] ", mib) : std::string();
+  };
+  for (const auto& e : prefill) {
+    text += slice_label(e) + fmt("prefill %6.0f tokens: ", e["tokens"].get<double>()) +
             fmt("%9.0f tokens/s, ", e["tokens_per_s"].get<double>()) +
             fmt("%6.1f TFLOP/s, ", e["tflops"].get<double>()) +
             fmt("%5.1f%% of the datasheet's fp16 tensor-core peak\n",
                 100 * e["share_of_datasheet_peak"].get<double>());
   }
   for (const auto& e : prefix_steps) {
-    const double mib = e["dequant_slice_mib"].get<double>();
-    text += (mib > 0 ? fmt("[slices %3.0f MiB] ", mib) : std::string()) +
-            fmt("prefix step: %.0f sequences ", e["sequences"].get<double>()) +
+    text += slice_label(e) + fmt("prefix step: %.0f sequences ", e["sequences"].get<double>()) +
             fmt("x %.0f new tokens ", e["new_tokens"].get<double>()) +
             fmt("after %.0f cached: ", e["cached"].get<double>()) +
             fmt("%.2f ms\n", 1e3 * e["seconds"].get<double>());
