@@ -36,14 +36,14 @@
 // groups); the consumer multiplies x by it and by the norm weights (copied before the wait) as it
 // stages x. The separate pass cost ~2.8 µs per norm at batch 1 (H100); the fold gains ~2 % there.
 // LoRA folded in (QuantGemmLora, instances of their own): blocks of their own, ahead of the
-// others so that they are dispatched first, project each K slice onto a's 16-column tiles
-// (mma.sync, with the staged x as the B operand exactly as the weights meet it), weighed per row.
-// Where the slices' sums are added, those projections are added too, in slice order, and bt · t
-// joins each output: the last block of a column group waits for them (made by blocks dispatched
-// before it, so they run), or quant_gemm_sum_kernel finds them done. No launches of their own, and
-// each projection is made once: the first fold had every block project its slice again (56
-// times for gate) and add its share of bt · t, +38 % at batch 1 on the 8B shape against +12 %
-// now (docs/PERFORMANCE.md).
+// others so that they are dispatched first, project each 32-chunk slice of K onto a's 16-column
+// tiles (mma.sync, with x staged as the main blocks stage it, as the B operand exactly as the
+// weights meet it), weighed per row. Where the slices' sums are added, those projections are
+// added too, in slice order, and bt · t joins each output: the last block of a column group waits
+// for them (made by blocks dispatched before it, so they run), or quant_gemm_sum_kernel finds them
+// done. No launches of their own, and each projection is made once: the first fold had every
+// block project its slice again (56 times for gate) and add its share of bt · t, +38 % at batch 1
+// on the 8B shape (docs/PERFORMANCE.md).
 #include <algorithm>
 
 #include "kernels/common.cuh"
@@ -147,29 +147,42 @@ struct GemvLora {
 };
 
 // a is projected 16 columns (one MMA tile) at a time, by blocks of their own (GemvPart::
-// lora_blocks, one per K slice and tile, ahead of the part's other blocks so that they are
-// dispatched first): the tile [16][slice rows + 8] fp16 (+8: 16-byte rows that start in different
-// banks), then each warp's fp32 tile [16][8] for the sum of the two warps of a row tile. A
-// finishing block reuses the area for the rows' t [rows][cols].
+// lora_blocks, one per projection slice and tile, ahead of the part's other blocks so that they
+// are dispatched first). A projection slice is 32 chunks (1,024 rows of K), or all of a shorter
+// K: from the shape alone, so a row's t does not depend on the batch, and longer than the main
+// loop's slices (4-16 chunks), so that few projectors join a launch (one per main slice took
+// q/k/v's launch of 512 blocks to 592, past one wave of 528).
 constexpr int kLoraTileCols = 16;
-constexpr int kLoraWarpTile = kLoraTileCols * 8;  // floats
+constexpr int kLoraWarpTile = kLoraTileCols * 8;  // floats: one warp's tile of one row tile
+constexpr int kLoraSliceChunks = 32;
 __host__ __device__ constexpr int lora_tiles(int cols) {
   return (cols + kLoraTileCols - 1) / kLoraTileCols;
 }
-__host__ __device__ constexpr int lora_a_stride(int p_chunks) {
-  return p_chunks * 32 + 8;
+__host__ __device__ constexpr int lora_slice_chunks(int64_t chunks) {
+  return chunks < kLoraSliceChunks ? static_cast<int>(chunks) : kLoraSliceChunks;
 }
-__host__ __device__ constexpr int lora_reduce_offset(int p_chunks) {
-  return kLoraTileCols * lora_a_stride(p_chunks) * 2;
+__host__ __device__ constexpr int lora_slices(int64_t chunks) {
+  return static_cast<int>((chunks + kLoraSliceChunks - 1) / kLoraSliceChunks);
 }
-// A finishing block's LoRA area: the rows' t [rows][cols] fp32, then bt [cols][256] fp16.
+// A projector block's shared memory: the slice's x rows [staged rows][stride] fp16 (stride:
+// 16-byte rows that start in different banks), whose area then takes each warp's fp32 sums
+// [warps][MT][16 · 8]. a's fragments go to registers: a tile in shared memory (33 KB) had doubled
+// the launch's shared memory per block at batch 1.
+__host__ __device__ constexpr int lora_stride(int lp) {
+  return lp * 32 + 8;
+}
+__host__ __device__ constexpr int projector_smem_bytes(int lp, int mt, int staged_rows) {
+  const int x = staged_rows * lora_stride(lp) * 2;
+  const int sums = kMaxWarps * mt * kLoraWarpTile * 4;
+  return x > sums ? x : sums;
+}
+// A finishing block's LoRA area, from the start of shared memory (its main loop is done with it):
+// the rows' t [rows][cols] fp32, then bt [cols][256] fp16.
 __host__ __device__ constexpr int lora_finish_bt_offset(int cols, int rows) {
   return (rows * cols * 4 + 15) / 16 * 16;
 }
-__host__ __device__ constexpr int lora_area_bytes(int p_chunks, int cols, int rows) {
-  const int project = lora_reduce_offset(p_chunks) + kMaxWarps * kLoraWarpTile * 4;
-  const int finish = lora_finish_bt_offset(cols, rows) + cols * kQuantNormSlotColumns * 2;
-  return project > finish ? project : finish;
+__host__ __device__ constexpr int lora_finish_bytes(int cols, int rows) {
+  return lora_finish_bt_offset(cols, rows) + cols * kQuantNormSlotColumns * 2;
 }
 
 // The counters after a matrix's column groups: [column_groups] the residual's second round,
@@ -194,40 +207,36 @@ __device__ __forceinline__ bool last_to_arrive_seeing(int32_t* counter, int coun
 }
 
 // One t (a row's projection onto a column: entry tok · cols + c of t_part) summed over the
-// slices by kTLanes lanes: lane j adds slices j, j + kTLanes, ... in order, then the lanes are
-// added in a fixed butterfly. Both completions sum this way, so a row gets the same bits in either.
-// issue() starts the loads of the first kTBatch of the lane's slices (one round trip, which the
-// caller may overlap with its own loads); finish() adds them and any further ones.
-constexpr int kTLanes = 4;
-constexpr int kTBatch = 8;
-static_assert(kQuantGemmLoraMaxCols * kTLanes <= kQuantNormSlotColumns,
-              "one pass of a 256-thread block sums a row's t");
+// projection slices by two neighbouring lanes: lane j adds slices j, j + 2, ... in order, then
+// the two sums are added. Both completions sum this way, so a row gets the same bits in either.
+// issue() starts the loads of the lane's first kBatch slices (one round trip, which the caller
+// overlaps with its own loads); finish() adds them and any further ones; every lane of the warp
+// calls it (a shuffle), with valid false where it has no entry.
+constexpr int kTLanes = 2;
+template <int kBatch>
 struct LoraTSum {
-  float v[kTBatch];
-  const float* p;  // slice 0 of the entry, this lane's first slice
+  float v[kBatch];
+  const float* p;  // this lane's first slice of the entry
   int64_t stride;  // kTLanes slices
-  int left;        // slices of this lane
+  int count;       // this lane's slices
   __device__ __forceinline__ void issue(const GemvLora& lora, int slices, int rows, int entry,
                                         bool valid) {
     const int j = threadIdx.x % kTLanes;
     const int64_t slice_stride = int64_t(rows) * lora.cols;
     p = lora.t_part + entry + j * slice_stride;
     stride = kTLanes * slice_stride;
-    left = valid && j < slices ? (slices - 1 - j) / kTLanes + 1 : 0;
+    count = valid && j < slices ? (slices - 1 - j) / kTLanes + 1 : 0;
 #pragma unroll
-    for (int i = 0; i < kTBatch; ++i) v[i] = i < left ? __ldcg(p + i * stride) : 0.0f;
+    for (int i = 0; i < kBatch; ++i) v[i] = i < count ? __ldcg(p + i * stride) : 0.0f;
   }
-  __device__ __forceinline__ float finish() {
+  __device__ __forceinline__ float finish() const {
     float sum = 0.0f;
 #pragma unroll
-    for (int i = 0; i < kTBatch; ++i) {
-      if (i < left) sum += v[i];
+    for (int i = 0; i < kBatch; ++i) {
+      if (i < count) sum += v[i];
     }
-    for (int i = kTBatch; i < left; ++i) sum += __ldcg(p + i * stride);  // long K only
-    const unsigned group = 0xfu << (threadIdx.x & 31 & ~(kTLanes - 1));
-    sum += __shfl_xor_sync(group, sum, 2);
-    sum += __shfl_xor_sync(group, sum, 1);
-    return sum;
+    for (int i = kBatch; i < count; ++i) sum += __ldcg(p + i * stride);  // long K only
+    return sum + __shfl_xor_sync(kFull, sum, 1);
   }
 };
 
@@ -240,11 +249,16 @@ __device__ __forceinline__ void stage_lora_bt(const GemvLora& lora, int N, int o
                o < N ? lora.bt + int64_t(c) * N + o : lora.bt, o < N);
   }
 }
-// What the LoRA adds to an output of a row whose t is t_row: Σ_c bt[c][o] · t[c], c in order.
-// bt_o: the output's bt in stage_lora_bt's layout.
+// What the LoRA adds to an output of a row whose t is t_row: Σ_c bt[c][o] · t[c], c in order,
+// over the columns whose t is not zero. A column the row gives no weight has t = 0 exactly
+// (project_lora), so a row adds the same terms whatever other adapters its batch weighs (its
+// batch's columns span them all). bt_o: the output's bt in stage_lora_bt's layout.
 __device__ __forceinline__ float lora_delta(int cols, const __half* bt_o, const float* t_row) {
   float d = 0.0f;
-  for (int c = 0; c < cols; ++c) d += __half2float(bt_o[c * kQuantNormSlotColumns]) * t_row[c];
+  for (int c = 0; c < cols; ++c) {
+    const float t = t_row[c];
+    if (t != 0.0f) d += __half2float(bt_o[c * kQuantNormSlotColumns]) * t;
+  }
   return d;
 }
 
@@ -269,7 +283,9 @@ struct GemvPart {
   int stage_block_begin;  // its blocks of quant_stage_x_kernel
   __half* staged_x;       // x in this matrix's staging order (QuantGemmScratch), or null
   GemvLora lora;
-  int lora_blocks;  // its first blocks, which project x onto a (slices · tiles; 0 without)
+  int lora_blocks;    // its first blocks, which project x onto a (lora_slices · tiles; 0 without)
+  int lora_p_chunks;  // chunks per projection slice (lora_slice_chunks)
+  int lora_slices;
 };
 // The normalization of x (QuantInputNorm), inv_rms null without one.
 struct GemvNorm {
@@ -298,26 +314,6 @@ __device__ __forceinline__ int part_of_block(const GemvGroup& g) {
   return which;
 }
 
-// Where a block's shared memory lies: each warp's group records, the staged x rows (xs_stride
-// halves each), the norm weights of the slice's rows (with a QuantInputNorm), then a LoRA's area
-// (16-byte aligned).
-template <QuantKind KIND, int MT>
-struct BlockSmem {
-  uint32_t* meta;
-  __half* x;
-  float* norm_w;
-  unsigned char* lora;
-  int xs_stride;
-  __device__ __forceinline__ BlockSmem(unsigned char* base, int p_chunks, int rows, bool norm) {
-    meta = reinterpret_cast<uint32_t*>(base);
-    xs_stride = p_chunks * 32 + 8;  // halves; +8: conflict-free fragment loads
-    x = reinterpret_cast<__half*>(meta + kMaxWarps * p_chunks * meta_words<KIND>());
-    norm_w = reinterpret_cast<float*>(x + staged_x_rows(MT, rows) * xs_stride);
-    lora = reinterpret_cast<unsigned char*>(
-        (reinterpret_cast<uintptr_t>(norm_w + (norm ? p_chunks * 32 : 0)) + 15) & ~uintptr_t{15});
-  }
-};
-
 // The last block of a column group: the group's outputs, Σ of the slices' partials in slice order
 // (+ bias), stored; with a residual, also added into it, and the group's sum of squares of each
 // row left in norm_sums, from which the last group to finish computes the rows' inverse RMS.
@@ -334,26 +330,25 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
   const bool to_residual = part.residual != nullptr;
   const GemvLora& lora = part.lora;
   __half* bt_s = nullptr;
+  const int entries = t_s ? rows * lora.cols : 0;
   if (t_s) {
     bt_s = reinterpret_cast<__half*>(reinterpret_cast<unsigned char*>(t_s) +
                                      lora_finish_bt_offset(lora.cols, rows));
     stage_lora_bt(lora, N, column_group * kQuantNormSlotColumns, bt_s);  // while awaiting t
     cp_async_commit();
     if (threadIdx.x == 0 && !projections_seen) {
-      const int32_t made = part.slices * lora_tiles(lora.cols);
+      const int32_t made = part.lora_slices * lora_tiles(lora.cols);
       while (load_acquire_gpu(&part.counters[column_groups + 1]) < made) __nanosleep(32);
     }
     __syncthreads();
-    const int entries = rows * lora.cols;
-    for (int e0 = 0; e0 < entries; e0 += kQuantNormSlotColumns / kTLanes) {
-      const int e = e0 + static_cast<int>(threadIdx.x) / kTLanes;
-      LoraTSum t;
-      t.issue(lora, part.slices, rows, e, e < entries);
-      const float sum = t.finish();
-      if (threadIdx.x % kTLanes == 0 && e < entries) t_s[e] = sum;
-    }
-    cp_async_wait<0>();
-    __syncthreads();
+  }
+  // The rows' t, kTLanes threads an entry: the first pass's loads in flight beside the first
+  // rows' partials (one row, the usual case here: the only pass).
+  constexpr int kTPass = kQuantNormSlotColumns / kTLanes;  // entries per pass
+  LoraTSum<8> t_first;
+  if (t_s) {
+    const int e = static_cast<int>(threadIdx.x) / kTLanes;
+    t_first.issue(lora, part.lora_slices, rows, e, e < entries);
   }
   // Rows two at a time: their slices' and residual's loads in flight together (four made the
   // one-tile kernel spill within its 64 registers).
@@ -369,6 +364,20 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
       }
       qchunk::sum_slices_rows<kRowsAtOnce>(part.partials + int64_t(tok0) * N + o, N, here,
                                            int64_t(rows) * N, part.slices, sums);
+    }
+    if (t_s && tok0 == 0) {  // the same for the whole block
+      const int e = static_cast<int>(threadIdx.x) / kTLanes;
+      const bool writes = threadIdx.x % kTLanes == 0;
+      const float first = t_first.finish();
+      if (writes && e < entries) t_s[e] = first;
+      for (int more = e + kTPass; more - e < entries; more += kTPass) {  // uniform
+        LoraTSum<8> t;
+        t.issue(lora, part.lora_slices, rows, more, more < entries);
+        const float sum = t.finish();
+        if (writes && more < entries) t_s[more] = sum;
+      }
+      cp_async_wait<0>();
+      __syncthreads();
     }
 #pragma unroll
     for (int r = 0; r < kRowsAtOnce; ++r) {
@@ -420,24 +429,47 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
   if (threadIdx.x == 0) part.counters[column_groups] = 0;
 }
 
-// A projector block's work: x's rows of the slice (staged as for the main loop) onto a's tile
-// (copied to shared memory before the wait), t[tok][c] = w(tok, slot c) · Σ_r a[c][r] · x[tok][r]
-// over the slice, into the part's t_part. On the tensor cores with the tile as the A operand and
-// the staged x as B, exactly as the weights meet x; row tile mt is taken by warps 2mt and 2mt + 1,
-// the even and the odd chunks, and their sums added in that order: the same for a row in any
-// batch. Not inlined, so that the main loop of the kernel keeps no registers for it.
-template <QuantKind KIND, int MT>
-__device__ __noinline__ void project_lora(const GemvGroup& launch_group, int which, int slice,
-                                          int tile, int n, int rows) {
+// A projector block: x's rows of its projection slice onto a's tile, t[tok][c] = w(tok, slot c) ·
+// Σ_r a[c][r] · x[tok][r] over the slice, into the part's t_part (exactly 0 where the row gives
+// the slot no weight, for lora_delta). x is staged as the main blocks stage it (the staged copy,
+// or gathered through row_src, normalized with a QuantInputNorm: the same fp16 values) in the
+// same order as a (lora_gather_features), so that on the tensor cores the tile is the A operand
+// and x the B operand exactly as the weights meet x. Warp w takes chunks w, w + 8, ... of every
+// row tile, and the warps' sums are added in warp order: a row's t does not depend on the
+// batch. Called first thing by the kernel, which then returns: nothing of the main loop is live.
+// Before the wait: a's tile into L2, the act-order sources and the rows' weights (none of them
+// written by the kernels a launch waits for, QuantGemmLora).
+template <int MT>
+__device__ __forceinline__ void project_lora(const GemvGroup& launch_group, int which, int local,
+                                             const __half* x, int rows) {
   extern __shared__ __align__(16) unsigned char smem[];
   const GemvPart& part = launch_group.part[which];
   const GemvLora& lora = part.lora;
-  const int p_chunks = part.p_chunks;
-  const BlockSmem<KIND, MT> sm(smem, p_chunks, rows, launch_group.norm.inv_rms != nullptr);
+  const QuantMatrix& m = part.m;
+  const GemvNorm& norm = launch_group.norm;
+  const int tiles = lora_tiles(lora.cols);
+  const int slice = local / tiles, tile = local - slice * tiles;
+  const int lp = part.lora_p_chunks;
+  const int c0 = slice * lp;
+  const int n = min(static_cast<int>(m.chunks) - c0, lp);  // chunks of the slice
+  const int slice_rows = n * 32;
+  const int stride = lora_stride(lp);
+  const int staged_rows = staged_x_rows(MT, rows);
+  auto* xs_all = reinterpret_cast<__half*>(smem);
+  auto* sums = reinterpret_cast<float*>(smem);  // after the products
   const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
-  const int stride = lora_a_stride(p_chunks);
-  auto* reduce = reinterpret_cast<float*>(sm.lora + lora_reduce_offset(p_chunks));
-  // The weights of this thread's outputs (two at most), in flight during the products.
+  const int bd = static_cast<int>(blockDim.x);
+  const int64_t stored = m.chunks * 32;
+  const int vecs = slice_rows / 8;
+  // a's tile over the slice into L2 (one bulk prefetch per column): its fragments are loaded
+  // into registers once x is staged, so that they are not held through the staging (the one-tile
+  // kernel's 64 registers spilled).
+  if (threadIdx.x < kLoraTileCols &&
+      tile * kLoraTileCols + static_cast<int>(threadIdx.x) < lora.cols) {
+    prefetch_l2(lora.a + int64_t(tile * kLoraTileCols + threadIdx.x) * stored + int64_t(c0) * 32,
+                static_cast<unsigned>(slice_rows) * 2u);
+  }
+  // This thread's outputs (two at most): e = (row tile, column within the tile, row).
   constexpr int kPerThread = (MT * kLoraWarpTile + kMaxWarps * 32 - 1) / (kMaxWarps * 32);
   float w[kPerThread];
 #pragma unroll
@@ -449,28 +481,115 @@ __device__ __noinline__ void project_lora(const GemvGroup& launch_group, int whi
                ? lora.row_weights[tok * lora.slots + lora.slot_of_col[col]]
                : 0.0f;
   }
-  // Lane (g, t) reads x row 8mt + g, as in the main loop (one tile: absent rows read zeros).
-  const __half* xs = sm.x + (MT == 1 ? min(g, rows) : g) * sm.xs_stride + 8 * t;
+  // The slice rows this thread gathers, with their sources and norm weights (without a staged x).
+  constexpr int kRowsPerThread = kLoraSliceChunks * 32 / (kMaxWarps * 32);
+  const __half* staged = part.staged_x;
+  int src[kRowsPerThread];
+#pragma unroll
+  for (int k = 0; k < kRowsPerThread; ++k) {
+    const int r = threadIdx.x + k * bd;
+    src[k] = !staged && r < slice_rows ? m.row_src[int64_t(c0) * 32 + r] : -1;
+  }
+
+  pdl_wait();
+  if (staged) {  // 16-byte copies, all in flight; rows past `rows` zero-filled
+    for (int e = threadIdx.x; e < staged_rows * vecs; e += bd) {
+      const int tok = e / vecs, v = e - tok * vecs;
+      cp_async16(xs_all + tok * stride + v * 8,
+                 staged + int64_t(tok < rows ? tok : 0) * stored + int64_t(c0) * 32 + v * 8,
+                 tok < rows);
+    }
+    cp_async_commit();
+  } else {
+    // All of a thread's rows for kTok x rows at a time in flight: one round trip per kTok rows.
+    const int K = static_cast<int>(m.in_features);
+    constexpr int kTok = MT == 1 ? 2 : 4;
+    float nw[kRowsPerThread];  // the norm weights of the thread's rows (with a QuantInputNorm)
+#pragma unroll
+    for (int k = 0; k < kRowsPerThread; ++k) {
+      nw[k] = norm.inv_rms && src[k] >= 0 ? norm.weight[src[k]] : 0.0f;
+    }
+    for (int tok0 = 0; tok0 < staged_rows; tok0 += kTok) {
+      __half v[kRowsPerThread][kTok];
+      float inv[kTok];
+#pragma unroll
+      for (int j = 0; j < kTok; ++j) {
+        inv[j] = norm.inv_rms && tok0 + j < rows ? norm.inv_rms[tok0 + j] : 0.0f;
+      }
+#pragma unroll
+      for (int k = 0; k < kRowsPerThread; ++k) {
+#pragma unroll
+        for (int j = 0; j < kTok; ++j) {
+          const int tok = tok0 + j;
+          v[k][j] =
+              src[k] >= 0 && tok < rows ? x[int64_t(tok) * K + src[k]] : __float2half_rn(0.0f);
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < kRowsPerThread; ++k) {
+        const int r = threadIdx.x + k * bd;
+        if (r >= slice_rows) continue;
+        const int at = staged_position(r);
+#pragma unroll
+        for (int j = 0; j < kTok; ++j) {
+          const int tok = tok0 + j;
+          if (tok >= staged_rows) continue;
+          // add_rms_norm's formula with a QuantInputNorm, as the main blocks stage it.
+          xs_all[tok * stride + at] =
+              norm.inv_rms && src[k] >= 0 && tok < rows
+                  ? __float2half_rn(nw[k] * (__half2float(v[k][j]) * inv[j]))
+                  : v[k][j];
+        }
+      }
+    }
+  }
+  // a's fragments of the warp's chunks (warp, warp + 8, ...): rows g and g + 8 of the tile (zeros
+  // past cols), loaded while the staged x arrives.
+  constexpr int kChunksPerWarp = kLoraSliceChunks / kMaxWarps;
+  uint4 a_lo[kChunksPerWarp], a_hi[kChunksPerWarp];
+  {
+    const int col = tile * kLoraTileCols + g;
+    const __half* lo = lora.a + int64_t(col) * stored + int64_t(c0) * 32 + 8 * t;
+    const __half* hi = lo + 8 * stored;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int k = 0; k < kChunksPerWarp; ++k) {
+      const int j = warp + k * kMaxWarps;
+      a_lo[k] =
+          j < n && col < lora.cols ? __ldg(reinterpret_cast<const uint4*>(lo + j * 32)) : zero;
+      a_hi[k] =
+          j < n && col + 8 < lora.cols ? __ldg(reinterpret_cast<const uint4*>(hi + j * 32)) : zero;
+    }
+  }
   cp_async_wait<0>();
   __syncthreads();
-  const int mt = warp >> 1;
-  if (mt < MT) {
-    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    const __half* ag = reinterpret_cast<const __half*>(sm.lora) + g * stride + 8 * t;
-    for (int j = warp & 1; j < n; j += 2) {
-      const uint4 lo = *reinterpret_cast<const uint4*>(ag + j * 32);
-      const uint4 hi = *reinterpret_cast<const uint4*>(ag + 8 * stride + j * 32);
-      const uint4 b = *reinterpret_cast<const uint4*>(xs + j * 32 + mt * 8 * sm.xs_stride);
-      const uint32_t a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
-      mma_16816<__half>(c, a0, b.x, b.y);
-      mma_16816<__half>(c, a1, b.z, b.w);
+  // Lane (g, t) reads x row 8mt + g, as in the main loop (one tile: absent rows read zeros).
+  float c[MT][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) c[mt][0] = c[mt][1] = c[mt][2] = c[mt][3] = 0.0f;
+  const __half* xs = xs_all + (MT == 1 ? min(g, rows) : g) * stride + 8 * t;
+#pragma unroll
+  for (int k = 0; k < kChunksPerWarp; ++k) {
+    const int j = warp + k * kMaxWarps;
+    if (j >= n) break;
+    const uint4 lo = a_lo[k], hi = a_hi[k];
+    const uint32_t a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      const uint4 b = *reinterpret_cast<const uint4*>(xs + j * 32 + mt * 8 * stride);
+      mma_16816<__half>(c[mt], a0, b.x, b.y);
+      mma_16816<__half>(c[mt], a1, b.z, b.w);
     }
-    // c: (column g, x row 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1) of the tile.
-    float* mine = reduce + warp * kLoraWarpTile;
-    mine[g * 8 + 2 * t] = c[0];
-    mine[g * 8 + 2 * t + 1] = c[1];
-    mine[(g + 8) * 8 + 2 * t] = c[2];
-    mine[(g + 8) * 8 + 2 * t + 1] = c[3];
+  }
+  __syncthreads();  // every warp is done with x: its area takes the sums
+  // c[mt]: (column g, x row 8mt + 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1) of the tile.
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    float* mine = sums + (warp * MT + mt) * kLoraWarpTile;
+    mine[g * 8 + 2 * t] = c[mt][0];
+    mine[g * 8 + 2 * t + 1] = c[mt][1];
+    mine[(g + 8) * 8 + 2 * t] = c[mt][2];
+    mine[(g + 8) * 8 + 2 * t + 1] = c[mt][3];
   }
   __syncthreads();
 #pragma unroll
@@ -479,9 +598,11 @@ __device__ __noinline__ void project_lora(const GemvGroup& launch_group, int whi
     const int tl = e / kLoraWarpTile, at = e % kLoraWarpTile;
     const int col = tile * kLoraTileCols + at / 8, tok = tl * 8 + at % 8;
     if (e < MT * kLoraWarpTile && col < lora.cols && tok < rows) {
-      const float sum =
-          reduce[2 * tl * kLoraWarpTile + at] + reduce[(2 * tl + 1) * kLoraWarpTile + at];
-      lora.t_part[(int64_t(slice) * rows + tok) * lora.cols + col] = sum * w[i];
+      float sum = 0.0f;
+#pragma unroll
+      for (int wp = 0; wp < kMaxWarps; ++wp) sum += sums[(wp * MT + tl) * kLoraWarpTile + at];
+      lora.t_part[(int64_t(slice) * rows + tok) * lora.cols + col] =
+          w[i] == 0.0f ? 0.0f : sum * w[i];
     }
   }
   // Made: for the finishing blocks of this launch (quant_gemm_sum_kernel needs no word).
@@ -497,9 +618,8 @@ __device__ __noinline__ void project_lora(const GemvGroup& launch_group, int whi
 // launch_group is a __grid_constant__: its fields are read from the constant bank where they are
 // used, with no copy into registers or local memory.
 // LORA: instances that may fold a LoRA in; without it the LoRA code is gone at compile time and
-// the kernel is the plain one. The kernel finds its meta and x areas itself rather than through
-// BlockSmem (the same addresses): so written, the plain instances keep the register allocation
-// they had before BlockSmem existed.
+// the kernel is the plain one. Shared memory: each warp's group records, the staged x rows
+// (xs_stride halves each), the norm weights of the slice's rows (with a QuantInputNorm).
 template <QuantKind KIND, int MT, bool LORA>
 __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
                                                   : MT == 2 ? 3
@@ -522,24 +642,28 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
   const int rows = row_groups == 1 ? all_rows : min(all_rows - row0, kQuantGemmMaxRows);
   const __half* x = x_all + int64_t(row0) * m.in_features;
   // A LoRA's projector blocks come first (LoRA launches have one row group).
-  const int lora_tile_count = LORA ? lora_tiles(part.lora.cols) : 1;
-  const bool projector = LORA && local < part.lora_blocks;
+  if constexpr (LORA) {
+    if (local < part.lora_blocks) {
+      pdl_launch_dependents();
+      project_lora<MT>(launch_group, which, local, x, rows);
+      return;
+    }
+  }
   const int main_local = local - (LORA ? part.lora_blocks : 0);
-  const int column_group = projector ? -1 : main_local % part.column_groups;
-  const int slice = projector ? local / lora_tile_count : main_local / part.column_groups;
+  const int column_group = main_local % part.column_groups;
+  const int slice = main_local / part.column_groups;
   const int warps = static_cast<int>(blockDim.x >> 5);
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
   const int t = lane & 3;
   const int64_t nb = int64_t(column_group) * warps + warp;
-  const bool active = (!LORA || !projector) && nb < m.blocks;
+  const bool active = nb < m.blocks;
   const int c0 = slice * p_chunks;
   const int n = min(static_cast<int>(m.chunks) - c0, p_chunks);  // chunks of the slice
   constexpr int kMeta = meta_words<KIND>();
-  const BlockSmem<KIND, MT> sm(smem, p_chunks, rows, launch_group.norm.inv_rms != nullptr);
   uint32_t* meta = reinterpret_cast<uint32_t*>(smem) + warp * p_chunks * kMeta;
-  const int xs_stride = sm.xs_stride;
+  const int xs_stride = p_chunks * 32 + 8;  // halves; +8: conflict-free fragment loads
   __half* s_x =
       reinterpret_cast<__half*>(reinterpret_cast<uint32_t*>(smem) + warps * p_chunks * kMeta);
 
@@ -606,25 +730,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     }
     cp_async_commit();
   }
-  // LoRA: a projector block copies its tile of a (see the top).
   const GemvLora& lora = part.lora;
   const int lora_cols = LORA ? lora.cols : 0;
-  if (lora_cols > 0) {  // a group in every block, so that the waits below count alike
-    if (projector) {    // its tile of a over the slice's rows, in staging order like x
-      const int tile = local % lora_tile_count;
-      auto* a_s = reinterpret_cast<__half*>(sm.lora);
-      const int64_t stored = m.chunks * 32;
-      const int vecs = slice_rows / 8;
-      for (int e = threadIdx.x; e < kLoraTileCols * vecs; e += bd) {
-        const int c = e / vecs, v = e - c * vecs;
-        const int col = tile * kLoraTileCols + c;
-        cp_async16(a_s + c * lora_a_stride(p_chunks) + v * 8,
-                   lora.a + int64_t(col < lora_cols ? col : 0) * stored + int64_t(c0) * 32 + v * 8,
-                   col < lora_cols);
-      }
-    }
-    cp_async_commit();
-  }
 
   pdl_wait();
   // x rows of the slice, gathered through row_src (act-order), and the zero row.
@@ -671,12 +778,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     // x is the residual: stage fp16(w · (x · inv_rms)), add_rms_norm's formula, with the row's
     // inverse RMS read alongside x (no round trip of its own). The blocks of column group 0 of
     // the first matrix also write those rows out (its slices cover every input feature once).
-    // This thread's norm weights (copied before the wait); a LoRA's tile may stay in flight.
-    if (lora_cols > 0) {
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
+    cp_async_wait<0>();  // this thread's norm weights (copied before the wait)
     stage_x(
         [&](int r, int src) { return src >= 0 ? s_w[r] : 0.0f; },
         [&](int tok, int src, float w) {
@@ -696,13 +798,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     stage_x([](int, int) { return 0.0f; },
             [&](int tok, int src, float) { return x[int64_t(tok) * K + src]; });
   }
-  // The scales (and the staged x); a LoRA's tile, unless copied before x, is waited for after
-  // the main loop.
-  if (lora_cols > 0 && !staged) {
-    cp_async_wait<1>();
-  } else {
-    cp_async_wait<0>();
-  }
+  cp_async_wait<0>();  // the scales (and the staged x)
   __syncthreads();
 
   float acc[2][MT][4];
@@ -728,12 +824,6 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     });
   }
 
-  if constexpr (LORA) {
-    if (projector) {
-      project_lora<KIND, MT>(launch_group, which, slice, local % lora_tile_count, n, rows);
-      return;
-    }
-  }
   // C fragment element i of (nt, mt): output nb·32 + 16nt + g + 8(i/2), x row 8mt + 2t + (i&1).
   const int N = static_cast<int>(m.out_features);
   auto for_each_result = [&](auto&& f) {  // f(output, x row, sum) for the outputs that exist
@@ -766,18 +856,15 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
   if (launch_group.sum_kernel) return;  // always with several row groups
   // With a LoRA, its projections are looked for while arriving: made long before, as a rule.
   bool projections_seen = false;
-  const bool last = lora_cols > 0
-                        ? last_to_arrive_seeing(&part.counters[column_group], slices,
-                                                &part.counters[part.column_groups + 1],
-                                                slices * lora_tiles(lora_cols), projections_seen)
-                        : last_to_arrive(&part.counters[column_group], slices);
+  const bool last = lora_cols > 0 ? last_to_arrive_seeing(&part.counters[column_group], slices,
+                                                          &part.counters[part.column_groups + 1],
+                                                          part.lora_slices * lora_tiles(lora_cols),
+                                                          projections_seen)
+                                  : last_to_arrive(&part.counters[column_group], slices);
   if (!last) return;
-  finish_column_group<LORA>(
-      part, part.column_groups, column_group, rows,
-      lora_cols > 0 ? reinterpret_cast<float*>(
-                          BlockSmem<KIND, MT>(smem, p_chunks, rows, norm.inv_rms != nullptr).lora)
-                    : nullptr,
-      projections_seen);
+  finish_column_group<LORA>(part, part.column_groups, column_group, rows,
+                            lora_cols > 0 ? reinterpret_cast<float*>(smem) : nullptr,
+                            projections_seen);
 }
 
 // x in each matrix's staging order (QuantGemmScratch::staged_x): row tok of stored row s at
@@ -814,7 +901,10 @@ __global__ void __launch_bounds__(kStageThreads)
 
 // The slices' sums when a kernel of their own adds them: block (part, row, column group), one
 // output per thread, the slices added in slice order as finish_column_group adds them, and so
-// is a LoRA's bt · t.
+// is a LoRA's bt · t. One row a block: blocks of two to eight rows, which copied bt once for
+// them, measured slower (docs/PERFORMANCE.md).
+// LORA: the instance for launches with a LoRA (the plain one keeps its few registers).
+template <bool LORA>
 __global__ void __launch_bounds__(kQuantNormSlotColumns)
     quant_gemm_sum_kernel(const __grid_constant__ GemvGroup launch_group, int rows) {
   const GemvPart& part = launch_group.part[part_of_block<&GemvPart::sum_block_begin>(launch_group)];
@@ -826,28 +916,29 @@ __global__ void __launch_bounds__(kQuantNormSlotColumns)
   pdl_launch_dependents();
   const float bias = part.bias && o < N ? part.bias[o] : 0.0f;
   const GemvLora& lora = part.lora;
+  const int lora_cols = LORA ? lora.cols : 0;
   extern __shared__ __align__(16) unsigned char sum_smem[];  // a LoRA's bt [cols][256]
   auto* bt_s = reinterpret_cast<__half*>(sum_smem);
-  if (lora.cols > 0) {  // weights: before the wait
+  if (lora_cols > 0) {  // weights: before the wait
     stage_lora_bt(lora, N, column_group * kQuantNormSlotColumns, bt_s);
     cp_async_commit();
   }
   pdl_wait();
-  // The row's t (one pass: each column summed by kTLanes threads), loaded alongside the slices.
-  __shared__ float t_s[kQuantGemmLoraMaxCols];
+  // The row's t (one pass: kTLanes threads a column), loaded alongside the slices.
+  __shared__ float t_s[LORA ? kQuantGemmLoraMaxCols : 1];
   const int c = static_cast<int>(threadIdx.x) / kTLanes;
-  LoraTSum t;
-  if (lora.cols > 0) t.issue(lora, part.slices, rows, tok * lora.cols + c, c < lora.cols);
+  LoraTSum<8> t;
+  if (lora_cols > 0) t.issue(lora, part.lora_slices, rows, tok * lora_cols + c, c < lora_cols);
   const int64_t at = int64_t(tok) * N + o;
   float sum = o < N ? qchunk::sum_slices(part.partials + at, int64_t(rows) * N, part.slices) : 0.0f;
-  if (lora.cols > 0) {
+  if (lora_cols > 0) {
     const float tc = t.finish();
-    if (threadIdx.x % kTLanes == 0 && c < lora.cols) t_s[c] = tc;
+    if (threadIdx.x % kTLanes == 0 && c < lora_cols) t_s[c] = tc;
     cp_async_wait<0>();
     __syncthreads();
   }
   if (o >= N) return;
-  if (lora.cols > 0) sum += lora_delta(lora.cols, bt_s + threadIdx.x, t_s);
+  if (lora_cols > 0) sum += lora_delta(lora_cols, bt_s + threadIdx.x, t_s);
   qchunk::store_out(part.out, part.out_f32, at, sum + bias);
 }
 
@@ -870,7 +961,7 @@ size_t quant_gemm_counters(const QuantMatrix& m) {
 }
 
 size_t quant_gemm_lora_floats(const QuantMatrix& m, int64_t rows, int cols) {
-  return static_cast<size_t>(ceil_div(m.chunks, qchunk::slice_chunks(m)) * rows * cols);
+  return static_cast<size_t>(lora_slices(m.chunks) * rows * cols);
 }
 
 cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, int count,
@@ -903,6 +994,7 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
   const bool stage = scratch.staged_x && !norm;
   auto* staged_x = static_cast<__half*>(scratch.staged_x);
   int stage_blocks = 0;
+  size_t main_smem[kQuantGemmMaxGroup] = {};  // a main block's, before any LoRA area
   for (int i = 0; i < count; ++i) {
     const QuantGemmTarget& tg = targets[i];
     if (!tg.m || !qchunk::valid_matrix(*tg.m) || tg.m->kind != kind || !tg.out ||
@@ -944,7 +1036,9 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
                  tg.lora.cols,
                  tg.lora.slots};
     if (lora.cols > 0) lora_t += quant_gemm_lora_floats(*tg.m, rows, lora.cols);
-    part.lora_blocks = lora.cols > 0 ? part.slices * lora_tiles(lora.cols) : 0;
+    part.lora_p_chunks = lora_slice_chunks(tg.m->chunks);
+    part.lora_slices = lora_slices(tg.m->chunks);
+    part.lora_blocks = lora.cols > 0 ? part.lora_slices * lora_tiles(lora.cols) : 0;
     part.stage_block_begin = stage_blocks;
     part.staged_x = stage ? staged_x : nullptr;
     if (stage) {
@@ -961,13 +1055,22 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
     const int meta = kind == QuantKind::kGguf || kind == QuantKind::kGgufHalf
                          ? meta_words<QuantKind::kGguf>()
                          : meta_words<QuantKind::kExl2>();
-    smem = std::max(smem, size_t(kMaxWarps) * part.p_chunks * meta * 4 +
-                              size_t(staged_x_rows(row_tiles(block_rows), block_rows)) *
-                                  (size_t(part.p_chunks) * 32 + 8) * sizeof(__half) +
-                              (norm ? size_t(part.p_chunks) * 32 * sizeof(float) : 0) +
-                              (lora.cols > 0 ? 16 + size_t(lora_area_bytes(part.p_chunks, lora.cols,
-                                                                           static_cast<int>(rows)))
-                                             : 0));
+    const int staged_rows = staged_x_rows(row_tiles(block_rows), block_rows);
+    main_smem[i] = size_t(kMaxWarps) * part.p_chunks * meta * 4 +
+                   size_t(staged_rows) * (size_t(part.p_chunks) * 32 + 8) * sizeof(__half) +
+                   (norm ? size_t(part.p_chunks) * 32 * sizeof(float) : 0);
+    if (lora.cols > 0) {
+      smem = std::max(smem, size_t(projector_smem_bytes(part.lora_p_chunks, row_tiles(block_rows),
+                                                        staged_rows)));
+    }
+  }
+  // A finishing block's LoRA area takes its main area's place.
+  for (int i = 0; i < count; ++i) {
+    const int cols = group.part[i].lora.cols;
+    smem = std::max(
+        smem, cols > 0 && !group.sum_kernel
+                  ? std::max(main_smem[i], size_t(lora_finish_bytes(cols, static_cast<int>(rows))))
+                  : main_smem[i]);
   }
   const auto* xh = static_cast<const __half*>(x);
   const int r = static_cast<int>(rows);
@@ -1019,8 +1122,8 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
   if (e != cudaSuccess || !group.sum_kernel || sum_blocks == 0) return e;
   int lora_cols = 0;
   for (int i = 0; i < count; ++i) lora_cols = std::max(lora_cols, group.part[i].lora.cols);
-  return launch_kernel(l, quant_gemm_sum_kernel, dim3(static_cast<unsigned>(sum_blocks)),
-                       dim3(kQuantNormSlotColumns),
+  return launch_kernel(l, with_lora ? quant_gemm_sum_kernel<true> : quant_gemm_sum_kernel<false>,
+                       dim3(static_cast<unsigned>(sum_blocks)), dim3(kQuantNormSlotColumns),
                        size_t(lora_cols) * kQuantNormSlotColumns * sizeof(__half), group, r);
 }
 

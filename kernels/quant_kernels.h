@@ -102,10 +102,14 @@ constexpr int64_t quant_norm_slots(int64_t cols) {
 }
 // LoRA folded into a matrix of the launch: out += Σ_c w[r, slot_of_col[c]] · (x·a[c]) · bt[c],
 // so the adapters cost no launches of their own. Blocks of their own (dispatched first) project
-// each K slice of x onto a's 16-column tiles on the tensor cores, weighed per row; those
+// each 1,024-row slice of K onto a's 16-column tiles on the tensor cores, weighed per row; those
 // projections are added in slice order, and multiplied by bt, where the slices' sums are (the
 // last block of a column group, which waits for them, or quant_gemm_sum_kernel). fp32
-// throughout, one rounding with the base output, and a row's value does not depend on the batch.
+// throughout, one rounding with the base output; a row adds only the columns it weighs, so its
+// value depends neither on the batch nor on the adapters other rows weigh.
+// a, bt, slot_of_col and row_weights are read before the launch waits on the kernel before it
+// (programmatic dependent launch): no kernel of the stream's chain may write them (the backend
+// copies row_weights with the batch layout, before the step's kernels).
 // a: fp16 [cols, chunks · 32], A's rows in the matrix's staging order
 // (kernels::lora_gather_features: stored row order, then the MMA fragment order within each
 // chunk; zeros on padding rows); bt: fp16 [cols, N] (Bᵀ, adapter scales folded in; N a multiple

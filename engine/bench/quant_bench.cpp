@@ -316,9 +316,9 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
       }
       for (const auto* weights : {&one, &spread}) {
         if (weights == &spread && B < 2) continue;
-        // Folded into the quantized linears (the default at 1 row), Hearth's separate LoRA
-        // kernels, and (for more than one row) cuBLAS.
-        for (const std::string path : {"fused", "kernels", "cublas"}) {
+        // Folded into the quantized linears (the default), Hearth's separate LoRA kernels, and
+        // (for more than one row) cuBLAS: those of QuantBenchOptions::lora_paths.
+        for (const std::string& path : o.lora_paths) {
           if (path == "cublas" && B < 2) continue;
           be.set_lora_fold_max_rows(path == "fused" ? kernels::kQuantGemmLoraMaxRows : 0);
           be.set_lora_kernel_max_rows(path == "cublas" ? 0

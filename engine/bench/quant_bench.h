@@ -35,6 +35,9 @@ struct QuantBenchOptions {
   // 0: off.
   int64_t lora_rank = 0;
   int lora_adapters = 4;
+  // The LoRA paths measured: "fused" (folded into the quantized linears), "kernels" (Hearth's
+  // separate LoRA kernels), "cublas" (more than one row).
+  std::vector<std::string> lora_paths = {"fused", "kernels", "cublas"};
   // Prefill again (and the prefix step) with the dequantized weights of many-row linears written
   // in slices of each of these sizes (MiB; CudaBackendOptions::dequant_slice_bytes).
   std::vector<int64_t> dequant_slice_mib = {};

@@ -42,6 +42,7 @@ int usage() {
       stderr,
       "usage: quant_bench [--models a,b] [--quants exl2:4.0,gptq:4:128] [--prefill N,..] "
       "[--batches N,..] [--check-tokens K,..] [--lora-rank R] [--lora-adapters N] "
+      "[--lora-paths fused,kernels,cublas] "
       "[--context N] [--cache fp16|q8|q6|q4] [--steps N] [--device N] [--no-sweep] "
       "[--fold-norm-rows N] [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] "
       "[--mma-rows N] [--mma-max-rows N] [--mma-blocks wide|tall|wgmma] [--decode-blocks-per-sm N] "
@@ -84,7 +85,12 @@ int main(int argc, char** argv) {
         o.lora_rank = std::stoll(value());
       else if (a == "--lora-adapters")
         o.lora_adapters = std::stoi(value());
-      else if (a == "--dequant-slices")
+      else if (a == "--lora-paths") {
+        o.lora_paths = split(value());
+        for (const std::string& path : o.lora_paths) {
+          if (path != "fused" && path != "kernels" && path != "cublas") return usage();
+        }
+      } else if (a == "--dequant-slices")
         o.dequant_slice_mib = numbers(value());
       else if (a == "--prefix-step") {
         o.prefix_step = numbers(value());

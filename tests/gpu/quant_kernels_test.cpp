@@ -703,7 +703,8 @@ std::vector<std::vector<float>> run_linears_with_lora(
 }
 
 // LoRA folded into the launch of the quantized linears it adds to (kernels::QuantGemmLora):
-// three matrices of one x (EXL2 in order and with a row permutation, GPTQ act-order), three
+// three matrices of one x (EXL2 in order and with a row permutation, GPTQ act-order; K of one
+// projection slice and of a whole and a partial one), three
 // adapter slots of ranks 4-16 on different targets (20-24 columns each: two projection tiles,
 // which the 256-output matrix's one column group makes alone), every sequence weighing them its
 // own way, 1 to 32 rows (kernels::kQuantGemmLoraMaxRows: every row-tile count), the slices
@@ -712,9 +713,9 @@ std::vector<std::vector<float>> run_linears_with_lora(
 // adapter gets the base linears' bits, and a sequence's rows do not depend on the batch around
 // them.
 TEST_F(QuantGpu, LoraFoldedIntoQuantizedLinearsMatchesTheCpu) {
-  const int64_t K = 1024;
   const GptqRecipe gptq{4, 128, true, true, false};
-  for (const bool is_gptq : {false, true}) {
+  for (const auto& [K, is_gptq] :
+       {std::pair<int64_t, bool>{1024, false}, {1024, true}, {1408, false}, {1408, true}}) {
     TensorMap t;
     QuantizedLinearOptions o;
     const std::vector<int64_t> asked = {1024, 256, 520};
@@ -761,9 +762,9 @@ TEST_F(QuantGpu, LoraFoldedIntoQuantizedLinearsMatchesTheCpu) {
           {1, 32, false, true}}) {
       auto& folding =
           dynamic_cast<cuda::CudaBackend&>(sums_in_kernel ? *in_kernel_backend : *folding_backend);
-      const std::string what = std::string(is_gptq ? "GPTQ" : "EXL2") + ", " +
-                               std::to_string(seqs) + " sequences of " + std::to_string(per_seq) +
-                               (one_slot ? ", slot 2 alone" : "") +
+      const std::string what = std::string(is_gptq ? "GPTQ" : "EXL2") + ", K " + std::to_string(K) +
+                               ", " + std::to_string(seqs) + " sequences of " +
+                               std::to_string(per_seq) + (one_slot ? ", slot 2 alone" : "") +
                                (sums_in_kernel ? ", slices summed in the kernel" : "");
       std::vector<std::vector<float>> weights, none(static_cast<size_t>(seqs));
       for (int64_t s = 0; s < seqs; ++s) {
