@@ -429,6 +429,21 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
   if (threadIdx.x == 0) part.counters[column_groups] = 0;
 }
 
+// The slice's x rows as quant_stage_x_kernel laid them out (QuantGemmScratch::staged_x), into
+// shared memory rows of `stride` halves: 16-byte copies, all in flight at once; the staged rows
+// past `rows` (the zero row, the last tile's padding) zero-filled. The caller commits them.
+__device__ __forceinline__ void copy_staged_x(__half* s_x, int stride, const __half* staged,
+                                              int64_t stored, int c0, int slice_rows,
+                                              int staged_rows, int rows) {
+  const int vecs = slice_rows / 8;
+  for (int e = threadIdx.x; e < staged_rows * vecs; e += blockDim.x) {
+    const int tok = e / vecs, v = e - tok * vecs;
+    cp_async16(s_x + tok * stride + v * 8,
+               staged + int64_t(tok < rows ? tok : 0) * stored + int64_t(c0) * 32 + v * 8,
+               tok < rows);
+  }
+}
+
 // A projector block: x's rows of its projection slice onto a's tile, t[tok][c] = w(tok, slot c) ·
 // Σ_r a[c][r] · x[tok][r] over the slice, into the part's t_part (exactly 0 where the row gives
 // the slot no weight, for lora_delta). x is staged as the main blocks stage it (the staged copy,
@@ -460,7 +475,6 @@ __device__ __forceinline__ void project_lora(const GemvGroup& launch_group, int 
   const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
   const int bd = static_cast<int>(blockDim.x);
   const int64_t stored = m.chunks * 32;
-  const int vecs = slice_rows / 8;
   // a's tile over the slice into L2 (one bulk prefetch per column): its fragments are loaded
   // into registers once x is staged, so that they are not held through the staging (the one-tile
   // kernel's 64 registers spilled).
@@ -492,13 +506,8 @@ __device__ __forceinline__ void project_lora(const GemvGroup& launch_group, int 
   }
 
   pdl_wait();
-  if (staged) {  // 16-byte copies, all in flight; rows past `rows` zero-filled
-    for (int e = threadIdx.x; e < staged_rows * vecs; e += bd) {
-      const int tok = e / vecs, v = e - tok * vecs;
-      cp_async16(xs_all + tok * stride + v * 8,
-                 staged + int64_t(tok < rows ? tok : 0) * stored + int64_t(c0) * 32 + v * 8,
-                 tok < rows);
-    }
+  if (staged) {
+    copy_staged_x(xs_all, stride, staged, stored, c0, slice_rows, staged_rows, rows);
     cp_async_commit();
   } else {
     // All of a thread's rows for kTok x rows at a time in flight: one round trip per kTok rows.
@@ -763,16 +772,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     }
   };
   if (staged) {
-    // The slice's rows as quant_stage_x_kernel laid them out: 16-byte copies, all in flight at
-    // once; the staged rows past `rows` (the zero row, the last tile's padding) zero-filled.
-    const int64_t stored = m.chunks * 32;
-    const int vecs = slice_rows / 8;
-    for (int e = threadIdx.x; e < staged_rows * vecs; e += bd) {
-      const int tok = e / vecs, v = e - tok * vecs;
-      cp_async16(s_x + tok * xs_stride + v * 8,
-                 staged + int64_t(tok < rows ? tok : 0) * stored + int64_t(c0) * 32 + v * 8,
-                 tok < rows);
-    }
+    copy_staged_x(s_x, xs_stride, staged, m.chunks * 32, c0, slice_rows, staged_rows, rows);
     cp_async_commit();
   } else if (norm.inv_rms) {
     // x is the residual: stage fp16(w · (x · inv_rms)), add_rms_norm's formula, with the row's
