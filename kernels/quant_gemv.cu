@@ -209,13 +209,15 @@ __device__ __forceinline__ bool last_to_arrive_seeing(int32_t* counter, int coun
 // One t (a row's projection onto a column: entry tok · cols + c of t_part) summed over the
 // projection slices by two neighbouring lanes: lane j adds slices j, j + 2, ... in order, then
 // the two sums are added. Both completions sum this way, so a row gets the same bits in either.
-// issue() starts the loads of the lane's first kBatch slices (one round trip, which the caller
+// issue() starts the loads of the lane's first kTBatch slices (one round trip, which the caller
 // overlaps with its own loads); finish() adds them and any further ones; every lane of the warp
 // calls it (a shuffle), with valid false where it has no entry.
 constexpr int kTLanes = 2;
-template <int kBatch>
+constexpr int kTBatch = 8;
+static_assert(kQuantGemmLoraMaxCols * kTLanes <= kQuantNormSlotColumns,
+              "one pass of a 256-thread block sums a row's t");
 struct LoraTSum {
-  float v[kBatch];
+  float v[kTBatch];
   const float* p;  // this lane's first slice of the entry
   int64_t stride;  // kTLanes slices
   int count;       // this lane's slices
@@ -227,15 +229,15 @@ struct LoraTSum {
     stride = kTLanes * slice_stride;
     count = valid && j < slices ? (slices - 1 - j) / kTLanes + 1 : 0;
 #pragma unroll
-    for (int i = 0; i < kBatch; ++i) v[i] = i < count ? __ldcg(p + i * stride) : 0.0f;
+    for (int i = 0; i < kTBatch; ++i) v[i] = i < count ? __ldcg(p + i * stride) : 0.0f;
   }
   __device__ __forceinline__ float finish() const {
     float sum = 0.0f;
 #pragma unroll
-    for (int i = 0; i < kBatch; ++i) {
+    for (int i = 0; i < kTBatch; ++i) {
       if (i < count) sum += v[i];
     }
-    for (int i = kBatch; i < count; ++i) sum += __ldcg(p + i * stride);  // long K only
+    for (int i = kTBatch; i < count; ++i) sum += __ldcg(p + i * stride);  // long K only
     return sum + __shfl_xor_sync(kFull, sum, 1);
   }
 };
@@ -345,7 +347,7 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
   // The rows' t, kTLanes threads an entry: the first pass's loads in flight beside the first
   // rows' partials (one row, the usual case here: the only pass).
   constexpr int kTPass = kQuantNormSlotColumns / kTLanes;  // entries per pass
-  LoraTSum<8> t_first;
+  LoraTSum t_first;
   if (t_s) {
     const int e = static_cast<int>(threadIdx.x) / kTLanes;
     t_first.issue(lora, part.lora_slices, rows, e, e < entries);
@@ -366,12 +368,14 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
                                            int64_t(rows) * N, part.slices, sums);
     }
     if (t_s && tok0 == 0) {  // the same for the whole block
+      // The entry's index again rather than kept from above: kept, it cost the one-tile kernel
+      // a spill.
       const int e = static_cast<int>(threadIdx.x) / kTLanes;
       const bool writes = threadIdx.x % kTLanes == 0;
       const float first = t_first.finish();
       if (writes && e < entries) t_s[e] = first;
       for (int more = e + kTPass; more - e < entries; more += kTPass) {  // uniform
-        LoraTSum<8> t;
+        LoraTSum t;
         t.issue(lora, part.lora_slices, rows, more, more < entries);
         const float sum = t.finish();
         if (writes && more < entries) t_s[more] = sum;
@@ -927,7 +931,7 @@ __global__ void __launch_bounds__(kQuantNormSlotColumns)
   // The row's t (one pass: kTLanes threads a column), loaded alongside the slices.
   __shared__ float t_s[LORA ? kQuantGemmLoraMaxCols : 1];
   const int c = static_cast<int>(threadIdx.x) / kTLanes;
-  LoraTSum<8> t;
+  LoraTSum t;
   if (lora_cols > 0) t.issue(lora, part.lora_slices, rows, tok * lora_cols + c, c < lora_cols);
   const int64_t at = int64_t(tok) * N + o;
   float sum = o < N ? qchunk::sum_slices(part.partials + at, int64_t(rows) * N, part.slices) : 0.0f;
