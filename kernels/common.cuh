@@ -129,14 +129,6 @@ __device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
 }
 
 // ---- split-K completion ----
-// Counts the calling block in at *counter and tells every thread of the block whether it was
-// the last of `count` blocks to arrive. Global writes the arriving blocks made before the call
-// are visible to the last block after it: the barrier orders each block's writes before its
-// thread 0's release, and the last arrival's acquire (then the barrier) orders all of them
-// before the last block's reads (the pattern of a release/acquire semaphore). One acq_rel
-// atomic per block instead of a device-wide fence in every thread before and after the atomic:
-// those fences were a good part of a small kernel's critical path. Must be reached by every
-// thread of the block.
 // One arrival at a counter (acq_rel, GPU scope): the count before it.
 __device__ __forceinline__ int32_t arrive_at(int32_t* counter) {
   int32_t before;
@@ -152,6 +144,14 @@ __device__ __forceinline__ int32_t load_acquire_gpu(const int32_t* p) {
   asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
+// Counts the calling block in at *counter and tells every thread of the block whether it was
+// the last of `count` blocks to arrive. Global writes the arriving blocks made before the call
+// are visible to the last block after it: the barrier orders each block's writes before its
+// thread 0's release, and the last arrival's acquire (then the barrier) orders all of them
+// before the last block's reads (the pattern of a release/acquire semaphore). One acq_rel
+// atomic per block instead of a device-wide fence in every thread before and after the atomic:
+// those fences were a good part of a small kernel's critical path. Must be reached by every
+// thread of the block.
 __device__ __forceinline__ bool last_to_arrive(int32_t* counter, int count) {
   __shared__ bool last;
   __syncthreads();

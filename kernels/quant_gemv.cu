@@ -618,13 +618,11 @@ __device__ __forceinline__ void project_lora(const GemvGroup& launch_group, int 
           w[i] == 0.0f ? 0.0f : sum * w[i];
     }
   }
-  // Made: for the finishing blocks of this launch (quant_gemm_sum_kernel needs no word).
+  // Made: for the finishing blocks of this launch (quant_gemm_sum_kernel needs no word). The
+  // barrier, then thread 0's release, publish the block's t as last_to_arrive publishes partials.
   if (!launch_group.sum_kernel) {
     __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();
-      atomicAdd(&part.counters[part.column_groups + 1], 1);
-    }
+    if (threadIdx.x == 0) arrive_at(&part.counters[part.column_groups + 1]);
   }
 }
 

@@ -43,8 +43,8 @@ struct CudaBackendOptions {
   // their fused kernel (kernels::QuantGemmLora: no launches of its own) when the adapters in use
   // add at most kernels::kQuantGemmLoraMaxCols columns to each. Blocks of their own project each
   // K slice onto A once; the outputs get Bᵀ·t where the slices are added. On an H200 (8B shape,
-  // EXL2 4.0, rank 16 on all seven projections) one adapter costs +12 % at 1 row and +6-11 % at
-  // 2-32, against +38 % (1 row, the earlier fold) and +23-58 % on the separate paths
+  // EXL2 4.0, rank 16 on all seven projections) one adapter costs +10.6 % at 1 row and +3-10 %
+  // at 2-32, against +38 % (1 row, the earlier fold) and +23-58 % on the separate paths
   // (docs/PERFORMANCE.md, "LoRA").
   int64_t lora_fold_max_rows = 32;
   int attention_warps = 8;   // prefill attention: 4 (64 queries per block) or 8 (128)
