@@ -38,12 +38,18 @@
 // LoRA folded in (QuantGemmLora, instances of their own): blocks of their own, ahead of the
 // others so that they are dispatched first, project each 32-chunk slice of K onto a's 16-column
 // tiles (mma.sync, with x staged as the main blocks stage it, as the B operand exactly as the
-// weights meet it), weighed per row. Where the slices' sums are added, those projections are
-// added too, in slice order, and bt · t joins each output: the last block of a column group waits
-// for them (made by blocks dispatched before it, so they run), or quant_gemm_sum_kernel finds them
-// done. No launches of their own, and each projection is made once: the first fold had every
-// block project its slice again (56 times for gate) and add its share of bt · t, +38 % at batch 1
-// on the 8B shape (docs/PERFORMANCE.md).
+// weights meet it), weighed per row. Up to QuantGemmScratch::lora_delta_max_rows rows, a delta
+// block per column group, after the main blocks, waits for the projections (made by blocks
+// dispatched before it, so they run), adds them in slice order and writes bt · t for its outputs
+// as one more slice of partials, which the completion adds last like any other: the completion,
+// on every launch's critical path, has no LoRA work (done there, it cost ~2 µs a launch at batch
+// 1). With more rows a delta block's serial work (every row's t, rows × columns products) grew
+// past the launch, so there the completion adds the projections and bt · t itself: the last block
+// of a column group waits for them, or quant_gemm_sum_kernel, one block per row, finds them done.
+// Both add Σ slices + bt · t in that order, from t summed the same way: the same bits. No
+// launches of their own, and each projection is made once: the first fold had every block
+// project its slice again (56 times for gate) and add its share of bt · t, +38 % at batch 1 on
+// the 8B shape (docs/PERFORMANCE.md).
 #include <algorithm>
 
 #include "kernels/common.cuh"
@@ -176,17 +182,17 @@ __host__ __device__ constexpr int projector_smem_bytes(int lp, int mt, int stage
   const int sums = kMaxWarps * mt * kLoraWarpTile * 4;
   return x > sums ? x : sums;
 }
-// A finishing block's LoRA area, from the start of shared memory (its main loop is done with it):
-// the rows' t [rows][cols] fp32, then bt [cols][256] fp16.
-__host__ __device__ constexpr int lora_finish_bt_offset(int cols, int rows) {
+// A delta block's shared memory, or a finishing block's LoRA area (from the start of shared
+// memory: its main loop is done with it): the rows' t [rows][cols] fp32, then bt [cols][256] fp16.
+__host__ __device__ constexpr int lora_delta_bt_offset(int cols, int rows) {
   return (rows * cols * 4 + 15) / 16 * 16;
 }
-__host__ __device__ constexpr int lora_finish_bytes(int cols, int rows) {
-  return lora_finish_bt_offset(cols, rows) + cols * kQuantNormSlotColumns * 2;
+__host__ __device__ constexpr int lora_delta_smem_bytes(int cols, int rows) {
+  return lora_delta_bt_offset(cols, rows) + cols * kQuantNormSlotColumns * 2;
 }
 
 // The counters after a matrix's column groups: [column_groups] the residual's second round,
-// [+1] slice projections made, [+2] finishing blocks done with them.
+// [+1] slice projections made, [+2] delta or finishing blocks done with them.
 
 // last_to_arrive, and whether *watched had reached target when it arrived: another warp's thread
 // reads it (acquiring what was released with it) alongside the arrival's atomic, so that a
@@ -208,7 +214,7 @@ __device__ __forceinline__ bool last_to_arrive_seeing(int32_t* counter, int coun
 
 // One t (a row's projection onto a column: entry tok · cols + c of t_part) summed over the
 // projection slices by two neighbouring lanes: lane j adds slices j, j + 2, ... in order, then
-// the two sums are added. Both completions sum this way, so a row gets the same bits in either.
+// the two sums are added. Every completion sums this way, so a row gets the same bits in any.
 // issue() starts the loads of the lane's first kTBatch slices (one round trip, which the caller
 // overlaps with its own loads); finish() adds them and any further ones; every lane of the warp
 // calls it (a shuffle), with valid false where it has no entry.
@@ -265,7 +271,8 @@ __device__ __forceinline__ float lora_delta(int cols, const __half* bt_o, const 
 }
 
 // One matrix of a launch: its blocks are [block_begin, block_begin + lora_blocks +
-// column_groups · slices), the LoRA's projectors first.
+// column_groups · slices (+ column_groups with a LoRA)): the LoRA's projectors, the main blocks,
+// the LoRA's delta blocks.
 struct GemvPart {
   QuantMatrix m;
   const float* bias;
@@ -279,6 +286,7 @@ struct GemvPart {
   bool out_f32;
   int p_chunks;
   int slices;
+  int sum_slices;  // the slices the completion adds: slices, and one for delta blocks' bt · t
   int column_groups;
   int block_begin;
   int sum_block_begin;    // its blocks of quant_gemm_sum_kernel (column groups × rows)
@@ -288,6 +296,7 @@ struct GemvPart {
   int lora_blocks;    // its first blocks, which project x onto a (lora_slices · tiles; 0 without)
   int lora_p_chunks;  // chunks per projection slice (lora_slice_chunks)
   int lora_slices;
+  bool lora_delta;  // the LoRA's bt · t made by delta blocks (GemvPart::sum_slices)
 };
 // The normalization of x (QuantInputNorm), inv_rms null without one.
 struct GemvNorm {
@@ -320,8 +329,9 @@ __device__ __forceinline__ int part_of_block(const GemvGroup& g) {
 // (+ bias), stored; with a residual, also added into it, and the group's sum of squares of each
 // row left in norm_sums, from which the last group to finish computes the rows' inverse RMS.
 // Every thread takes one output of each row (the block is as wide as the column group).
-// With a LoRA (t_s: shared memory for the rows' t), bt · t joins each output, once the slices'
-// projections are all made.
+// The slices added are GemvPart::sum_slices (delta blocks' bt · t the last of them). With a LoRA
+// added here (t_s: shared memory for the rows' t; many rows), bt · t joins each output, once the
+// slices' projections are all made.
 template <bool LORA>
 __device__ void finish_column_group(const GemvPart& part, int column_groups, int column_group,
                                     int rows, float* t_s, bool projections_seen) {
@@ -335,7 +345,7 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
   const int entries = t_s ? rows * lora.cols : 0;
   if (t_s) {
     bt_s = reinterpret_cast<__half*>(reinterpret_cast<unsigned char*>(t_s) +
-                                     lora_finish_bt_offset(lora.cols, rows));
+                                     lora_delta_bt_offset(lora.cols, rows));
     stage_lora_bt(lora, N, column_group * kQuantNormSlotColumns, bt_s);  // while awaiting t
     cp_async_commit();
     if (threadIdx.x == 0 && !projections_seen) {
@@ -365,7 +375,7 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
             to_residual && r < here ? __half2float(part.residual[int64_t(tok0 + r) * N + o]) : 0.0f;
       }
       qchunk::sum_slices_rows<kRowsAtOnce>(part.partials + int64_t(tok0) * N + o, N, here,
-                                           int64_t(rows) * N, part.slices, sums);
+                                           int64_t(rows) * N, part.sum_slices, sums);
     }
     if (t_s && tok0 == 0) {  // the same for the whole block
       // The entry's index again rather than kept from above: kept, it cost the one-tile kernel
@@ -431,6 +441,60 @@ __device__ void finish_column_group(const GemvPart& part, int column_groups, int
     part.inv_rms[tok] = inv;
   }
   if (threadIdx.x == 0) part.counters[column_groups] = 0;
+}
+
+// A LoRA's delta block for a column group (one row group: a LoRA launch has one): once the
+// projectors have published (a counter; they were dispatched before it, so they run), the rows'
+// t summed over the projection slices (LoraTSum), and lora_delta for the group's 256 outputs
+// written as partial slice `slices`, which the completion adds last. So a row gets sum of slices
+// + bt · t in that order, as before, while the completion's own chain has no LoRA work. bt is
+// copied before the dependency wait (it is weights). Then it arrives like a main block, and
+// finishes the group when it is the last. Shared memory: lora_delta_smem_bytes.
+__device__ __forceinline__ void lora_delta_block(const GemvGroup& launch_group, int which,
+                                                 int column_group, int rows) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const GemvPart& part = launch_group.part[which];
+  const GemvLora& lora = part.lora;
+  const int N = static_cast<int>(part.m.out_features);
+  auto* t_s = reinterpret_cast<float*>(smem);
+  auto* bt_s = reinterpret_cast<__half*>(smem + lora_delta_bt_offset(lora.cols, rows));
+  stage_lora_bt(lora, N, column_group * kQuantNormSlotColumns, bt_s);
+  cp_async_commit();
+  pdl_wait();  // the partials: the previous launch's completion reads them
+  if (threadIdx.x == 0) {
+    const int32_t made = part.lora_slices * lora_tiles(lora.cols);
+    while (load_acquire_gpu(&part.counters[part.column_groups + 1]) < made) __nanosleep(32);
+  }
+  __syncthreads();
+  // kTLanes threads an entry, all of a pass's loads in flight together.
+  const int entries = rows * lora.cols;
+  constexpr int kTPass = kQuantNormSlotColumns / kTLanes;
+  for (int e0 = 0; e0 < entries; e0 += kTPass) {  // uniform
+    const int e = e0 + static_cast<int>(threadIdx.x) / kTLanes;
+    LoraTSum t;
+    t.issue(lora, part.lora_slices, rows, e, e < entries);
+    const float sum = t.finish();
+    if (threadIdx.x % kTLanes == 0 && e < entries) t_s[e] = sum;
+  }
+  // Done with the projections: the last delta block readies their counters for the next launch.
+  if (threadIdx.x == 0 &&
+      atomicAdd(&part.counters[part.column_groups + 2], 1) == part.column_groups - 1) {
+    part.counters[part.column_groups + 1] = 0;
+    part.counters[part.column_groups + 2] = 0;
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  const int o = column_group * kQuantNormSlotColumns + static_cast<int>(threadIdx.x);
+  if (o < N) {
+    float* delta = part.partials + int64_t(part.slices) * rows * N + o;
+    for (int tok = 0; tok < rows; ++tok) {
+      delta[int64_t(tok) * N] = lora_delta(lora.cols, bt_s + threadIdx.x, t_s + tok * lora.cols);
+    }
+  }
+  if (launch_group.sum_kernel) return;
+  if (last_to_arrive(&part.counters[column_group], part.sum_slices)) {
+    finish_column_group<false>(part, part.column_groups, column_group, rows, nullptr, false);
+  }
 }
 
 // The slice's x rows as quant_stage_x_kernel laid them out (QuantGemmScratch::staged_x), into
@@ -618,9 +682,10 @@ __device__ __forceinline__ void project_lora(const GemvGroup& launch_group, int 
           w[i] == 0.0f ? 0.0f : sum * w[i];
     }
   }
-  // Made: for the finishing blocks of this launch (quant_gemm_sum_kernel needs no word). The
-  // barrier, then thread 0's release, publish the block's t as last_to_arrive publishes partials.
-  if (!launch_group.sum_kernel) {
+  // Made: for the delta or finishing blocks of this launch (quant_gemm_sum_kernel needs no word).
+  // The barrier, then thread 0's release, publish the block's t as last_to_arrive publishes
+  // partials.
+  if (part.lora_delta || !launch_group.sum_kernel) {
     __syncthreads();
     if (threadIdx.x == 0) arrive_at(&part.counters[part.column_groups + 1]);
   }
@@ -628,10 +693,15 @@ __device__ __forceinline__ void project_lora(const GemvGroup& launch_group, int 
 
 // launch_group is a __grid_constant__: its fields are read from the constant bank where they are
 // used, with no copy into registers or local memory.
-// LORA: instances that may fold a LoRA in; without it the LoRA code is gone at compile time and
-// the kernel is the plain one. Shared memory: each warp's group records, the staged x rows
+// LORA: kLoraNone, the plain kernel (no LoRA code at all); kLoraDelta, projector and delta
+// blocks beside the plain main blocks and completion; kLoraInCompletion, projector blocks, and
+// the completion adds bt · t. Instances of their own, so that the LoRA code of one does not
+// shape the code generation of another's main loop and completion (an instance holding both
+// completions, or the LoRA completion code, cost ~1 µs a launch at batch 1, measured with the
+// LoRA work switched off). Shared memory: each warp's group records, the staged x rows
 // (xs_stride halves each), the norm weights of the slice's rows (with a QuantInputNorm).
-template <QuantKind KIND, int MT, bool LORA>
+enum LoraMode : int { kLoraNone = 0, kLoraDelta = 1, kLoraInCompletion = 2 };
+template <QuantKind KIND, int MT, int LORA>
 __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
                                                   : MT == 2 ? 3
                                                             : 2)
@@ -652,15 +722,24 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
   const int local = row_groups == 1 ? in_part : in_part / row_groups;
   const int rows = row_groups == 1 ? all_rows : min(all_rows - row0, kQuantGemmMaxRows);
   const __half* x = x_all + int64_t(row0) * m.in_features;
-  // A LoRA's projector blocks come first (LoRA launches have one row group).
-  if constexpr (LORA) {
+  // A LoRA's projector blocks come first, its delta blocks last (LoRA launches have one row
+  // group).
+  if constexpr (LORA != kLoraNone) {
     if (local < part.lora_blocks) {
       pdl_launch_dependents();
       project_lora<MT>(launch_group, which, local, x, rows);
       return;
     }
   }
-  const int main_local = local - (LORA ? part.lora_blocks : 0);
+  if constexpr (LORA == kLoraDelta) {
+    const int delta_local = local - part.lora_blocks - part.column_groups * part.slices;
+    if (delta_local >= 0) {
+      pdl_launch_dependents();
+      lora_delta_block(launch_group, which, delta_local, rows);
+      return;
+    }
+  }
+  const int main_local = local - (LORA != kLoraNone ? part.lora_blocks : 0);
   const int column_group = main_local % part.column_groups;
   const int slice = main_local / part.column_groups;
   const int warps = static_cast<int>(blockDim.x >> 5);
@@ -741,8 +820,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     }
     cp_async_commit();
   }
-  const GemvLora& lora = part.lora;
-  const int lora_cols = LORA ? lora.cols : 0;
+  // The slices the completion adds: with a LoRA, one more (its delta block's).
+  const int sum_slices = LORA == kLoraDelta ? part.sum_slices : slices;
 
   pdl_wait();
   // x rows of the slice, gathered through row_src (act-order), and the zero row.
@@ -842,7 +921,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
       }
     }
   };
-  if (slices == 1 && !part.residual && lora_cols == 0) {
+  if (sum_slices == 1 && !part.residual && (LORA != kLoraInCompletion || part.lora.cols == 0)) {
     if (!active) return;
     for_each_result([&](int o, int tok, float v) {
       qchunk::store_out(part.out, part.out_f32, int64_t(row0 + tok) * N + o,
@@ -856,17 +935,21 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     });
   }
   if (launch_group.sum_kernel) return;  // always with several row groups
-  // With a LoRA, its projections are looked for while arriving: made long before, as a rule.
-  bool projections_seen = false;
-  const bool last = lora_cols > 0 ? last_to_arrive_seeing(&part.counters[column_group], slices,
-                                                          &part.counters[part.column_groups + 1],
-                                                          part.lora_slices * lora_tiles(lora_cols),
-                                                          projections_seen)
-                                  : last_to_arrive(&part.counters[column_group], slices);
-  if (!last) return;
-  finish_column_group<LORA>(part, part.column_groups, column_group, rows,
-                            lora_cols > 0 ? reinterpret_cast<float*>(smem) : nullptr,
-                            projections_seen);
+  if constexpr (LORA == kLoraInCompletion) {
+    if (part.lora.cols > 0) {  // bt · t added here; its projections are looked for while
+      bool seen = false;       // arriving: made long before, as a rule
+      if (!last_to_arrive_seeing(&part.counters[column_group], slices,
+                                 &part.counters[part.column_groups + 1],
+                                 part.lora_slices * lora_tiles(part.lora.cols), seen)) {
+        return;
+      }
+      finish_column_group<true>(part, part.column_groups, column_group, rows,
+                                reinterpret_cast<float*>(smem), seen);
+      return;
+    }
+  }
+  if (!last_to_arrive(&part.counters[column_group], sum_slices)) return;
+  finish_column_group<false>(part, part.column_groups, column_group, rows, nullptr, false);
 }
 
 // x in each matrix's staging order (QuantGemmScratch::staged_x): row tok of stored row s at
@@ -903,9 +986,9 @@ __global__ void __launch_bounds__(kStageThreads)
 
 // The slices' sums when a kernel of their own adds them: block (part, row, column group), one
 // output per thread, the slices added in slice order as finish_column_group adds them, and so
-// is a LoRA's bt · t. One row a block: blocks of two to eight rows, which copied bt once for
-// them, measured slower (docs/PERFORMANCE.md).
-// LORA: the instance for launches with a LoRA (the plain one keeps its few registers).
+// is a LoRA's bt · t (delta blocks' as the last slice, or made here). One row a block: blocks of
+// two to eight rows, which copied bt once for them, measured slower (docs/PERFORMANCE.md). LORA:
+// the instance for launches with a LoRA (the plain one keeps its few registers).
 template <bool LORA>
 __global__ void __launch_bounds__(kQuantNormSlotColumns)
     quant_gemm_sum_kernel(const __grid_constant__ GemvGroup launch_group, int rows) {
@@ -918,8 +1001,8 @@ __global__ void __launch_bounds__(kQuantNormSlotColumns)
   pdl_launch_dependents();
   const float bias = part.bias && o < N ? part.bias[o] : 0.0f;
   const GemvLora& lora = part.lora;
-  const int lora_cols = LORA ? lora.cols : 0;
-  extern __shared__ __align__(16) unsigned char sum_smem[];  // a LoRA's bt [cols][256]
+  const int lora_cols = LORA && !part.lora_delta ? lora.cols : 0;  // else in the slices
+  extern __shared__ __align__(16) unsigned char sum_smem[];        // a LoRA's bt [cols][256]
   auto* bt_s = reinterpret_cast<__half*>(sum_smem);
   if (lora_cols > 0) {  // weights: before the wait
     stage_lora_bt(lora, N, column_group * kQuantNormSlotColumns, bt_s);
@@ -932,7 +1015,8 @@ __global__ void __launch_bounds__(kQuantNormSlotColumns)
   LoraTSum t;
   if (lora_cols > 0) t.issue(lora, part.lora_slices, rows, tok * lora_cols + c, c < lora_cols);
   const int64_t at = int64_t(tok) * N + o;
-  float sum = o < N ? qchunk::sum_slices(part.partials + at, int64_t(rows) * N, part.slices) : 0.0f;
+  float sum =
+      o < N ? qchunk::sum_slices(part.partials + at, int64_t(rows) * N, part.sum_slices) : 0.0f;
   if (lora_cols > 0) {
     const float tc = t.finish();
     if (threadIdx.x % kTLanes == 0 && c < lora_cols) t_s[c] = tc;
@@ -946,9 +1030,9 @@ __global__ void __launch_bounds__(kQuantNormSlotColumns)
 
 }  // namespace
 
-size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows) {
+size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows, int lora_cols) {
   // One slice needs none, except when its sums go into a residual (through the same completion).
-  const int64_t splits = ceil_div(m.chunks, qchunk::slice_chunks(m));
+  const int64_t splits = ceil_div(m.chunks, qchunk::slice_chunks(m)) + (lora_cols > 0 ? 1 : 0);
   return static_cast<size_t>(splits * rows * m.out_features);
 }
 
@@ -996,7 +1080,6 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
   const bool stage = scratch.staged_x && !norm;
   auto* staged_x = static_cast<__half*>(scratch.staged_x);
   int stage_blocks = 0;
-  size_t main_smem[kQuantGemmMaxGroup] = {};  // a main block's, before any LoRA area
   for (int i = 0; i < count; ++i) {
     const QuantGemmTarget& tg = targets[i];
     if (!tg.m || !qchunk::valid_matrix(*tg.m) || tg.m->kind != kind || !tg.out ||
@@ -1021,6 +1104,8 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
     part.out_f32 = tg.out_t == Elem::kF32;
     part.p_chunks = qchunk::slice_chunks(*tg.m);
     part.slices = static_cast<int>(ceil_div(tg.m->chunks, part.p_chunks));
+    part.lora_delta = lora.cols > 0 && rows <= scratch.lora_delta_max_rows;
+    part.sum_slices = part.slices + (part.lora_delta ? 1 : 0);
     part.column_groups = static_cast<int>(ceil_div(tg.m->blocks, kMaxWarps));
     part.block_begin = blocks;
     part.sum_block_begin = sum_blocks;
@@ -1047,9 +1132,11 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
       staged_x += quant_gemm_staged_x_halves(*tg.m, rows);
       stage_blocks += static_cast<int>(ceil_div(tg.m->chunks * 32, kStageThreads));
     }
-    partials += quant_gemm_partial_floats(*tg.m, rows);
+    partials += quant_gemm_partial_floats(*tg.m, rows, lora.cols);
     counters += quant_gemm_counters(*tg.m);
-    blocks += part.column_groups * part.slices * group.row_groups + part.lora_blocks;
+    // The LoRA's projectors, the main blocks, the LoRA's delta blocks.
+    blocks += part.lora_blocks + part.column_groups * part.slices * group.row_groups +
+              (part.lora_delta ? part.column_groups : 0);
     // One slice stores its results itself (unless a LoRA joins them); a residual is added by the
     // last block of a group.
     if (part.slices > 1 || lora.cols > 0) sum_blocks += part.column_groups * static_cast<int>(rows);
@@ -1058,21 +1145,26 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
                          ? meta_words<QuantKind::kGguf>()
                          : meta_words<QuantKind::kExl2>();
     const int staged_rows = staged_x_rows(row_tiles(block_rows), block_rows);
-    main_smem[i] = size_t(kMaxWarps) * part.p_chunks * meta * 4 +
-                   size_t(staged_rows) * (size_t(part.p_chunks) * 32 + 8) * sizeof(__half) +
-                   (norm ? size_t(part.p_chunks) * 32 * sizeof(float) : 0);
+    const size_t main_smem =
+        size_t(kMaxWarps) * part.p_chunks * meta * 4 +
+        size_t(staged_rows) * (size_t(part.p_chunks) * 32 + 8) * sizeof(__half) +
+        (norm ? size_t(part.p_chunks) * 32 * sizeof(float) : 0);
+    smem = std::max(smem, main_smem);
     if (lora.cols > 0) {
       smem = std::max(smem, size_t(projector_smem_bytes(part.lora_p_chunks, row_tiles(block_rows),
                                                         staged_rows)));
     }
   }
-  // A finishing block's LoRA area takes its main area's place.
+  // A delta block's area, or a finishing block's LoRA area (in place of its main area).
+  int sum_kernel_lora_cols = 0;
   for (int i = 0; i < count; ++i) {
-    const int cols = group.part[i].lora.cols;
-    smem = std::max(
-        smem, cols > 0 && !group.sum_kernel
-                  ? std::max(main_smem[i], size_t(lora_finish_bytes(cols, static_cast<int>(rows))))
-                  : main_smem[i]);
+    const GemvPart& part = group.part[i];
+    if (part.lora.cols == 0) continue;
+    if (part.lora_delta || !group.sum_kernel) {
+      smem = std::max(smem, size_t(lora_delta_smem_bytes(part.lora.cols, static_cast<int>(rows))));
+    } else {
+      sum_kernel_lora_cols = std::max(sum_kernel_lora_cols, part.lora.cols);
+    }
   }
   const auto* xh = static_cast<const __half*>(x);
   const int r = static_cast<int>(rows);
@@ -1112,21 +1204,27 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
         return go(four);
     }
   };
+  // Delta blocks for all of a launch's LoRAs or for none (the same rows).
+  const bool lora_delta = with_lora && rows <= scratch.lora_delta_max_rows;
   const cudaError_t e = qchunk::with_kind(kind, [&](auto k) {
     constexpr QuantKind K = decltype(k)::value;
-    if (with_lora) {
-      return by_tiles(quant_gemv_kernel<K, 1, true>, quant_gemv_kernel<K, 2, true>,
-                      quant_gemv_kernel<K, 3, true>, quant_gemv_kernel<K, 4, true>);
+    if (lora_delta) {
+      return by_tiles(quant_gemv_kernel<K, 1, kLoraDelta>, quant_gemv_kernel<K, 2, kLoraDelta>,
+                      quant_gemv_kernel<K, 3, kLoraDelta>, quant_gemv_kernel<K, 4, kLoraDelta>);
     }
-    return by_tiles(quant_gemv_kernel<K, 1, false>, quant_gemv_kernel<K, 2, false>,
-                    quant_gemv_kernel<K, 3, false>, quant_gemv_kernel<K, 4, false>);
+    if (with_lora) {
+      return by_tiles(
+          quant_gemv_kernel<K, 1, kLoraInCompletion>, quant_gemv_kernel<K, 2, kLoraInCompletion>,
+          quant_gemv_kernel<K, 3, kLoraInCompletion>, quant_gemv_kernel<K, 4, kLoraInCompletion>);
+    }
+    return by_tiles(quant_gemv_kernel<K, 1, kLoraNone>, quant_gemv_kernel<K, 2, kLoraNone>,
+                    quant_gemv_kernel<K, 3, kLoraNone>, quant_gemv_kernel<K, 4, kLoraNone>);
   });
   if (e != cudaSuccess || !group.sum_kernel || sum_blocks == 0) return e;
-  int lora_cols = 0;
-  for (int i = 0; i < count; ++i) lora_cols = std::max(lora_cols, group.part[i].lora.cols);
-  return launch_kernel(l, with_lora ? quant_gemm_sum_kernel<true> : quant_gemm_sum_kernel<false>,
-                       dim3(static_cast<unsigned>(sum_blocks)), dim3(kQuantNormSlotColumns),
-                       size_t(lora_cols) * kQuantNormSlotColumns * sizeof(__half), group, r);
+  return launch_kernel(
+      l, sum_kernel_lora_cols > 0 ? quant_gemm_sum_kernel<true> : quant_gemm_sum_kernel<false>,
+      dim3(static_cast<unsigned>(sum_blocks)), dim3(kQuantNormSlotColumns),
+      size_t(sum_kernel_lora_cols) * kQuantNormSlotColumns * sizeof(__half), group, r);
 }
 
 }  // namespace hearth::kernels

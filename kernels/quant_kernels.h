@@ -73,8 +73,12 @@ struct QuantGemmScratch {
   // The slices' LoRA projections, quant_gemm_lora_floats per matrix with a LoRA, one after the
   // other in order; needed only by launches that fold a LoRA in.
   float* lora_t = nullptr;
+  // Up to these rows a LoRA's bt · t is made by blocks of its own beside the main blocks (one
+  // more partial slice), from more rows by the completion (the same bits either way).
+  int64_t lora_delta_max_rows = 4;
 };
-size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows);
+// With a LoRA (lora_cols > 0) one slice more: its bt · t, which the completion adds last.
+size_t quant_gemm_partial_floats(const QuantMatrix& m, int64_t rows, int lora_cols = 0);
 size_t quant_gemm_counters(const QuantMatrix& m);
 size_t quant_gemm_staged_x_halves(const QuantMatrix& m, int64_t rows);
 size_t quant_gemm_lora_floats(const QuantMatrix& m, int64_t rows, int cols);

@@ -434,6 +434,7 @@ QuantBenchReport run_quant_benchmark(const QuantBenchOptions& o) {
   if (o.fold_norm_max_rows >= 0) bo.fold_norm_max_rows = o.fold_norm_max_rows;
   if (o.slice_sum_kernel_min_rows >= 0) bo.slice_sum_kernel_min_rows = o.slice_sum_kernel_min_rows;
   if (o.staged_x_min_rows >= 0) bo.staged_x_min_rows = o.staged_x_min_rows;
+  if (o.lora_delta_max_rows >= 0) bo.lora_delta_max_rows = o.lora_delta_max_rows;
   if (o.quant_fused_max_rows >= 0) bo.quant_fused_max_rows = o.quant_fused_max_rows;
   if (o.quant_mma_min_rows >= 0) bo.quant_mma_min_rows = o.quant_mma_min_rows;
   if (o.quant_mma_max_rows >= 0) bo.quant_mma_max_rows = o.quant_mma_max_rows;

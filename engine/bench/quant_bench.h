@@ -57,6 +57,8 @@ struct QuantBenchOptions {
   int64_t fold_norm_max_rows = -1;
   // CudaBackendOptions::slice_sum_kernel_min_rows; negative: the backend's default.
   int64_t slice_sum_kernel_min_rows = -1;
+  // CudaBackendOptions::lora_delta_max_rows; negative: the backend's default.
+  int64_t lora_delta_max_rows = -1;
   // CudaBackendOptions::staged_x_min_rows; negative: the backend's default.
   int64_t staged_x_min_rows = -1;
   // CudaBackendOptions::quant_fused_max_rows; negative: the backend's default.

@@ -42,7 +42,7 @@ int usage() {
       stderr,
       "usage: quant_bench [--models a,b] [--quants exl2:4.0,gptq:4:128] [--prefill N,..] "
       "[--batches N,..] [--check-tokens K,..] [--lora-rank R] [--lora-adapters N] "
-      "[--lora-paths fused,kernels,cublas] "
+      "[--lora-paths fused,kernels,cublas] [--lora-delta-rows N] "
       "[--context N] [--cache fp16|q8|q6|q4] [--steps N] [--device N] [--no-sweep] "
       "[--fold-norm-rows N] [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] "
       "[--mma-rows N] [--mma-max-rows N] [--mma-blocks wide|tall|wgmma] [--decode-blocks-per-sm N] "
@@ -109,6 +109,8 @@ int main(int argc, char** argv) {
         o.fold_norm_max_rows = std::stoll(value());
       else if (a == "--sum-kernel-rows")
         o.slice_sum_kernel_min_rows = std::stoll(value());
+      else if (a == "--lora-delta-rows")
+        o.lora_delta_max_rows = std::stoll(value());
       else if (a == "--staged-x-rows")
         o.staged_x_min_rows = std::stoll(value());
       else if (a == "--fused-rows")

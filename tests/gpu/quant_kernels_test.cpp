@@ -709,9 +709,10 @@ std::vector<std::vector<float>> run_linears_with_lora(
 // which the 256-output matrix's one column group makes alone), every sequence weighing them its
 // own way, 1 to 32 rows (kernels::kQuantGemmLoraMaxRows: every row-tile count), the slices
 // added by the last block of each column group (which waits for the slices' projections) or by
-// the sum kernel. Against the CPU and the separate LoRA kernels; a sequence that weighs no
-// adapter gets the base linears' bits, and a sequence's rows do not depend on the batch around
-// them.
+// the sum kernel, and Bᵀ·t made by delta blocks or by that completion (lora_delta_max_rows: the
+// default's mix, every size, never; the same bits). Against the CPU and the separate LoRA
+// kernels; a sequence that weighs no adapter gets the base linears' bits, and a sequence's rows
+// do not depend on the batch around them.
 TEST_F(QuantGpu, LoraFoldedIntoQuantizedLinearsMatchesTheCpu) {
   const GptqRecipe gptq{4, 128, true, true, false};
   for (const auto& [K, is_gptq] :
@@ -743,9 +744,15 @@ TEST_F(QuantGpu, LoraFoldedIntoQuantizedLinearsMatchesTheCpu) {
     in_kernel_options.slice_sum_kernel_min_rows = kernels::kQuantGemmMaxRows + 1;
     unfolded_options.lora_fold_max_rows = 0;
     unfolded_options.lora_kernel_max_rows = kernels::kLoraKernelMaxRows;
+    // Delta blocks at every size, or never: the same bits as the default's mix of the two.
+    CudaBackendOptions delta_options = folding_options, delta_in_kernel_options = in_kernel_options;
+    delta_options.lora_delta_max_rows = kernels::kQuantGemmLoraMaxRows;
+    delta_in_kernel_options.lora_delta_max_rows = 0;
     auto unfolded = create_cuda_backend(unfolded_options);
     auto folding_backend = create_cuda_backend(folding_options);
     auto in_kernel_backend = create_cuda_backend(in_kernel_options);
+    auto delta_backend = create_cuda_backend(delta_options);
+    auto delta_in_kernel_backend = create_cuda_backend(delta_in_kernel_options);
     // The last layout: every sequence weighs slot 2 alone, so the fold reads only its columns.
     for (const auto& [per_seq, seqs, one_slot, sums_in_kernel] :
          {std::tuple<int64_t, int64_t, bool, bool>{1, 1, false, false},
@@ -777,6 +784,13 @@ TEST_F(QuantGpu, LoraFoldedIntoQuantizedLinearsMatchesTheCpu) {
       const int64_t folded_before = folding.folded_loras();
       const auto got = run_linears_with_lora(folding, layers, lora, x, per_seq, weights);
       EXPECT_EQ(folding.folded_loras(), folded_before + 1) << what;
+      const auto other_split =
+          run_linears_with_lora(sums_in_kernel ? *delta_in_kernel_backend : *delta_backend, layers,
+                                lora, x, per_seq, weights);
+      for (size_t i = 0; i < layers.size(); ++i) {
+        EXPECT_TRUE(std::equal(other_split[i].begin(), other_split[i].end(), got[i].begin()))
+            << what << ", output " << i << ": Bᵀ·t by delta blocks at every size or never";
+      }
       const auto ref = run_linears_with_lora(*cpu, layers, lora, x, per_seq, weights);
       const auto apart = run_linears_with_lora(*unfolded, layers, lora, x, per_seq, weights);
       const auto base = run_linears_with_lora(folding, layers, lora, x, per_seq, none);

@@ -42,11 +42,17 @@ struct CudaBackendOptions {
   // LoRA of quantized linears of up to this many rows (at most 32; 0: never) is folded into
   // their fused kernel (kernels::QuantGemmLora: no launches of its own) when the adapters in use
   // add at most kernels::kQuantGemmLoraMaxCols columns to each. Blocks of their own project each
-  // K slice onto A once; the outputs get Bᵀ·t where the slices are added. On an H200 (8B shape,
-  // EXL2 4.0, rank 16 on all seven projections) one adapter costs +10.6 % at 1 row and +3-10 %
-  // at 2-32, against +38 % (1 row, the earlier fold) and +23-58 % on the separate paths
-  // (docs/PERFORMANCE.md, "LoRA").
+  // K slice onto A once; the outputs get Bᵀ·t as one more slice (lora_delta_max_rows) or where
+  // the slices are added. On an H200 (8B shape, EXL2 4.0, rank 16 on all seven projections) one
+  // adapter costs +4.7 % at 1 row and +3-7 % at 2-32, four +19.1 % at 32, against +38 % (1 row,
+  // the earlier fold) and +23-58 % on the separate paths (docs/PERFORMANCE.md, "LoRA").
   int64_t lora_fold_max_rows = 32;
+  // Up to this many rows a folded LoRA's Bᵀ·t is made by delta blocks beside the main blocks
+  // (kernels::QuantGemmScratch; the same bits); from more rows, by the completion that adds the
+  // slices. 4: on an H200 (as above) one adapter at batch 1 +4.7 % against +11.2 % with 0, four
+  // adapters at 4 rows +12.8 % against +15.8 %; with delta blocks at 8-32 rows, where one block
+  // per column group makes every row's Bᵀ·t, four adapters at 32 rows cost +62.9 %.
+  int64_t lora_delta_max_rows = 4;
   int attention_warps = 8;   // prefill attention: 4 (64 queries per block) or 8 (128)
   int row_gemv_variant = 0;  // batch-1 GEMV: 0 high occupancy, 1 deeper loads + L2 prefetch
   // In a decode step, RoPE is applied by the attention kernel as it reads q and the new key,

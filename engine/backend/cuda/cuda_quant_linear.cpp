@@ -189,7 +189,7 @@ void CudaBackend::flush_quant_linears() {
       norm_floats = kInvRmsFloats + rows * kernels::quant_norm_slots(w.matrix.out_features);
     }
     targets.push_back(t);
-    partials += kernels::quant_gemm_partial_floats(w.matrix, rows);
+    partials += kernels::quant_gemm_partial_floats(w.matrix, rows, p.lora.cols);
     counters += kernels::quant_gemm_counters(w.matrix);
     staged_x += kernels::quant_gemm_staged_x_halves(w.matrix, rows);
     if (p.lora.cols > 0) lora_t += kernels::quant_gemm_lora_floats(w.matrix, rows, p.lora.cols);
@@ -213,6 +213,7 @@ void CudaBackend::flush_quant_linears() {
   if (norm) input_norm = {inv_rms, norm->weight, norm->out.data};
   kernels::QuantGemmScratch scratch{gemv_partials_.as<float>(), gemv_counters_.as<int32_t>(),
                                     options_.slice_sum_kernel_min_rows};
+  scratch.lora_delta_max_rows = options_.lora_delta_max_rows;
   if (rows >= options_.staged_x_min_rows && !norm) {
     grow_workspace(quant_staged_x_, staged_x * 2, "activations of quantized linears, staged");
     scratch.staged_x = quant_staged_x_.get();
