@@ -988,7 +988,7 @@ __global__ void __launch_bounds__(kStageThreads)
 // output per thread, the slices added in slice order as finish_column_group adds them, and so
 // is a LoRA's bt · t (delta blocks' as the last slice, or made here). One row a block: blocks of
 // two to eight rows, which copied bt once for them, measured slower (docs/PERFORMANCE.md). LORA:
-// the instance for launches with a LoRA (the plain one keeps its few registers).
+// the instance for launches whose bt · t it makes (the plain one keeps its few registers).
 template <bool LORA>
 __global__ void __launch_bounds__(kQuantNormSlotColumns)
     quant_gemm_sum_kernel(const __grid_constant__ GemvGroup launch_group, int rows) {
@@ -1075,6 +1075,8 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
   int32_t* counters = scratch.counters;
   float* lora_t = scratch.lora_t;
   group.sum_kernel = rows >= scratch.sum_kernel_min_rows || group.row_groups > 1;
+  // Delta blocks make bt · t for all of a launch's LoRAs, or for none.
+  const bool delta_rows = rows <= scratch.lora_delta_max_rows;
   int sum_blocks = 0;
   // A QuantInputNorm normalizes x as the blocks gather it: never staged.
   const bool stage = scratch.staged_x && !norm;
@@ -1104,7 +1106,7 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
     part.out_f32 = tg.out_t == Elem::kF32;
     part.p_chunks = qchunk::slice_chunks(*tg.m);
     part.slices = static_cast<int>(ceil_div(tg.m->chunks, part.p_chunks));
-    part.lora_delta = lora.cols > 0 && rows <= scratch.lora_delta_max_rows;
+    part.lora_delta = lora.cols > 0 && delta_rows;
     part.sum_slices = part.slices + (part.lora_delta ? 1 : 0);
     part.column_groups = static_cast<int>(ceil_div(tg.m->blocks, kMaxWarps));
     part.block_begin = blocks;
@@ -1204,11 +1206,9 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
         return go(four);
     }
   };
-  // Delta blocks for all of a launch's LoRAs or for none (the same rows).
-  const bool lora_delta = with_lora && rows <= scratch.lora_delta_max_rows;
   const cudaError_t e = qchunk::with_kind(kind, [&](auto k) {
     constexpr QuantKind K = decltype(k)::value;
-    if (lora_delta) {
+    if (with_lora && delta_rows) {
       return by_tiles(quant_gemv_kernel<K, 1, kLoraDelta>, quant_gemv_kernel<K, 2, kLoraDelta>,
                       quant_gemv_kernel<K, 3, kLoraDelta>, quant_gemv_kernel<K, 4, kLoraDelta>);
     }

@@ -107,8 +107,10 @@ constexpr int64_t quant_norm_slots(int64_t cols) {
 // LoRA folded into a matrix of the launch: out += Σ_c w[r, slot_of_col[c]] · (x·a[c]) · bt[c],
 // so the adapters cost no launches of their own. Blocks of their own (dispatched first) project
 // each 1,024-row slice of K onto a's 16-column tiles on the tensor cores, weighed per row; those
-// projections are added in slice order, and multiplied by bt, where the slices' sums are (the
-// last block of a column group, which waits for them, or quant_gemm_sum_kernel). fp32
+// projections are added in slice order and multiplied by bt, up to
+// QuantGemmScratch::lora_delta_max_rows rows by blocks of their own that leave bt · t as one more
+// slice of partials, from more rows where the slices' sums are (the last block of a column
+// group, which waits for them, or quant_gemm_sum_kernel). fp32
 // throughout, one rounding with the base output; a row adds only the columns it weighs, so its
 // value depends neither on the batch nor on the adapters other rows weigh.
 // a, bt, slot_of_col and row_weights are read before the launch waits on the kernel before it
