@@ -115,6 +115,42 @@ auto with_kind(QuantKind k, F&& f) {
   }
 }
 
+// kGguf's forms of scales, QuantTileLayout::SubScales' values: a = d and b = dmin per chunk
+// (kNone), a and b per chunk (kScaleMin), per row half with b = 0 (kHalves), per row half
+// (kScaleMinHalves). A compile-time parameter of the chunk loops (with_gguf_form), so that each
+// form's loop gets its registers on its own and no instructions for the others: one loop
+// branching on the form per chunk spilled hundreds of bytes.
+enum GgufForm : int {
+  kGgufFormMin = 0,
+  kGgufFormScaleMin = 1,
+  kGgufFormHalves = 2,
+  kGgufFormHalvesMin = 3
+};
+
+// Calls f(std::integral_constant<int, FORM>{}) for kGguf's form in `gguf_mode`; other kinds take
+// kGgufFormMin, which they ignore.
+template <QuantKind KIND, class F>
+__device__ __forceinline__ void with_gguf_form(uint32_t gguf_mode, F&& f) {
+  if constexpr (KIND != QuantKind::kGguf) {
+    f(std::integral_constant<int, kGgufFormMin>{});
+  } else {
+    switch (gguf_mode & 0xffu) {
+      case kGgufFormScaleMin:
+        f(std::integral_constant<int, kGgufFormScaleMin>{});
+        break;
+      case kGgufFormHalves:
+        f(std::integral_constant<int, kGgufFormHalves>{});
+        break;
+      case kGgufFormHalvesMin:
+        f(std::integral_constant<int, kGgufFormHalvesMin>{});
+        break;
+      default:
+        f(std::integral_constant<int, kGgufFormMin>{});
+        break;
+    }
+  }
+}
+
 // (a & mask) | magic in one LOP3: written as PTX so that both constants stay operands (C++
 // constant folding would leave two LOP3s, as SASS takes only one immediate per LOP3).
 __device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t mask, uint32_t magic) {
@@ -185,22 +221,34 @@ struct GroupScales {
   }
 };
 
-// GGUF (QuantTileLayout::Kind::kGguf): w = fp16(fma(d·sc, q − zero, −(dmin·m))) in fp32, with
-// a = d·sc and b = −(dmin·m) exact fp32 products per row half (16 rows: Q6_K's scales change
-// there) and output: dequantize_ggml's fp32 value, rounded to fp16 once.
+// GGUF (QuantTileLayout::Kind::kGguf): w = a·(q − zero) + b with a = d·sc and b = −(dmin·m), exact
+// fp32 products per output and row half (16 rows: Q6_K's and Q2_K's scales change there), as
+// dequantize_ggml computes it. Those values have up to 17 significant bits, more than fp16 holds,
+// so the products (chunk_mma) multiply x by the exact codes q − zero on the tensor cores and apply
+// the scales to the fp32 sums: Σ x·w = a·Σ x·(q − zero) + b·Σ x. decode() gives the weights
+// themselves rounded once to fp16, for the dequantizer and the packed-table lookup.
 template <>
 struct GroupScales<QuantKind::kGguf> {
   float a[2][4], b[2][4];
-  __half2 zz;  // 1024 + zero
-  __device__ __forceinline__ GroupScales() : zz(__float2half2_rn(1024.0f)) {
+  __half2 zz;       // 1024 + zero
+  __half2 neg_z64;  // −(64 + zero), for chunk_codes' 4-bit high nibbles
+  __device__ __forceinline__ GroupScales()
+      : zz(__float2half2_rn(1024.0f)), neg_z64(__float2half2_rn(-64.0f)) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) a[0][j] = a[1][j] = b[0][j] = b[1][j] = 0.0f;
   }
-  __device__ __forceinline__ void load(const uint32_t* meta, int g, int, uint32_t mode) {
-    const uint32_t sub_scales = mode & 0xffu;  // QuantTileLayout::SubScales
+  // The matrix's zero (gguf_mode's second byte): once per run of chunks, not per group.
+  __device__ __forceinline__ void set_zero(uint32_t mode) {
     zz = __float2half2_rn(1024.0f + static_cast<float>((mode >> 8) & 0xffu));
+    neg_z64 = __hsub2(__float2half2_rn(960.0f), zz);
+  }
+  // The group's a[.][j] and b[.][j] for output slot j, in form FORM (b[1] and a[1] only where
+  // they differ from b[0] and a[0]).
+  template <int FORM>
+  __device__ __forceinline__ void load_form(const uint32_t* meta, int g) {
     const uint4 sup = reinterpret_cast<const uint4*>(meta)[g];
-    const uint2 sub = sub_scales ? reinterpret_cast<const uint2*>(meta + 32)[g] : make_uint2(0, 0);
+    const uint2 sub =
+        FORM != kGgufFormMin ? reinterpret_cast<const uint2*>(meta + 32)[g] : make_uint2(0, 0);
     const uint32_t d_dmin[4] = {sup.x, sup.y, sup.z, sup.w};
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -208,35 +256,42 @@ struct GroupScales<QuantKind::kGguf> {
       const float dmin =
           __half2float(__ushort_as_half(static_cast<unsigned short>(d_dmin[j] >> 16)));
       const uint32_t rec = ((j < 2 ? sub.x : sub.y) >> (16 * (j & 1))) & 0xffffu;
-      const float lo = static_cast<float>(static_cast<int8_t>(rec & 0xffu));
-      const float hi = static_cast<float>(static_cast<int8_t>(rec >> 8));
-      float sc0 = 1.0f, sc1 = 1.0f, m0 = -1.0f, m1 = -1.0f;  // kNone: b = dmin, the minimum
-      if (sub_scales == 1) {                                 // kScaleMin
-        sc0 = sc1 = lo;
-        m0 = m1 = hi;
-      } else if (sub_scales == 2) {  // kHalves
-        sc0 = lo;
-        sc1 = hi;
-        m0 = m1 = 0.0f;
-      } else if (sub_scales == 3) {  // kScaleMinHalves: sc | m << 4 per half
-        sc0 = static_cast<float>(rec & 15u);
-        m0 = static_cast<float>((rec >> 4) & 15u);
-        sc1 = static_cast<float>((rec >> 8) & 15u);
-        m1 = static_cast<float>((rec >> 12) & 15u);
+      if constexpr (FORM == kGgufFormMin) {  // dmin is the block's minimum
+        a[0][j] = a[1][j] = d;
+        b[0][j] = b[1][j] = dmin;
+      } else if constexpr (FORM == kGgufFormScaleMin) {  // low byte sc, high byte m
+        a[0][j] = a[1][j] = d * static_cast<float>(rec & 0xffu);
+        b[0][j] = b[1][j] = -(dmin * static_cast<float>(rec >> 8));
+      } else if constexpr (FORM == kGgufFormHalves) {  // signed sc per half, m = 0
+        a[0][j] = d * static_cast<float>(static_cast<int8_t>(rec & 0xffu));
+        a[1][j] = d * static_cast<float>(static_cast<int8_t>(rec >> 8));
+        b[0][j] = b[1][j] = 0.0f;
+      } else {  // sc | m << 4 per half
+        a[0][j] = d * static_cast<float>(rec & 15u);
+        b[0][j] = -(dmin * static_cast<float>((rec >> 4) & 15u));
+        a[1][j] = d * static_cast<float>((rec >> 8) & 15u);
+        b[1][j] = -(dmin * static_cast<float>((rec >> 12) & 15u));
       }
-      a[0][j] = d * sc0;
-      a[1][j] = d * sc1;
-      b[0][j] = -(dmin * m0);
-      b[1][j] = -(dmin * m1);
     }
+  }
+  __device__ __forceinline__ void load(const uint32_t* meta, int g, int, uint32_t mode) {
+    set_zero(mode);
+    with_gguf_form<QuantKind::kGguf>(mode,
+                                     [&](auto form) { load_form<decltype(form)::value>(meta, g); });
+  }
+  // The lane's 16 pairs of q − zero, exact in fp16.
+  template <int B>
+  __device__ __forceinline__ void codes(const uint32_t w[B], uint32_t qz[qtile::kPairs]) const {
+    const __half2 z[4] = {zz, zz, zz, zz}, n[4] = {neg_z64, neg_z64, neg_z64, neg_z64};
+    chunk_codes<B>(w, z, n, qz);
   }
   template <int B>
   __device__ __forceinline__ void decode(const uint32_t w[B], uint32_t pairs[qtile::kPairs]) const {
-    qtile::decode_lane<B>(w, pairs);
+    codes<B>(w, pairs);
 #pragma unroll
     for (int p = 0; p < qtile::kPairs; ++p) {
       const int half = (p >> 2) & 1, slot = qtile::pair_output_slot(p);
-      const float2 q = __half22float2(__hsub2(as_half2(pairs[p]), zz));  // q − zero, exact
+      const float2 q = __half22float2(as_half2(pairs[p]));
       pairs[p] = as_u32(__floats2half2_rn(__fmaf_rn(a[half][slot], q.x, b[half][slot]),
                                           __fmaf_rn(a[half][slot], q.y, b[half][slot])));
     }
@@ -276,12 +331,73 @@ struct GroupScales<QuantKind::kGgufHalf> {
   }
 };
 
+// GGUF's chunk (GroupScales<kGguf>) in one form of its scales: MMAs of x by the exact codes,
+// then per output and row half acc += a · Σ x·(q − zero) + b · Σ x, in fp32 (HALVES: a and b of
+// each row half apart; else one of each for the chunk; MIN: b not zero). Σ x is one more MMA,
+// against a tile of ones, which leaves it where the accumulators need it (rows 2t, 2t + 1 in c0,
+// c1). This costs about a third of decoding each weight in fp32 and rounding it to fp16 (the
+// form before: five instructions a pair), and the weights multiplied are the reference's fp32
+// values, not their fp16 roundings.
+template <int B, int MT, bool HALVES, bool MIN>
+__device__ __forceinline__ void chunk_mma_scaled_form(const uint32_t qz[qtile::kPairs],
+                                                      const uint32_t bf[MT][4],
+                                                      const GroupScales<QuantKind::kGguf>& s,
+                                                      float acc[2][MT][4]) {
+  const uint32_t ones[4] = {0x3C003C00u, 0x3C003C00u, 0x3C003C00u, 0x3C003C00u};
+  // Row tile by row tile, so that only one tile's sums are live at a time (with two to four
+  // tiles, holding them all spilled).
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < (HALVES ? 2 : 1); ++h) {
+      const int ks0 = HALVES ? h : 0, ks1 = HALVES ? h : 1;
+      // c = Σ over k16 steps ks0 .. ks1 of A(nt) · x, A(−1) being ones.
+      auto times_x = [&](int nt, float c[4]) {
+        c[0] = c[1] = c[2] = c[3] = 0.0f;
+#pragma unroll
+        for (int ks = ks0; ks <= ks1; ++ks) {
+          uint32_t a[4];
+#pragma unroll
+          for (int r = 0; r < 4; ++r) a[r] = nt < 0 ? ones[r] : qz[(nt * 2 + ks) * 4 + r];
+          mma_16816<__half>(c, a, bf[mt][2 * ks], bf[mt][2 * ks + 1]);
+        }
+      };
+      float sx[4];  // Σ x of rows 2t and 2t + 1 in [0] and [1]
+      if constexpr (MIN) times_x(-1, sx);
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        float t[4];  // Σ x·(q − zero)
+        times_x(nt, t);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int slot = 2 * nt + (i >> 1);
+          float v = __fmaf_rn(s.a[h][slot], t[i], acc[nt][mt][i]);
+          if constexpr (MIN) v = __fmaf_rn(s.b[h][slot], sx[i & 1], v);
+          acc[nt][mt][i] = v;
+        }
+      }
+    }
+  }
+}
+
+// GGUF's chunk: its exact codes, then the products in the form of the matrix's scales.
+template <int B, int MT, int FORM>
+__device__ __forceinline__ void chunk_mma_scaled(const uint32_t w[B], const uint32_t bf[MT][4],
+                                                 const GroupScales<QuantKind::kGguf>& s,
+                                                 float acc[2][MT][4]) {
+  uint32_t qz[qtile::kPairs];
+  s.template codes<B>(w, qz);
+  chunk_mma_scaled_form<B, MT, (FORM >= kGgufFormHalves), FORM != kGgufFormHalves>(qz, bf, s, acc);
+}
+
 // One chunk from the lane's B words: decode to weights and run the MMAs for MT tiles of 8 x rows.
 // bf[mt]: the lane's B fragments of the chunk for x row 8·mt + g — {rows 2t, 2t + 1}, {2t + 8,
-// 2t + 9}, {2t + 16, 2t + 17}, {2t + 24, 2t + 25} as half2.
+// 2t + 9}, {2t + 16, 2t + 17}, {2t + 24, 2t + 25} as half2. kGguf's weights are their fp16
+// roundings here (as the dequantizer writes them).
 template <int B, int MT, QuantKind KIND>
-__device__ __forceinline__ void chunk_mma(const uint32_t w[B], const uint32_t bf[MT][4],
-                                          const GroupScales<KIND>& scales, float acc[2][MT][4]) {
+__device__ __forceinline__ void chunk_mma_decoded(const uint32_t w[B], const uint32_t bf[MT][4],
+                                                  const GroupScales<KIND>& scales,
+                                                  float acc[2][MT][4]) {
   uint32_t wt[qtile::kPairs];
   scales.template decode<B>(w, wt);
 #pragma unroll
@@ -296,6 +412,18 @@ __device__ __forceinline__ void chunk_mma(const uint32_t w[B], const uint32_t bf
         mma_16816<__half>(acc[nt][mt], a, bf[mt][2 * ks], bf[mt][2 * ks + 1]);
       }
     }
+  }
+}
+
+// The same product as the row kernel makes it (kernels/quant_gemv.cu): kGguf's with its fp32
+// weights, in form FORM (chunk_mma_scaled); the others' as chunk_mma_decoded.
+template <int B, int MT, int FORM, QuantKind KIND>
+__device__ __forceinline__ void chunk_mma(const uint32_t w[B], const uint32_t bf[MT][4],
+                                          const GroupScales<KIND>& scales, float acc[2][MT][4]) {
+  if constexpr (KIND == QuantKind::kGguf) {
+    chunk_mma_scaled<B, MT, FORM>(w, bf, scales, acc);
+  } else {
+    chunk_mma_decoded<B, MT>(w, bf, scales, acc);
   }
 }
 

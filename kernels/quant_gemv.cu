@@ -4,8 +4,9 @@
 // kernels/quant_tile_codec.cuh and kernels/quant_chunk_math.cuh (tiles of 32 outputs × 32 stored
 // rows whose lane words hold the codes of mma.sync A fragments; each weight is decoded
 // bit-identically to the reference dequantizer, multiplied on the tensor cores with fp32
-// accumulators). Organised for few rows, where the weights are the whole cost and every instruction
-// per chunk counts.
+// accumulators; GGUF's kGguf, whose weights fp16 cannot hold, multiplies the codes and scales the
+// fp32 sums, its form of scales a template parameter of the chunk loop). Organised for few rows,
+// where the weights are the whole cost and every instruction per chunk counts.
 //
 // One warp = one 32-output column × one K slice of P chunks (P = 4, 8 or 16 from the matrix
 // shape alone, qchunk::slice_chunks). A block holds 8 warps on 8 neighbouring columns and the same
@@ -82,13 +83,17 @@ constexpr int batch_chunks() {
 // One chunk (index j of the slice) from the lane's words in registers. xs: the lane's x
 // fragments of chunk 0 for rows 0..7 (16 bytes per lane per chunk, see the staging below); those
 // of rows 8mt .. 8mt + 7 are mt · xs1 halves further.
-template <int B, QuantKind KIND, int MT>
+template <int B, QuantKind KIND, int MT, int FORM>
 __device__ __forceinline__ void slice_chunk(const uint32_t w[B], int j, uint32_t group_starts,
                                             const uint32_t* meta, uint32_t mode, const __half* xs,
                                             int xs1, int g, GroupScales<KIND>& scales,
                                             float acc[2][MT][4]) {
   if ((group_starts >> j) & 1u) {  // a run always starts with a group
-    scales.load(meta + j * meta_words<KIND>(), g, B, mode);
+    if constexpr (KIND == QuantKind::kGguf) {
+      scales.template load_form<FORM>(meta + j * meta_words<KIND>(), g);
+    } else {
+      scales.load(meta + j * meta_words<KIND>(), g, B, mode);
+    }
   }
   uint32_t bf[MT][4];
 #pragma unroll
@@ -96,18 +101,19 @@ __device__ __forceinline__ void slice_chunk(const uint32_t w[B], int j, uint32_t
     const uint4 v = *reinterpret_cast<const uint4*>(xs + j * 32 + mt * xs1);
     bf[mt][0] = v.x, bf[mt][1] = v.y, bf[mt][2] = v.z, bf[mt][3] = v.w;
   }
-  qchunk::chunk_mma<B, MT>(w, bf, scales, acc);
+  qchunk::chunk_mma<B, MT, FORM>(w, bf, scales, acc);
 }
 
 // Chunks [j0, j1) of the warp's slice, all B bits wide. wl: word 0 of chunk j0 for this lane.
 // Full batches of U chunks load all their words before any is decoded; the rest one by one.
-template <int B, QuantKind KIND, int MT>
+template <int B, QuantKind KIND, int MT, int FORM>
 __device__ __forceinline__ void run_chunks(const uint32_t* wl, int j0, int j1,
                                            uint32_t group_starts, const uint32_t* meta,
                                            uint32_t mode, const __half* xs, int xs1, int g,
                                            float acc[2][MT][4]) {
   constexpr int U = batch_chunks<B>();
   GroupScales<KIND> scales;
+  if constexpr (KIND == QuantKind::kGguf) scales.set_zero(mode);
   int j = j0;
   for (; j + U <= j1; j += U, wl += U * B * 32) {
     uint32_t w[U][B];
@@ -118,14 +124,15 @@ __device__ __forceinline__ void run_chunks(const uint32_t* wl, int j0, int j1,
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      slice_chunk<B, KIND, MT>(w[u], j + u, group_starts, meta, mode, xs, xs1, g, scales, acc);
+      slice_chunk<B, KIND, MT, FORM>(w[u], j + u, group_starts, meta, mode, xs, xs1, g, scales,
+                                     acc);
     }
   }
   for (; j < j1; ++j, wl += B * 32) {
     uint32_t w[B];
 #pragma unroll
     for (int i = 0; i < B; ++i) w[i] = load_weight(wl + i * 32);
-    slice_chunk<B, KIND, MT>(w, j, group_starts, meta, mode, xs, xs1, g, scales, acc);
+    slice_chunk<B, KIND, MT, FORM>(w, j, group_starts, meta, mode, xs, xs1, g, scales, acc);
   }
 }
 
@@ -899,9 +906,11 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     const int j1 = starts ? __ffs(starts) - 1 : n;
     const int b = __shfl_sync(kFull, bits, j0);
     const uint32_t* wl = wcol + int64_t(__shfl_sync(kFull, line, j0)) * 32 + lane;
-    qchunk::with_width(b, [&](auto width) {
-      run_chunks<decltype(width)::value, KIND, MT>(wl, j0, j1, group_starts, meta, m.gguf_mode, xs,
-                                                   xs1, g, acc);
+    qchunk::with_gguf_form<KIND>(m.gguf_mode, [&](auto form) {
+      qchunk::with_width(b, [&](auto width) {
+        run_chunks<decltype(width)::value, KIND, MT, decltype(form)::value>(
+            wl, j0, j1, group_starts, meta, m.gguf_mode, xs, xs1, g, acc);
+      });
     });
   }
 

@@ -16,7 +16,8 @@
 
 namespace hearth::kernels {
 
-// kGguf: GGUF blocks decoded in fp32 (GgufCodeForm); kGgufHalf: Q4_1/Q5_1 exact in fp16.
+// kGguf: GGUF blocks with fp32 scales (GgufCodeForm), applied to the fused kernels' fp32 sums of
+// x times the codes; kGgufHalf: Q4_1/Q5_1 exact in fp16.
 enum class QuantKind : int { kExl2 = 0, kGptqSym = 1, kGptqAsym = 2, kGguf = 3, kGgufHalf = 4 };
 
 // A quantized matrix on the device (see QuantTileLayout for the meaning of every array).

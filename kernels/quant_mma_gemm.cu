@@ -4,7 +4,8 @@
 // (kernels/quant_dequant.cu; about 9 ms of an 8B prefill step, docs/PERFORMANCE.md). Layout and
 // per-chunk arithmetic are the fused kernel's (kernels/quant_tile_codec.cuh,
 // kernels/quant_chunk_math.cuh): each lane's words decode into exactly its mma.sync A fragments,
-// bit-identical to the reference dequantizers.
+// bit-identical to the reference dequantizers (GGUF's kGguf: the fp16 of its fp32 values, as the
+// dequantizer writes them; the fused kernel multiplies the fp32 values).
 //
 // A block computes a few 32-output columns × 64 or 128 x rows (MmaBlock) over the whole K, in
 // stages of kStageChunks chunks: the stage's x (in stored row order: quant_gather_x's output, or x
@@ -303,7 +304,7 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
       uint32_t bf[kRowTiles][4];
 #pragma unroll
       for (int mt = 0; mt < kRowTiles; ++mt) ldmatrix_x4(bf[mt], xs + mt * 8 * kXStride + j * 32);
-      qchunk::chunk_mma<B, kRowTiles>(w, bf, scales, acc);
+      qchunk::chunk_mma_decoded<B, kRowTiles>(w, bf, scales, acc);
     };
     // WGMMA: chunk j's A fragments at width B (zero past the matrix), decoded apart from the MMAs
     // so that no wgmma sits in a branch of the width switch (ptxas would serialize them all).

@@ -59,8 +59,9 @@ struct QuantTileLayout {
   // kGptqSym / kGptqAsym: fp16 bits, [blocks][groups][8][4]
   std::vector<uint16_t> scales;
   std::vector<uint16_t> zeros;  // kGptqAsym: fp16 bits of 1024 + z
-  // kGguf: w = fp16(fp32 fma(d·sc, q − gguf_zero, −(dmin·m))), GgufCodeForm's formula, with
-  // (d, dmin) per super-block of 2^super_shift groups and (sc, m) per group.
+  // kGguf: w = fp32 fma(d·sc, q − gguf_zero, −(dmin·m)), GgufCodeForm's formula, with (d, dmin)
+  // per super-block of 2^super_shift groups and (sc, m) per group; the fused kernels multiply
+  // that value, the dequantizer writes its fp16.
   std::vector<uint32_t> super_records;  // [blocks][supers][8][4]: fp16 d | fp16 dmin << 16
   std::vector<uint16_t> sub_records;    // [blocks][groups][8][4], empty for SubScales::kNone
   int64_t supers = 0;
@@ -93,8 +94,9 @@ bool runs_packed_on_gpu(const QuantizedWeight& weight);
 size_t gguf_tile_layout_bytes(const GgufBlockWeight& weight);
 
 // What the kernels compute, on the CPU: y[r, n] = Σ_s x[r, row_src[s]] · w(s, n), with every
-// weight decoded from the layout exactly as the kernels decode it (fp16 magic-number values,
-// fp16 scale products, kGguf's fp32 fma) and fp32 sums. For tests; slow.
+// weight decoded from the layout exactly as the dequantizer decodes it (fp16 magic-number values,
+// fp16 scale products, kGguf's fp32 fma rounded to fp16) and fp32 sums. For tests; slow. (The
+// fused kernels multiply kGguf's fp32 values, within one fp16 rounding of these.)
 void emulate_quant_tile_gemm(const QuantTileLayout& layout, const float* x, int64_t rows, float* y);
 
 }  // namespace hearth

@@ -162,6 +162,31 @@ TEST_F(QuantGpu, GgufBlocksMatchTheCpuReference) {
   expect_matches(*gpu, *cpu, l.source, kRows, l.source.name);
 }
 
+// GGUF's fp32-scaled product (every form of its scales: a minimum only, scale and minimum, signed
+// scales per row half, scale and minimum per half) keeps a row's result the same in every batch
+// the fused kernel serves, 1 to 96 rows: one to four row tiles per launch, row groups beyond 32.
+TEST_F(QuantGpu, GgufRowsAreBatchInvariant) {
+  struct Case {
+    GgmlType type;
+    bool tiny_minimums;
+  };
+  for (const Case& c :
+       {Case{GgmlType::kQ4_1, true}, Case{GgmlType::kQ2_K, false}, Case{GgmlType::kQ3_K, false},
+        Case{GgmlType::kQ4_K, false}, Case{GgmlType::kQ5_K, false}, Case{GgmlType::kQ6_K, false},
+        Case{GgmlType::kIQ4_XS, false}}) {
+    const RandomGgufLinear l = random_gguf_linear(c.type, 29, c.tiny_minimums);
+    const LinearSource& s = l.source;
+    const int64_t K = s.quantized->in_features();
+    const auto x = random_values(static_cast<size_t>(96 * K), 33, 1.0f);
+    const auto all = run_linear(*gpu, s, x, 96);
+    for (int64_t rows : {1, 2, 3, 8, 9, 17, 24, 32, 33, 65}) {
+      const auto part =
+          run_linear(*gpu, s, std::vector<float>(x.begin(), x.begin() + rows * K), rows);
+      EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin())) << s.name << ", rows " << rows;
+    }
+  }
+}
+
 // An embedding lookup in a packed table gives the rows the linear multiplies: the fp16 of each
 // output's dequantized weights, in input order (act-order undone), and zeros for an id outside
 // the table; GGUF blocks and every EXL2 / GPTQ fixture.
