@@ -21,7 +21,7 @@ namespace hearth::kernels::qchunk {
 // One group record; a multiple of 4 keeps cp.async aligned.
 template <QuantKind KIND>
 __host__ __device__ constexpr int meta_words() {
-  return KIND == QuantKind::kGguf || KIND == QuantKind::kGgufHalf ? 48 : 36;
+  return is_gguf_kind(KIND) ? 48 : 36;
 }
 constexpr int kMaxMetaWords = 48;
 
@@ -72,9 +72,14 @@ __device__ __forceinline__ void group_scales(const uint32_t* meta, int g, int bi
 }
 
 // Calls f(std::integral_constant<int, B>{}) for a chunk width `bits` (2, 3, 4, 5, 6; else 8), so
-// that the per-width code is compiled once per width and chosen by one switch.
-template <class F>
+// that the per-width code is compiled once per width and chosen by one switch; kGgufCodebook's
+// chunks are all of width qtile::kIq4Width.
+template <QuantKind KIND, class F>
 __device__ __forceinline__ void with_width(int bits, F&& f) {
+  if constexpr (KIND == QuantKind::kGgufCodebook) {
+    f(std::integral_constant<int, qtile::kIq4Width>{});
+    return;
+  }
   switch (bits) {
     case 2:
       f(std::integral_constant<int, 2>{});
@@ -97,6 +102,13 @@ __device__ __forceinline__ void with_width(int bits, F&& f) {
   }
 }
 
+// The words a lane holds of a chunk of width code `width` (qtile::width_bits, known at compile
+// time for kGgufCodebook).
+template <QuantKind KIND>
+__device__ __forceinline__ int chunk_words(int width) {
+  return KIND == QuantKind::kGgufCodebook ? qtile::width_bits(qtile::kIq4Width) : width;
+}
+
 // Calls f(std::integral_constant<QuantKind, K>{}) for kind k (host side), so that a launcher
 // names each kind's kernel once and one switch picks it.
 template <class F>
@@ -110,6 +122,8 @@ auto with_kind(QuantKind k, F&& f) {
       return f(std::integral_constant<QuantKind, QuantKind::kGguf>{});
     case QuantKind::kGgufHalf:
       return f(std::integral_constant<QuantKind, QuantKind::kGgufHalf>{});
+    case QuantKind::kGgufCodebook:
+      return f(std::integral_constant<QuantKind, QuantKind::kGgufCodebook>{});
     default:
       return f(std::integral_constant<QuantKind, QuantKind::kGptqAsym>{});
   }
@@ -127,11 +141,11 @@ enum GgufForm : int {
   kGgufFormHalvesMin = 3
 };
 
-// Calls f(std::integral_constant<int, FORM>{}) for kGguf's form in `gguf_mode`; other kinds take
-// kGgufFormMin, which they ignore.
+// Calls f(std::integral_constant<int, FORM>{}) for the form in `gguf_mode` of a kind with kGguf's
+// scales; other kinds take kGgufFormMin, which they ignore.
 template <QuantKind KIND, class F>
 __device__ __forceinline__ void with_gguf_form(uint32_t gguf_mode, F&& f) {
-  if constexpr (KIND != QuantKind::kGguf) {
+  if constexpr (!has_gguf_scales(KIND)) {
     f(std::integral_constant<int, kGgufFormMin>{});
   } else {
     switch (gguf_mode & 0xffu) {
@@ -168,8 +182,8 @@ __device__ __forceinline__ void high_nibble_offsets(const __half2 zz[4], __half2
 // (q − z) of the lane's 16 pairs as exact fp16 half2 values. 4-bit: two masks per word give
 // 1024 + q (low nibble of each byte) and 1024 + 16q (high nibble) with no shift, and one fused
 // multiply-add turns the latter into (1024 + 16q)/16 − (64 + z) = q − z, exactly (neg_z64 holds
-// −(64 + z)); one shift per word reaches the upper byte. Other widths: the codec's decode, then
-// (1024 + q) − (1024 + z).
+// −(64 + z)); one shift per word reaches the upper byte. Other widths (and IQ4's codebook, B =
+// qtile::kIq4Width, its words holding indices): the codec's decode, then (1024 + q) − (1024 + z).
 template <int B>
 __device__ __forceinline__ void chunk_codes(const uint32_t w[B], const __half2 zz[4],
                                             const __half2 neg_z64[4], uint32_t qz[qtile::kPairs]) {
@@ -298,6 +312,10 @@ struct GroupScales<QuantKind::kGguf> {
   }
 };
 
+// IQ4's codebook chunks: kGguf's scales and products; their codes come from the lookup.
+template <>
+struct GroupScales<QuantKind::kGgufCodebook> : GroupScales<QuantKind::kGguf> {};
+
 // GGUF Q4_1 / Q5_1 whose every d·q + dmin is exact in fp32 (checked at load; QuantTileLayout's
 // gguf_half_exact): the fp16 fma (q, d, dmin), rounded once, is the same value in one
 // instruction per pair. Same group record as kGguf, without sub-scales.
@@ -420,7 +438,7 @@ __device__ __forceinline__ void chunk_mma_decoded(const uint32_t w[B], const uin
 template <int B, int MT, int FORM, QuantKind KIND>
 __device__ __forceinline__ void chunk_mma(const uint32_t w[B], const uint32_t bf[MT][4],
                                           const GroupScales<KIND>& scales, float acc[2][MT][4]) {
-  if constexpr (KIND == QuantKind::kGguf) {
+  if constexpr (has_gguf_scales(KIND)) {
     chunk_mma_scaled<B, MT, FORM>(w, bf, scales, acc);
   } else {
     chunk_mma_decoded<B, MT>(w, bf, scales, acc);
@@ -497,7 +515,7 @@ inline int slice_chunks(const QuantMatrix& m) {
 inline bool valid_gguf(const QuantMatrix& m) {
   const uint32_t sub_scales = m.gguf_mode & 0xffu;
   return m.super_records && sub_scales <= 3 && (sub_scales == 0 || m.sub_records) &&
-         (m.gguf_mode >> 16) == 0 && (m.kind == QuantKind::kGguf || sub_scales == 0) &&
+         (m.gguf_mode >> 16) == 0 && (has_gguf_scales(m.kind) || sub_scales == 0) &&
          m.super_shift >= 0 && m.super_shift <= 3 &&
          (m.groups + (int64_t(1) << m.super_shift) - 1) >> m.super_shift <= m.supers;
 }
@@ -507,9 +525,8 @@ inline bool valid_matrix(const QuantMatrix& m) {
          m.in_features > 0 && m.out_features > 0 && m.in_features < (int64_t(1) << 31) &&
          m.out_features < (int64_t(1) << 31) && m.max_bits >= 2 && m.max_bits <= 8 &&
          (m.kind == QuantKind::kExl2 ? (m.scale_codes && m.scale_max)
-          : m.kind == QuantKind::kGguf || m.kind == QuantKind::kGgufHalf
-              ? valid_gguf(m)
-              : (m.scales && (m.kind != QuantKind::kGptqAsym || m.zeros)));
+          : is_gguf_kind(m.kind)     ? valid_gguf(m)
+                                     : (m.scales && (m.kind != QuantKind::kGptqAsym || m.zeros)));
 }
 
 }  // namespace hearth::kernels::qchunk

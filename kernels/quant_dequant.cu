@@ -35,7 +35,7 @@ __device__ __forceinline__ void load_group_record(const QuantMatrix& m, int64_t 
   if constexpr (KIND == QuantKind::kExl2) {
     if (lane < 4) meta[lane] = reinterpret_cast<const uint32_t*>(m.scale_codes + gi * 8)[lane];
     if (lane == 4) meta[32] = m.scale_max[group];
-  } else if constexpr (KIND == QuantKind::kGguf || KIND == QuantKind::kGgufHalf) {
+  } else if constexpr (is_gguf_kind(KIND)) {
     meta[lane] = m.super_records[(nb * m.supers + (group >> m.super_shift)) * 32 + lane];
     if (m.sub_records && lane < 16) {
       meta[32 + lane] = reinterpret_cast<const uint32_t*>(m.sub_records + gi * 32)[lane];
@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(kThreads)
   auto load_chunk = [&](int64_t c) {
     next_info = m.chunk_info[c];
     const uint32_t* wl = wcol + int64_t(m.chunk_line[c]) * 32;
-    const int bits = qtile::chunk_bits(next_info);
+    const int bits = qchunk::chunk_words<KIND>(qtile::chunk_width(next_info));
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       if (i < bits) next_w[i] = wl[i * 32];
@@ -87,15 +87,15 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < 8; ++i) w[i] = next_w[i];
     if (c + 1 < c_end) load_chunk(c + 1);
     const int64_t group = qtile::chunk_group(info);
-    const int bits = qtile::chunk_bits(info);
+    const int bits = qtile::chunk_width(info);
     if (group != cur_group) load_group_record<KIND>(m, nb, group, lane, meta);
     if (group != cur_group || bits != cur_bits) {
       scales.load(meta, g, bits, m.gguf_mode);
       cur_group = group;
       cur_bits = bits;
     }
-    qchunk::with_width(bits,
-                       [&](auto width) { scales.template decode<decltype(width)::value>(w, pr); });
+    qchunk::with_width<KIND>(
+        bits, [&](auto width) { scales.template decode<decltype(width)::value>(w, pr); });
 #pragma unroll
     for (int p = 0; p < qtile::kPairs; ++p) {
       *reinterpret_cast<uint32_t*>(tile + qtile::pair_output(p, lane) * kTileStride +
@@ -142,15 +142,15 @@ __global__ void __launch_bounds__(kThreads)
   const int o = id % 32;
   uint32_t* meta = s_meta[warp];
   const uint32_t info = m.chunk_info[c];
-  const int bits = qtile::chunk_bits(info);
+  const int bits = qtile::chunk_width(info);
   load_group_record<KIND>(m, nb, qtile::chunk_group(info), lane, meta);
   GroupScales<KIND> scales;
   scales.load(meta, lane >> 2, bits, m.gguf_mode);
   const uint32_t* wl = m.qweight + (nb * m.lines + m.chunk_line[c]) * 32 + lane;
   uint32_t w[8], pr[qtile::kPairs];
-  for (int i = 0; i < bits; ++i) w[i] = wl[i * 32];
-  qchunk::with_width(bits,
-                     [&](auto width) { scales.template decode<decltype(width)::value>(w, pr); });
+  for (int i = 0; i < qchunk::chunk_words<KIND>(bits); ++i) w[i] = wl[i * 32];
+  qchunk::with_width<KIND>(
+      bits, [&](auto width) { scales.template decode<decltype(width)::value>(w, pr); });
 #pragma unroll
   for (int p = 0; p < qtile::kPairs; ++p) {
     if (qtile::pair_output(p, lane) != o) continue;

@@ -77,19 +77,19 @@ __device__ __forceinline__ uint32_t load_weight(const uint32_t* p) {
 // Chunks whose words are loaded together: about 16 words per lane in flight.
 template <int B>
 constexpr int batch_chunks() {
-  return 16 / B >= 2 ? 16 / B : 2;
+  return 16 / qtile::width_bits(B) >= 2 ? 16 / qtile::width_bits(B) : 2;
 }
 
 // One chunk (index j of the slice) from the lane's words in registers. xs: the lane's x
 // fragments of chunk 0 for rows 0..7 (16 bytes per lane per chunk, see the staging below); those
 // of rows 8mt .. 8mt + 7 are mt · xs1 halves further.
 template <int B, QuantKind KIND, int MT, int FORM>
-__device__ __forceinline__ void slice_chunk(const uint32_t w[B], int j, uint32_t group_starts,
+__device__ __forceinline__ void slice_chunk(const uint32_t* w, int j, uint32_t group_starts,
                                             const uint32_t* meta, uint32_t mode, const __half* xs,
                                             int xs1, int g, GroupScales<KIND>& scales,
                                             float acc[2][MT][4]) {
   if ((group_starts >> j) & 1u) {  // a run always starts with a group
-    if constexpr (KIND == QuantKind::kGguf) {
+    if constexpr (has_gguf_scales(KIND)) {
       scales.template load_form<FORM>(meta + j * meta_words<KIND>(), g);
     } else {
       scales.load(meta + j * meta_words<KIND>(), g, B, mode);
@@ -104,23 +104,25 @@ __device__ __forceinline__ void slice_chunk(const uint32_t w[B], int j, uint32_t
   qchunk::chunk_mma<B, MT, FORM>(w, bf, scales, acc);
 }
 
-// Chunks [j0, j1) of the warp's slice, all B bits wide. wl: word 0 of chunk j0 for this lane.
-// Full batches of U chunks load all their words before any is decoded; the rest one by one.
+// Chunks [j0, j1) of the warp's slice, all of width code B (W = width_bits(B) words a lane).
+// wl: word 0 of chunk j0 for this lane. Full batches of U chunks load all their words before any
+// is decoded; the rest one by one.
 template <int B, QuantKind KIND, int MT, int FORM>
 __device__ __forceinline__ void run_chunks(const uint32_t* wl, int j0, int j1,
                                            uint32_t group_starts, const uint32_t* meta,
                                            uint32_t mode, const __half* xs, int xs1, int g,
                                            float acc[2][MT][4]) {
   constexpr int U = batch_chunks<B>();
+  constexpr int W = qtile::width_bits(B);
   GroupScales<KIND> scales;
-  if constexpr (KIND == QuantKind::kGguf) scales.set_zero(mode);
+  if constexpr (has_gguf_scales(KIND)) scales.set_zero(mode);
   int j = j0;
-  for (; j + U <= j1; j += U, wl += U * B * 32) {
-    uint32_t w[U][B];
+  for (; j + U <= j1; j += U, wl += U * W * 32) {
+    uint32_t w[U][W];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
 #pragma unroll
-      for (int i = 0; i < B; ++i) w[u][i] = load_weight(wl + (u * B + i) * 32);
+      for (int i = 0; i < W; ++i) w[u][i] = load_weight(wl + (u * W + i) * 32);
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -128,10 +130,10 @@ __device__ __forceinline__ void run_chunks(const uint32_t* wl, int j0, int j1,
                                      acc);
     }
   }
-  for (; j < j1; ++j, wl += B * 32) {
-    uint32_t w[B];
+  for (; j < j1; ++j, wl += W * 32) {
+    uint32_t w[W];
 #pragma unroll
-    for (int i = 0; i < B; ++i) w[i] = load_weight(wl + i * 32);
+    for (int i = 0; i < W; ++i) w[i] = load_weight(wl + i * 32);
     slice_chunk<B, KIND, MT, FORM>(w, j, group_starts, meta, mode, xs, xs1, g, scales, acc);
   }
 }
@@ -772,13 +774,14 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     info = m.chunk_info[c0 + lane];
     line = m.chunk_line[c0 + lane];
   }
-  const int bits = qtile::chunk_bits(info);
+  const int width_code = qtile::chunk_width(info);
   const uint32_t group = qtile::chunk_group(info);
-  const int prev_bits = __shfl_up_sync(kFull, bits, 1);
+  const int prev_width = __shfl_up_sync(kFull, width_code, 1);
   const uint32_t prev_group = __shfl_up_sync(kFull, group, 1);
   const uint32_t group_starts =
       __ballot_sync(kFull, lane < n && (lane == 0 || group != prev_group));
-  const uint32_t width_starts = __ballot_sync(kFull, lane < n && (lane == 0 || bits != prev_bits));
+  const uint32_t width_starts =
+      __ballot_sync(kFull, lane < n && (lane == 0 || width_code != prev_width));
   const uint32_t* wcol = m.qweight + nb * m.lines * 32;
   if (active) {
     // The record of each group the slice starts: lane j copies the one of chunk j.
@@ -788,7 +791,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
       if constexpr (KIND == QuantKind::kExl2) {
         cp_async16(rec, m.scale_codes + gi * 8, true);
         rec[32] = m.scale_max[group];
-      } else if constexpr (KIND == QuantKind::kGguf || KIND == QuantKind::kGgufHalf) {
+      } else if constexpr (is_gguf_kind(KIND)) {
         const uint32_t* sup = m.super_records + (nb * m.supers + (group >> m.super_shift)) * 32;
 #pragma unroll
         for (int part = 0; part < 8; ++part) cp_async16(rec + part * 4, sup + part * 4, true);
@@ -904,10 +907,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     const int j0 = __ffs(starts) - 1;
     starts &= starts - 1;
     const int j1 = starts ? __ffs(starts) - 1 : n;
-    const int b = __shfl_sync(kFull, bits, j0);
+    const int b = __shfl_sync(kFull, width_code, j0);
     const uint32_t* wl = wcol + int64_t(__shfl_sync(kFull, line, j0)) * 32 + lane;
     qchunk::with_gguf_form<KIND>(m.gguf_mode, [&](auto form) {
-      qchunk::with_width(b, [&](auto width) {
+      qchunk::with_width<KIND>(b, [&](auto width) {
         run_chunks<decltype(width)::value, KIND, MT, decltype(form)::value>(
             wl, j0, j1, group_starts, meta, m.gguf_mode, xs, xs1, g, acc);
       });
@@ -1152,9 +1155,8 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
     // last block of a group.
     if (part.slices > 1 || lora.cols > 0) sum_blocks += part.column_groups * static_cast<int>(rows);
     if (tg.residual) group.sum_kernel = false;
-    const int meta = kind == QuantKind::kGguf || kind == QuantKind::kGgufHalf
-                         ? meta_words<QuantKind::kGguf>()
-                         : meta_words<QuantKind::kExl2>();
+    const int meta =
+        is_gguf_kind(kind) ? meta_words<QuantKind::kGguf>() : meta_words<QuantKind::kExl2>();
     const int staged_rows = staged_x_rows(row_tiles(block_rows), block_rows);
     const size_t main_smem =
         size_t(kMaxWarps) * part.p_chunks * meta * 4 +

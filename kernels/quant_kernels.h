@@ -17,8 +17,26 @@
 namespace hearth::kernels {
 
 // kGguf: GGUF blocks with fp32 scales (GgufCodeForm), applied to the fused kernels' fp32 sums of
-// x times the codes; kGgufHalf: Q4_1/Q5_1 exact in fp16.
-enum class QuantKind : int { kExl2 = 0, kGptqSym = 1, kGptqAsym = 2, kGguf = 3, kGgufHalf = 4 };
+// x times the codes; kGgufHalf: Q4_1/Q5_1 exact in fp16; kGgufCodebook: IQ4_NL/IQ4_XS, kGguf's
+// scales on 4-bit indices into IQ4's codebook (chunks of width qtile::kIq4Width only). The
+// codebook is a kind of its own so that its longer decode has kernels of its own: inside
+// kGguf's, it cost the K-quants' kernels registers and halved their speed at 16 and 32 rows.
+enum class QuantKind : int {
+  kExl2 = 0,
+  kGptqSym = 1,
+  kGptqAsym = 2,
+  kGguf = 3,
+  kGgufHalf = 4,
+  kGgufCodebook = 5
+};
+// The GGUF kinds (their group record: (d, dmin) per super-block, sub-scales per group).
+constexpr bool is_gguf_kind(QuantKind k) {
+  return k == QuantKind::kGguf || k == QuantKind::kGgufHalf || k == QuantKind::kGgufCodebook;
+}
+// The kinds with kGguf's fp32 scales on the sums (GroupScales<kGguf>).
+constexpr bool has_gguf_scales(QuantKind k) {
+  return k == QuantKind::kGguf || k == QuantKind::kGgufCodebook;
+}
 
 // A quantized matrix on the device (see QuantTileLayout for the meaning of every array).
 struct QuantMatrix {
@@ -42,7 +60,7 @@ struct QuantMatrix {
   int max_bits = 8;    // widest chunk (sizes the shared-memory staging)
   int64_t supers = 0;  // GGUF: super-blocks per row, each of 2^super_shift groups
   int super_shift = 0;
-  uint32_t gguf_mode = 0;  // kGguf/kGgufHalf: QuantTileLayout::SubScales | zero << 8
+  uint32_t gguf_mode = 0;  // GGUF kinds: QuantTileLayout::SubScales | zero << 8
 };
 
 // Most x rows one block of the fused kernel serves. A launch of more rows (up to

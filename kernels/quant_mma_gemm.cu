@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
       if constexpr (KIND == QuantKind::kExl2) {
         if (piece == 0) cp_async16(rec, m.scale_codes + gi * 8, true);
         if (piece == 1) rec[32] = scale_max[group];
-      } else if constexpr (KIND == QuantKind::kGguf || KIND == QuantKind::kGgufHalf) {
+      } else if constexpr (is_gguf_kind(KIND)) {
         if (piece < 8) {
           cp_async16(rec + piece * 4,
                      m.super_records + (n * m.supers + (group >> m.super_shift)) * 32 + piece * 4,
@@ -286,7 +286,7 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
     auto chunk_words = [&](auto width, int j, uint32_t info, uint32_t* w) {
       constexpr int B = decltype(width)::value;
       const uint32_t group = qtile::chunk_group(info);
-      const int bits = qtile::chunk_bits(info);
+      const int bits = qtile::chunk_width(info);
       if (group != scales_group || bits != scales_bits) {  // sym zeros depend on the width
         scales.load(rs + j * kRecordWords, g, bits, m.gguf_mode);
         scales_group = group;
@@ -294,12 +294,12 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
       }
       const uint32_t* wl = ws + (chunk_line[c0 + j] - line0) * 32;
 #pragma unroll
-      for (int b = 0; b < B; ++b) w[b] = wl[b * 32];
+      for (int b = 0; b < qtile::width_bits(B); ++b) w[b] = wl[b * 32];
     };
     // Chunk j of the stage at width B: its scales and words, its x fragments, its MMAs.
     auto multiply_chunk = [&](auto width, int j, uint32_t info) {
       constexpr int B = decltype(width)::value;
-      uint32_t w[B];
+      uint32_t w[qtile::width_bits(B)];
       chunk_words(width, j, info, w);
       uint32_t bf[kRowTiles][4];
 #pragma unroll
@@ -310,7 +310,7 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
     // so that no wgmma sits in a branch of the width switch (ptxas would serialize them all).
     auto decode_chunk = [&](auto width, int j, uint32_t info, uint32_t wt[qtile::kPairs]) {
       constexpr int B = decltype(width)::value;
-      uint32_t w[B];
+      uint32_t w[qtile::width_bits(B)];
       chunk_words(width, j, info, w);
       scales.template decode<B>(w, wt);
 #pragma unroll
@@ -345,8 +345,8 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
       for (int j = 0; j < kStageChunks; ++j) {
         if (c0 + j < chunks) {
           uint32_t wt[qtile::kPairs];
-          qchunk::with_width(qtile::chunk_bits(info[j]),
-                             [&](auto width) { decode_chunk(width, j, info[j], wt); });
+          qchunk::with_width<KIND>(qtile::chunk_width(info[j]),
+                                   [&](auto width) { decode_chunk(width, j, info[j], wt); });
           issue_chunk(j, wt);
         }
       }
@@ -357,10 +357,10 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
       bool uniform = c0 + kStageChunks <= chunks;
 #pragma unroll
       for (int j = 0; j < kStageChunks; ++j) {
-        uniform = uniform && qtile::chunk_bits(info[j]) == qtile::chunk_bits(info[0]);
+        uniform = uniform && qtile::chunk_width(info[j]) == qtile::chunk_width(info[0]);
       }
       if (uniform) {
-        qchunk::with_width(qtile::chunk_bits(info[0]), [&](auto width) {
+        qchunk::with_width<KIND>(qtile::chunk_width(info[0]), [&](auto width) {
 #pragma unroll
           for (int j = 0; j < kStageChunks; ++j) multiply_chunk(width, j, info[j]);
         });
@@ -368,8 +368,8 @@ __global__ void __launch_bounds__(Block::kThreads, 1)
 #pragma unroll 1
         for (int j = 0; j < kStageChunks && c0 + j < chunks; ++j) {
           const uint32_t info_j = chunk_info[c0 + j];  // (a run-time index: not info[j])
-          qchunk::with_width(qtile::chunk_bits(info_j),
-                             [&](auto width) { multiply_chunk(width, j, info_j); });
+          qchunk::with_width<KIND>(qtile::chunk_width(info_j),
+                                   [&](auto width) { multiply_chunk(width, j, info_j); });
         }
       }
     }

@@ -27,6 +27,12 @@
 //          bits in bits 12..15 (28..31) of word i and its high two bits in bits 12 + 2(i%2)
 //          (+16) of word 4 + i/2.
 //
+// A chunk of width kIq4Width holds 4-bit indices into IQ4's codebook (GGUF IQ4_NL/IQ4_XS), whose
+// values + 128 are its codes (1..241, zero 128). Its 4 words are arranged for the lookup
+// (PRMT selects 4 bytes with 4 nibbles): word i holds pairs 4i + k; in its low half the low
+// indices of pairs 4i and 4i + 1 at bits 0 and 4 and their high ones at bits 8 and 12, in its
+// high half those of pairs 4i + 2 and 4i + 3 likewise (+16).
+//
 // In memory the words are "planar": word i of lane l of chunk c in 32-output block nb is at
 //   qweight[(nb · lines + line(c) + i) · 32 + l],   line(c) = Σ_{c' < c} b(c'),
 // so a warp reading word i of a chunk reads 128 contiguous bytes, whatever b is.
@@ -46,6 +52,20 @@ constexpr int kChunkRows = 32;            // stored rows per chunk
 constexpr int kTileOutputs = 32;          // outputs per block column (one warp)
 constexpr int kPairs = 16;                // half2 pairs per lane per chunk
 constexpr uint32_t kMagic = 0x64006400u;  // half2(1024, 1024)
+// Chunk width code of IQ4's codebook chunks: 4 bits stored (width_bits), looked up to 8-bit codes.
+constexpr int kIq4Width = 16 + 4;
+// IQ4's codebook (ggml's kvalues_iq4nl) + 128 as bytes, little-endian: entries 0..7, 8..15.
+constexpr uint64_t kIq4TableLow = 0x766A5D4F3F2D1801ull;
+constexpr uint64_t kIq4TableHigh = 0xF1D9C5B5A6998D81ull;
+
+// The words a chunk of width code `width` stores per lane.
+HEARTH_QHD constexpr int width_bits(int width) {
+  return width == kIq4Width ? 4 : width;
+}
+// Code i (0..15) of IQ4's codebook as its 8-bit code (value + 128).
+HEARTH_QHD constexpr uint32_t iq4_code(uint32_t i) {
+  return static_cast<uint32_t>(((i & 8u) ? kIq4TableHigh : kIq4TableLow) >> (8 * (i & 7u))) & 0xffu;
+}
 
 HEARTH_QHD int pair_output(int p, int lane) {
   return 16 * (p >> 3) + (lane >> 2) + 8 * (p & 1);
@@ -60,14 +80,21 @@ HEARTH_QHD int pair_output_slot(int p) {
 
 // ---- encoding (host) ----
 // codes[2p + h]: the code of pair p, half h. words: B words, zero-initialised here.
+// kIq4Width: codes are the 4-bit codebook indices.
 template <int B>
 HEARTH_QHD void encode_lane(const uint32_t* codes, uint32_t* words) {
-  for (int i = 0; i < B; ++i) words[i] = 0;
+  for (int i = 0; i < width_bits(B); ++i) words[i] = 0;
   auto put = [&](int p, int word, int shift) {
     words[word] |= codes[2 * p] << shift;
     words[word] |= codes[2 * p + 1] << (16 + shift);
   };
-  if constexpr (B == 2 || B == 4 || B == 8) {
+  if constexpr (B == kIq4Width) {
+    for (int p = 0; p < kPairs; ++p) {
+      const int shift = 16 * ((p >> 1) & 1) + 4 * (p & 1);
+      words[p / 4] |= codes[2 * p] << shift;
+      words[p / 4] |= codes[2 * p + 1] << (shift + 8);
+    }
+  } else if constexpr (B == 2 || B == 4 || B == 8) {
     constexpr int per = 16 / B;
     for (int p = 0; p < kPairs; ++p) put(p, p / per, B * (p % per));
   } else if constexpr (B == 3 || B == 5) {
@@ -93,7 +120,10 @@ HEARTH_QHD void encode_lane(const uint32_t* codes, uint32_t* words) {
 // The half2 bit pattern (1024 + lo) | (1024 + hi) << 16 of pair P, from the lane's B words.
 template <int B, int P>
 HEARTH_QHD uint32_t decode_pair(const uint32_t* w) {
-  if constexpr (B == 2 || B == 4 || B == 8) {
+  if constexpr (B == kIq4Width) {
+    const uint32_t v = w[P / 4] >> (16 * ((P >> 1) & 1) + 4 * (P & 1));
+    return (iq4_code(v & 15u) | iq4_code((v >> 8) & 15u) << 16) | kMagic;
+  } else if constexpr (B == 2 || B == 4 || B == 8) {
     constexpr int per = 16 / B;
     constexpr uint32_t mask = ((1u << B) - 1u) * 0x00010001u;
     return ((w[P / per] >> (B * (P % per))) & mask) | kMagic;
@@ -118,9 +148,45 @@ HEARTH_QHD uint32_t decode_pair(const uint32_t* w) {
   }
 }
 
+#if defined(__CUDACC__)
+// prmt.b32 (PTX's byte permute; the selector's nibbles pick bytes of {b, a}, 0..3 from a).
+__device__ __forceinline__ uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t selector) {
+  uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(selector));
+  return d;
+}
+
+// The 16 pairs of a kIq4Width chunk, four PRMT lookups per word: each of a half's four indices
+// picks its byte from the table's first eight (low three bits) and its last eight, then a third
+// PRMT keeps the one its top bit names; two more put the two pairs' bytes under the magic number.
+__device__ __forceinline__ void decode_iq4_lane(const uint32_t* w, uint32_t* pairs) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t low3 = w[i] & 0x77777777u;  // a set top bit would make PRMT sign-fill
+    const uint32_t pick = ((w[i] >> 1) & 0x44444444u) | 0x32103210u;  // byte k or 4 + k
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t sel = low3 >> (16 * h), choose = pick >> (16 * h);
+      const uint32_t bytes =
+          byte_perm(byte_perm(uint32_t(kIq4TableLow), uint32_t(kIq4TableLow >> 32), sel),
+                    byte_perm(uint32_t(kIq4TableHigh), uint32_t(kIq4TableHigh >> 32), sel), choose);
+      // bytes: low codes of pairs 4i + 2h, + 1 in bytes 0, 1, their high codes in bytes 2, 3.
+      pairs[4 * i + 2 * h] = byte_perm(bytes, 0x64646464u, 0x4240u);
+      pairs[4 * i + 2 * h + 1] = byte_perm(bytes, 0x64646464u, 0x4341u);
+    }
+  }
+}
+#endif
+
 // All 16 pairs at once (unrolled by the compiler).
 template <int B>
 HEARTH_QHD void decode_lane(const uint32_t* w, uint32_t* pairs) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (B == kIq4Width) {
+    decode_iq4_lane(w, pairs);
+    return;
+  }
+#endif
   pairs[0] = decode_pair<B, 0>(w);
   pairs[1] = decode_pair<B, 1>(w);
   pairs[2] = decode_pair<B, 2>(w);
@@ -139,7 +205,7 @@ HEARTH_QHD void decode_lane(const uint32_t* w, uint32_t* pairs) {
   pairs[15] = decode_pair<B, 15>(w);
 }
 
-// The same for a width known only at run time (host code).
+// The same for a width code known only at run time (host code).
 inline void encode_lane_bits(int bits, const uint32_t* codes, uint32_t* words) {
   switch (bits) {
     case 2:
@@ -152,6 +218,8 @@ inline void encode_lane_bits(int bits, const uint32_t* codes, uint32_t* words) {
       return encode_lane<5>(codes, words);
     case 6:
       return encode_lane<6>(codes, words);
+    case kIq4Width:
+      return encode_lane<kIq4Width>(codes, words);
     default:
       return encode_lane<8>(codes, words);
   }
@@ -168,6 +236,8 @@ inline void decode_lane_bits(int bits, const uint32_t* words, uint32_t* pairs) {
       return decode_lane<5>(words, pairs);
     case 6:
       return decode_lane<6>(words, pairs);
+    case kIq4Width:
+      return decode_lane<kIq4Width>(words, pairs);
     default:
       return decode_lane<8>(words, pairs);
   }
@@ -180,12 +250,35 @@ HEARTH_QHD int staged_position(int r) {
   return (r & ~31) + ((r & 7) >> 1) * 8 + ((r >> 3) & 3) * 2 + (r & 1);
 }
 
-// Per-chunk metadata word: bits in the low byte, group index above.
-HEARTH_QHD uint32_t chunk_info(int bits, uint32_t group) {
-  return static_cast<uint32_t>(bits) | (group << 8);
+// The lane's 32 stored codes (codes[2p + h], as encode_lane takes them) of a chunk of width code
+// `width`: codebook indices for kIq4Width (host code).
+inline void decode_lane_codes(int width, const uint32_t* words, uint32_t* codes) {
+  if (width == kIq4Width) {
+    for (int p = 0; p < kPairs; ++p) {
+      const uint32_t v = words[p / 4] >> (16 * ((p >> 1) & 1) + 4 * (p & 1));
+      codes[2 * p] = v & 15u;
+      codes[2 * p + 1] = (v >> 8) & 15u;
+    }
+    return;
+  }
+  uint32_t pairs[kPairs];
+  decode_lane_bits(width, words, pairs);
+  for (int p = 0; p < kPairs; ++p) {
+    codes[2 * p] = pairs[p] & 0x3ffu;  // the mantissa of fp16 1024 + code
+    codes[2 * p + 1] = (pairs[p] >> 16) & 0x3ffu;
+  }
+}
+
+// Per-chunk metadata word: the width code in the low byte, group index above.
+HEARTH_QHD uint32_t chunk_info(int width, uint32_t group) {
+  return static_cast<uint32_t>(width) | (group << 8);
+}
+// The width code (2..8 bits, or kIq4Width) and the bits stored per code.
+HEARTH_QHD int chunk_width(uint32_t info) {
+  return static_cast<int>(info & 0xffu);
 }
 HEARTH_QHD int chunk_bits(uint32_t info) {
-  return static_cast<int>(info & 0xffu);
+  return width_bits(chunk_width(info));
 }
 HEARTH_QHD uint32_t chunk_group(uint32_t info) {
   return info >> 8;

@@ -85,7 +85,8 @@ void pack_blocks(QuantTileLayout& L, int threads, CodesOf&& codes_of) {
     codes_of(nb, buf.data());
     uint32_t codes[32], words[8];
     for (int64_t c = 0; c < L.chunks; ++c) {
-      const int bits = qtile::chunk_bits(L.chunk_info[static_cast<size_t>(c)]);
+      const int width = qtile::chunk_width(L.chunk_info[static_cast<size_t>(c)]);
+      const int bits = qtile::width_bits(width);
       const uint8_t* chunk = buf.data() + c * kRows * kOut;
       const int64_t line0 = nb * L.lines + L.chunk_line[static_cast<size_t>(c)];
       for (int lane = 0; lane < 32; ++lane) {
@@ -94,7 +95,7 @@ void pack_blocks(QuantTileLayout& L, int threads, CodesOf&& codes_of) {
           codes[2 * p] = chunk[qtile::pair_row(p, lane, 0) * kOut + o];
           codes[2 * p + 1] = chunk[qtile::pair_row(p, lane, 1) * kOut + o];
         }
-        qtile::encode_lane_bits(bits, codes, words);
+        qtile::encode_lane_bits(width, codes, words);
         for (int i = 0; i < bits; ++i) {
           L.qweight[static_cast<size_t>((line0 + i) * 32 + lane)] = words[i];
         }
@@ -248,6 +249,7 @@ bool legacy_sum_exact_in_fp32(uint16_t d_bits, uint16_t m_bits, int q_max) {
 
 // GGUF blocks, rows in order, a group per 32 inputs. Q4_0 / Q5_0 / Q8_0 are symmetric GPTQ
 // (kGptqSym: the fp16 product d·(q − z) is their value); the others keep their form (kGguf).
+// IQ4_NL / IQ4_XS store their 4-bit codebook indices (chunks of width qtile::kIq4Width).
 QuantTileLayout build_gguf(const GgufBlockWeight& w, int threads) {
   const GgufCodeForm form = w.code_form();
   if (form.bits == 0) {
@@ -256,7 +258,7 @@ QuantTileLayout build_gguf(const GgufBlockWeight& w, int threads) {
   }
   using Sub = QuantTileLayout::SubScales;
   QuantTileLayout L;
-  const bool symmetric = !form.has_min && form.super_inputs == kRows;
+  const bool symmetric = !form.has_min && form.super_inputs == kRows && !form.iq4_codebook;
   L.kind = symmetric ? QuantTileLayout::Kind::kGptqSym : QuantTileLayout::Kind::kGguf;
   L.name = "gguf";
   L.in_features = w.in_features();
@@ -264,9 +266,13 @@ QuantTileLayout build_gguf(const GgufBlockWeight& w, int threads) {
   L.blocks = (L.out_features + kOut - 1) / kOut;
   L.groups = L.in_features / kRows;  // GGUF block types hold whole blocks per row
   ChunkPlan plan;
-  for (int64_t g = 0; g < L.groups; ++g) plan.add_segment(form.bits, g, kRows);
+  const int width = form.iq4_codebook ? qtile::kIq4Width : form.bits;
+  for (int64_t g = 0; g < L.groups; ++g) plan.add_segment(width, g, kRows);
   for (int64_t k = 0; k < L.in_features; ++k) plan.row_src[static_cast<size_t>(k)] = int32_t(k);
   finish_chunks(L, plan);
+  // The codebook index of each 8-bit code (the codes row_codes gives).
+  uint8_t index_of[256] = {};
+  for (uint32_t i = 0; i < 16; ++i) index_of[qtile::iq4_code(i)] = static_cast<uint8_t>(i);
   const size_t entries = static_cast<size_t>(L.blocks * L.groups * 32);
   if (symmetric) {
     L.scales.assign(entries, 0);
@@ -281,7 +287,8 @@ QuantTileLayout build_gguf(const GgufBlockWeight& w, int threads) {
     L.super_records.assign(static_cast<size_t>(L.blocks * L.supers * 32), 0);
     if (L.sub_scales != Sub::kNone) L.sub_records.assign(entries, 0);
   }
-  std::atomic<bool> half_exact{L.sub_scales == Sub::kNone && !symmetric};
+  // (kGgufHalf decodes no codebook.)
+  std::atomic<bool> half_exact{L.sub_scales == Sub::kNone && !symmetric && !form.iq4_codebook};
   // One pass per output: its codes into the block's buffer, its records into their slots.
   pack_blocks(L, threads, [&](int64_t nb, uint8_t* buf) {
     GgufRowCodes row;
@@ -290,7 +297,8 @@ QuantTileLayout build_gguf(const GgufBlockWeight& w, int threads) {
       if (n >= L.out_features) continue;
       w.row_codes(n, row);
       for (int64_t k = 0; k < L.in_features; ++k) {
-        buf[k * kOut + o] = row.codes[static_cast<size_t>(k)];
+        const uint8_t code = row.codes[static_cast<size_t>(k)];
+        buf[k * kOut + o] = form.iq4_codebook ? index_of[code] : code;
       }
       const int64_t slot = (o % 8) * 4 + o / 8;  // [8][4]: output i + 8j at i·4 + j
       if (symmetric) {
@@ -324,6 +332,7 @@ QuantTileLayout build_gguf(const GgufBlockWeight& w, int threads) {
     }
   });
   L.gguf_half_exact = half_exact;
+  L.iq4_codebook = form.iq4_codebook;
   return L;
 }
 
@@ -356,9 +365,12 @@ size_t gguf_tile_layout_bytes(const GgufBlockWeight& w) {
   const auto blocks = static_cast<size_t>((w.out_features() + kOut - 1) / kOut);
   const auto groups = static_cast<size_t>(w.in_features() / kRows);
   const auto supers = static_cast<size_t>(w.in_features() / form.super_inputs);
-  size_t bytes = blocks * groups * static_cast<size_t>(form.bits) * 32 * 4  // qweight
-                 + (groups + 1) * 4 + groups * 4 + groups * 32 * 4;         // chunk facts, row_src
-  if (!form.has_min && form.super_inputs == kRows) return bytes + blocks * groups * 32 * 2;
+  const size_t bits = form.iq4_codebook ? 4 : static_cast<size_t>(form.bits);
+  size_t bytes = blocks * groups * bits * 32 * 4                     // qweight
+                 + (groups + 1) * 4 + groups * 4 + groups * 32 * 4;  // chunk facts, row_src
+  if (!form.has_min && form.super_inputs == kRows && !form.iq4_codebook) {
+    return bytes + blocks * groups * 32 * 2;  // fp16 scales
+  }
   bytes += blocks * supers * 32 * 4;                                  // (d, dmin)
   if (form.super_inputs != kRows) bytes += blocks * groups * 32 * 2;  // sub-scales
   return bytes;
@@ -380,14 +392,15 @@ void emulate_quant_tile_gemm(const QuantTileLayout& L, const float* x, int64_t r
   for (int64_t nb = 0; nb < L.blocks; ++nb) {
     for (int64_t c = 0; c < L.chunks; ++c) {
       const uint32_t info = L.chunk_info[static_cast<size_t>(c)];
-      const int bits = qtile::chunk_bits(info);
+      const int width = qtile::chunk_width(info);
+      const int bits = qtile::width_bits(width);
       const int64_t g = qtile::chunk_group(info);
       for (int lane = 0; lane < 32; ++lane) {
         for (int i = 0; i < bits; ++i) {
           words[i] = L.qweight[static_cast<size_t>(
               (nb * L.lines + L.chunk_line[static_cast<size_t>(c)] + i) * 32 + lane)];
         }
-        qtile::decode_lane_bits(bits, words, pairs);
+        qtile::decode_lane_bits(width, words, pairs);
         const int gi = lane >> 2;
         for (int p = 0; p < qtile::kPairs; ++p) {
           const int slot = qtile::pair_output_slot(p);

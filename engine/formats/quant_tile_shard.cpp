@@ -83,11 +83,12 @@ QuantTileLayout gather_tile_columns(const QuantTileLayout& L, std::span<const in
 
   ThreadPool pool(threads);
   pool.parallel_for(S.blocks, 1, [&](int64_t b0, int64_t b1) {
-    uint32_t codes[32][2 * qtile::kPairs], words[8], pairs[qtile::kPairs];
+    uint32_t codes[32][2 * qtile::kPairs], words[8], lane_codes[2 * qtile::kPairs];
     for (int64_t db = b0; db < b1; ++db) {
       const int outs = static_cast<int>(std::min<int64_t>(kOut, S.out_features - db * kOut));
       for (int64_t c = 0; c < L.chunks; ++c) {
-        const int bits = qtile::chunk_bits(L.chunk_info[static_cast<size_t>(c)]);
+        const int width = qtile::chunk_width(L.chunk_info[static_cast<size_t>(c)]);
+        const int bits = qtile::width_bits(width);
         const int64_t line = L.chunk_line[static_cast<size_t>(c)];
         std::fill(&codes[0][0], &codes[0][0] + 32 * 2 * qtile::kPairs, 0u);
         for (int di = 0; di < outs; ++di) {
@@ -100,18 +101,17 @@ QuantTileLayout gather_tile_columns(const QuantTileLayout& L, std::span<const in
             for (int w = 0; w < bits; ++w) {
               words[w] = L.qweight[static_cast<size_t>((sb * L.lines + line + w) * 32 + lane)];
             }
-            qtile::decode_lane_bits(bits, words, pairs);
+            qtile::decode_lane_codes(width, words, lane_codes);
             uint32_t* to = codes[4 * (di % 8) + t];
             for (int q = 0; q < 4; ++q) {
-              const uint32_t v = pairs[slot_pair(si / 8, q)];
-              const int pd = slot_pair(di / 8, q);
-              to[2 * pd] = v & 0x3ffu;  // the mantissa of fp16 1024 + code
-              to[2 * pd + 1] = (v >> 16) & 0x3ffu;
+              const int ps = slot_pair(si / 8, q), pd = slot_pair(di / 8, q);
+              to[2 * pd] = lane_codes[2 * ps];
+              to[2 * pd + 1] = lane_codes[2 * ps + 1];
             }
           }
         }
         for (int lane = 0; lane < 32; ++lane) {
-          qtile::encode_lane_bits(bits, codes[lane], words);
+          qtile::encode_lane_bits(width, codes[lane], words);
           for (int w = 0; w < bits; ++w) {
             S.qweight[static_cast<size_t>((db * L.lines + line + w) * 32 + lane)] = words[w];
           }

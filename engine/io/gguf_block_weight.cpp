@@ -55,11 +55,11 @@ GgufCodeForm gguf_code_form(GgmlType type) {
       return {5, 0, 256, true};
     case GgmlType::kQ6_K:
       return {6, 32, 256, false, true};
-    // The codebook's values as 8-bit codes around 128 (twice the file's bits, exact).
+    // The codebook's values as 8-bit codes around 128.
     case GgmlType::kIQ4_NL:
-      return {8, 128, 32, false};
+      return {8, 128, 32, false, false, true};
     case GgmlType::kIQ4_XS:
-      return {8, 128, 256, false};
+      return {8, 128, 256, false, false, true};
     default:
       return {};
   }

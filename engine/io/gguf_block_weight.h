@@ -22,13 +22,14 @@ namespace hearth {
 // a 4-bit scale and min per 16. Q6_K: d per 256, a signed 8-bit scale per 16, zero 32, no min;
 // Q3_K likewise with 6-bit scales − 32 and zero 4. IQ4_NL/IQ4_XS (a non-linear codebook): 8-bit
 // codes holding the codebook's value + 128, zero 128 (IQ4_XS: d per 256, its 6-bit scales − 32
-// per 32), exact at twice the file's bits.
+// per 32); a code is one of 16, so the GPU layout stores its 4-bit index (iq4_codebook).
 struct GgufCodeForm {
   int bits = 0;  // code width; 0: the type has no such form
   int zero = 0;
   int super_inputs = 32;
   bool has_min = false;           // false: dmin is 0, every weight is d·sc·(q − zero)
   bool sub_blocks_of_16 = false;  // (sc, m) change every 16 inputs, not every 32
+  bool iq4_codebook = false;      // codes are IQ4's codebook values + 128
 };
 GgufCodeForm gguf_code_form(GgmlType type);
 

@@ -163,8 +163,9 @@ TEST_F(QuantGpu, GgufBlocksMatchTheCpuReference) {
 }
 
 // GGUF's fp32-scaled product (every form of its scales: a minimum only, scale and minimum, signed
-// scales per row half, scale and minimum per half) keeps a row's result the same in every batch
-// the fused kernel serves, 1 to 96 rows: one to four row tiles per launch, row groups beyond 32.
+// scales per row half, scale and minimum per half; IQ4's codebook kernels in both of their forms)
+// keeps a row's result the same in every batch the fused kernel serves, 1 to 96 rows: one to four
+// row tiles per launch, row groups beyond 32.
 TEST_F(QuantGpu, GgufRowsAreBatchInvariant) {
   struct Case {
     GgmlType type;
@@ -173,7 +174,7 @@ TEST_F(QuantGpu, GgufRowsAreBatchInvariant) {
   for (const Case& c :
        {Case{GgmlType::kQ4_1, true}, Case{GgmlType::kQ2_K, false}, Case{GgmlType::kQ3_K, false},
         Case{GgmlType::kQ4_K, false}, Case{GgmlType::kQ5_K, false}, Case{GgmlType::kQ6_K, false},
-        Case{GgmlType::kIQ4_XS, false}}) {
+        Case{GgmlType::kIQ4_XS, false}, Case{GgmlType::kIQ4_NL, false}}) {
     const RandomGgufLinear l = random_gguf_linear(c.type, 29, c.tiny_minimums);
     const LinearSource& s = l.source;
     const int64_t K = s.quantized->in_features();

@@ -115,10 +115,11 @@ TEST(QuantTileShard, GatheredColumnsAreThoseOutputsBitForBit) {
   for (double bpw : {2.5, 3.5, 4.5, 5.5, 6.5, 8.0}) layers.push_back(exl2_layer(256, 200, bpw));
   layers.push_back(gptq_layer(256, 192, true, 3, false));
   layers.push_back(gptq_layer(256, 192, true, 8, true));
-  // GGUF: a minimum per block, sub-scales with minimums, and halves.
+  // GGUF: a minimum per block, sub-scales with minimums, and halves; IQ4's codebook indices.
   std::vector<RandomGguf> files;
-  files.reserve(4);
-  for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kQ2_K}) {
+  files.reserve(6);
+  for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kQ2_K,
+                        GgmlType::kIQ4_NL, GgmlType::kIQ4_XS}) {
     files.emplace_back(type, 256, 160, 7);
     layers.push_back(std::make_shared<GgufBlockWeight>(files.back().file, files.back().tensor(),
                                                        std::vector<int32_t>{}));
