@@ -332,7 +332,6 @@ QuantTileLayout build_gguf(const GgufBlockWeight& w, int threads) {
     }
   });
   L.gguf_half_exact = half_exact;
-  L.iq4_codebook = form.iq4_codebook;
   return L;
 }
 
@@ -357,6 +356,10 @@ size_t QuantTileLayout::device_bytes() const {
   return qweight.size() * 4 + chunk_line.size() * 4 + chunk_info.size() * 4 + row_src.size() * 4 +
          scale_codes.size() * 2 + scale_max.size() * 2 + scales.size() * 2 + zeros.size() * 2 +
          super_records.size() * 4 + sub_records.size() * 2;
+}
+
+bool QuantTileLayout::has_iq4_codebook() const {
+  return !chunk_info.empty() && qtile::chunk_width(chunk_info.front()) == qtile::kIq4Width;
 }
 
 size_t gguf_tile_layout_bytes(const GgufBlockWeight& w) {

@@ -68,13 +68,14 @@ struct QuantTileLayout {
   int super_shift = 0;
   SubScales sub_scales = SubScales::kNone;
   int gguf_zero = 0;
-  // Every chunk holds 4-bit indices into IQ4's codebook (width qtile::kIq4Width): IQ4_NL, IQ4_XS.
-  bool iq4_codebook = false;
   // SubScales::kNone only: every d·q + dmin is exact in fp32 (d and dmin of like magnitude, as a
   // real block minimum is), so an fp16 fma of (q, d, dmin), rounded once, gives the same fp16.
   bool gguf_half_exact = false;
 
   size_t device_bytes() const;
+  // Whether the chunks hold 4-bit indices into IQ4's codebook (width qtile::kIq4Width: IQ4_NL,
+  // IQ4_XS; a layout has them in every chunk or in none).
+  bool has_iq4_codebook() const;
 };
 
 // Builds the layout of an Exl2Weight, a GptqWeight or a GgufBlockWeight of a type with a

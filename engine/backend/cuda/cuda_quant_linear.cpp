@@ -141,7 +141,7 @@ std::unique_ptr<BackendWeight> CudaBackend::upload_quantized_linear(const Linear
   m.super_shift = L.super_shift;
   m.gguf_mode = static_cast<uint32_t>(L.sub_scales) | static_cast<uint32_t>(L.gguf_zero) << 8;
   if (L.gguf_half_exact) m.kind = kernels::QuantKind::kGgufHalf;
-  if (L.iq4_codebook) m.kind = kernels::QuantKind::kGgufCodebook;
+  if (L.has_iq4_codebook()) m.kind = kernels::QuantKind::kGgufCodebook;
   m.in_features = L.in_features;
   m.out_features = L.out_features;
   m.blocks = L.blocks;

@@ -272,7 +272,7 @@ TEST(QuantTileLayout, GgufBlocksDecodeToTheirDequantizedValues) {
           type == GgmlType::kQ4_0 || type == GgmlType::kQ5_0 || type == GgmlType::kQ8_0;
       EXPECT_EQ(L.kind, symmetric ? QuantTileLayout::Kind::kGptqSym : QuantTileLayout::Kind::kGguf);
       const bool iq4 = type == GgmlType::kIQ4_NL || type == GgmlType::kIQ4_XS;
-      EXPECT_EQ(L.iq4_codebook, iq4);
+      EXPECT_EQ(L.has_iq4_codebook(), iq4);
       for (uint32_t info : L.chunk_info) {
         ASSERT_EQ(qtile::chunk_width(info), iq4 ? qtile::kIq4Width : gguf_code_form(type).bits);
       }
