@@ -62,6 +62,10 @@ constexpr uint64_t kIq4TableHigh = 0xF1D9C5B5A6998D81ull;
 HEARTH_QHD constexpr int width_bits(int width) {
   return width == kIq4Width ? 4 : width;
 }
+// Where a kIq4Width chunk keeps pair p's low index in word p / 4 (its high index 8 bits above).
+HEARTH_QHD constexpr int iq4_pair_shift(int p) {
+  return 16 * ((p >> 1) & 1) + 4 * (p & 1);
+}
 // Code i (0..15) of IQ4's codebook as its 8-bit code (value + 128).
 HEARTH_QHD constexpr uint32_t iq4_code(uint32_t i) {
   return static_cast<uint32_t>(((i & 8u) ? kIq4TableHigh : kIq4TableLow) >> (8 * (i & 7u))) & 0xffu;
@@ -90,9 +94,8 @@ HEARTH_QHD void encode_lane(const uint32_t* codes, uint32_t* words) {
   };
   if constexpr (B == kIq4Width) {
     for (int p = 0; p < kPairs; ++p) {
-      const int shift = 16 * ((p >> 1) & 1) + 4 * (p & 1);
-      words[p / 4] |= codes[2 * p] << shift;
-      words[p / 4] |= codes[2 * p + 1] << (shift + 8);
+      words[p / 4] |= codes[2 * p] << iq4_pair_shift(p);
+      words[p / 4] |= codes[2 * p + 1] << (iq4_pair_shift(p) + 8);
     }
   } else if constexpr (B == 2 || B == 4 || B == 8) {
     constexpr int per = 16 / B;
@@ -121,7 +124,7 @@ HEARTH_QHD void encode_lane(const uint32_t* codes, uint32_t* words) {
 template <int B, int P>
 HEARTH_QHD uint32_t decode_pair(const uint32_t* w) {
   if constexpr (B == kIq4Width) {
-    const uint32_t v = w[P / 4] >> (16 * ((P >> 1) & 1) + 4 * (P & 1));
+    const uint32_t v = w[P / 4] >> iq4_pair_shift(P);
     return (iq4_code(v & 15u) | iq4_code((v >> 8) & 15u) << 16) | kMagic;
   } else if constexpr (B == 2 || B == 4 || B == 8) {
     constexpr int per = 16 / B;
@@ -206,8 +209,8 @@ HEARTH_QHD void decode_lane(const uint32_t* w, uint32_t* pairs) {
 }
 
 // The same for a width code known only at run time (host code).
-inline void encode_lane_bits(int bits, const uint32_t* codes, uint32_t* words) {
-  switch (bits) {
+inline void encode_lane_bits(int width, const uint32_t* codes, uint32_t* words) {
+  switch (width) {
     case 2:
       return encode_lane<2>(codes, words);
     case 3:
@@ -224,8 +227,8 @@ inline void encode_lane_bits(int bits, const uint32_t* codes, uint32_t* words) {
       return encode_lane<8>(codes, words);
   }
 }
-inline void decode_lane_bits(int bits, const uint32_t* words, uint32_t* pairs) {
-  switch (bits) {
+inline void decode_lane_bits(int width, const uint32_t* words, uint32_t* pairs) {
+  switch (width) {
     case 2:
       return decode_lane<2>(words, pairs);
     case 3:
@@ -255,7 +258,7 @@ HEARTH_QHD int staged_position(int r) {
 inline void decode_lane_codes(int width, const uint32_t* words, uint32_t* codes) {
   if (width == kIq4Width) {
     for (int p = 0; p < kPairs; ++p) {
-      const uint32_t v = words[p / 4] >> (16 * ((p >> 1) & 1) + 4 * (p & 1));
+      const uint32_t v = words[p / 4] >> iq4_pair_shift(p);
       codes[2 * p] = v & 15u;
       codes[2 * p + 1] = (v >> 8) & 15u;
     }

@@ -247,9 +247,18 @@ bool legacy_sum_exact_in_fp32(uint16_t d_bits, uint16_t m_bits, int q_max) {
   return std::abs(double(d)) * q_max + std::abs(double(m)) < std::ldexp(1.0, low + 24);
 }
 
-// GGUF blocks, rows in order, a group per 32 inputs. Q4_0 / Q5_0 / Q8_0 are symmetric GPTQ
-// (kGptqSym: the fp16 product d·(q − z) is their value); the others keep their form (kGguf).
-// IQ4_NL / IQ4_XS store their 4-bit codebook indices (chunks of width qtile::kIq4Width).
+// Q4_0 / Q5_0 / Q8_0 (one scale per block, no minimum, no codebook) are laid out as symmetric
+// GPTQ, the fp16 product d·(q − z) being their value.
+bool gguf_as_symmetric_gptq(const GgufCodeForm& form) {
+  return !form.has_min && form.super_inputs == kRows && !form.iq4_codebook;
+}
+// The chunks' width code: IQ4_NL / IQ4_XS store their 4-bit codebook indices.
+int gguf_chunk_width(const GgufCodeForm& form) {
+  return form.iq4_codebook ? qtile::kIq4Width : form.bits;
+}
+
+// GGUF blocks, rows in order, a group per 32 inputs. The symmetric types as GPTQ (kGptqSym), the
+// others in their own form (kGguf).
 QuantTileLayout build_gguf(const GgufBlockWeight& w, int threads) {
   const GgufCodeForm form = w.code_form();
   if (form.bits == 0) {
@@ -258,7 +267,7 @@ QuantTileLayout build_gguf(const GgufBlockWeight& w, int threads) {
   }
   using Sub = QuantTileLayout::SubScales;
   QuantTileLayout L;
-  const bool symmetric = !form.has_min && form.super_inputs == kRows && !form.iq4_codebook;
+  const bool symmetric = gguf_as_symmetric_gptq(form);
   L.kind = symmetric ? QuantTileLayout::Kind::kGptqSym : QuantTileLayout::Kind::kGguf;
   L.name = "gguf";
   L.in_features = w.in_features();
@@ -266,8 +275,7 @@ QuantTileLayout build_gguf(const GgufBlockWeight& w, int threads) {
   L.blocks = (L.out_features + kOut - 1) / kOut;
   L.groups = L.in_features / kRows;  // GGUF block types hold whole blocks per row
   ChunkPlan plan;
-  const int width = form.iq4_codebook ? qtile::kIq4Width : form.bits;
-  for (int64_t g = 0; g < L.groups; ++g) plan.add_segment(width, g, kRows);
+  for (int64_t g = 0; g < L.groups; ++g) plan.add_segment(gguf_chunk_width(form), g, kRows);
   for (int64_t k = 0; k < L.in_features; ++k) plan.row_src[static_cast<size_t>(k)] = int32_t(k);
   finish_chunks(L, plan);
   // The codebook index of each 8-bit code (the codes row_codes gives).
@@ -368,14 +376,12 @@ size_t gguf_tile_layout_bytes(const GgufBlockWeight& w) {
   const auto blocks = static_cast<size_t>((w.out_features() + kOut - 1) / kOut);
   const auto groups = static_cast<size_t>(w.in_features() / kRows);
   const auto supers = static_cast<size_t>(w.in_features() / form.super_inputs);
-  const size_t bits = form.iq4_codebook ? 4 : static_cast<size_t>(form.bits);
+  const auto bits = static_cast<size_t>(qtile::width_bits(gguf_chunk_width(form)));
   size_t bytes = blocks * groups * bits * 32 * 4                     // qweight
                  + (groups + 1) * 4 + groups * 4 + groups * 32 * 4;  // chunk facts, row_src
-  if (!form.has_min && form.super_inputs == kRows && !form.iq4_codebook) {
-    return bytes + blocks * groups * 32 * 2;  // fp16 scales
-  }
-  bytes += blocks * supers * 32 * 4;                                  // (d, dmin)
-  if (form.super_inputs != kRows) bytes += blocks * groups * 32 * 2;  // sub-scales
+  if (gguf_as_symmetric_gptq(form)) return bytes + blocks * groups * 32 * 2;  // fp16 scales
+  bytes += blocks * supers * 32 * 4;                                          // (d, dmin)
+  if (form.super_inputs != kRows) bytes += blocks * groups * 32 * 2;          // sub-scales
   return bytes;
 }
 
