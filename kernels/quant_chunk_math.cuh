@@ -165,6 +165,39 @@ __device__ __forceinline__ void with_gguf_form(uint32_t gguf_mode, F&& f) {
   }
 }
 
+// The chunk widths of kGguf's matrices in each form: Q4_1 / Q5_1 (kGgufFormMin) and Q4_K / Q5_K
+// (kGgufFormScaleMin) 4 and 5, Q3_K / Q6_K (kGgufFormHalves) 3 and 6, Q2_K (kGgufFormHalvesMin) 2.
+// Every chunk of such a matrix has its type's width (valid_gguf checks max_bits against these).
+__host__ __device__ constexpr bool gguf_form_has_width(int form, int bits) {
+  return form == kGgufFormHalvesMin ? bits == 2
+         : form == kGgufFormHalves  ? (bits == 3 || bits == 6)
+                                    : (bits == 4 || bits == 5);
+}
+
+// with_width for the row kernel's loops in form FORM: kGguf compiles only its form's widths. All
+// six in every form made 24 loops, 7 of which ever run, and kernels of 21k-36k instructions whose
+// register allocation spilled up to 1.6 KB a thread; now 8k-16k, spilling at most 0.5 KB.
+template <QuantKind KIND, int FORM, class F>
+__device__ __forceinline__ void with_form_width(int bits, F&& f) {
+  if constexpr (KIND != QuantKind::kGguf) {
+    with_width<KIND>(bits, f);
+  } else if constexpr (FORM == kGgufFormHalvesMin) {
+    f(std::integral_constant<int, 2>{});
+  } else if constexpr (FORM == kGgufFormHalves) {
+    if (bits == 6) {
+      f(std::integral_constant<int, 6>{});
+    } else {
+      f(std::integral_constant<int, 3>{});
+    }
+  } else {
+    if (bits == 5) {
+      f(std::integral_constant<int, 5>{});
+    } else {
+      f(std::integral_constant<int, 4>{});
+    }
+  }
+}
+
 // (a & mask) | magic in one LOP3: written as PTX so that both constants stay operands (C++
 // constant folding would leave two LOP3s, as SASS takes only one immediate per LOP3).
 __device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t mask, uint32_t magic) {
@@ -517,7 +550,9 @@ inline bool valid_gguf(const QuantMatrix& m) {
   return m.super_records && sub_scales <= 3 && (sub_scales == 0 || m.sub_records) &&
          (m.gguf_mode >> 16) == 0 && (has_gguf_scales(m.kind) || sub_scales == 0) &&
          m.super_shift >= 0 && m.super_shift <= 3 &&
-         (m.groups + (int64_t(1) << m.super_shift) - 1) >> m.super_shift <= m.supers;
+         (m.groups + (int64_t(1) << m.super_shift) - 1) >> m.super_shift <= m.supers &&
+         (m.kind != QuantKind::kGguf ||
+          gguf_form_has_width(static_cast<int>(sub_scales), m.max_bits));
 }
 
 inline bool valid_matrix(const QuantMatrix& m) {

@@ -910,7 +910,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     const int b = __shfl_sync(kFull, width_code, j0);
     const uint32_t* wl = wcol + int64_t(__shfl_sync(kFull, line, j0)) * 32 + lane;
     qchunk::with_gguf_form<KIND>(m.gguf_mode, [&](auto form) {
-      qchunk::with_width<KIND>(b, [&](auto width) {
+      qchunk::with_form_width<KIND, decltype(form)::value>(b, [&](auto width) {
         run_chunks<decltype(width)::value, KIND, MT, decltype(form)::value>(
             wl, j0, j1, group_starts, meta, m.gguf_mode, xs, xs1, g, acc);
       });
