@@ -290,10 +290,12 @@ struct GroupScales<QuantKind::kGguf> {
     neg_z64 = __hsub2(__float2half2_rn(960.0f), zz);
   }
   // The group's a[.][j] and b[.][j] for output slot j, in form FORM (b[1] and a[1] only where
-  // they differ from b[0] and a[0]).
+  // they differ from b[0] and a[0]), from the super-block's (d, dmin) in the record `sup` and the
+  // group's sub-scales in the record `meta` (the same record, but in the row kernel, where only a
+  // super-block's first group record holds its (d, dmin)).
   template <int FORM>
-  __device__ __forceinline__ void load_form(const uint32_t* meta, int g) {
-    const uint4 sup = reinterpret_cast<const uint4*>(meta)[g];
+  __device__ __forceinline__ void load_form(const uint32_t* sup_meta, const uint32_t* meta, int g) {
+    const uint4 sup = reinterpret_cast<const uint4*>(sup_meta)[g];
     const uint2 sub =
         FORM != kGgufFormMin ? reinterpret_cast<const uint2*>(meta + 32)[g] : make_uint2(0, 0);
     const uint32_t d_dmin[4] = {sup.x, sup.y, sup.z, sup.w};
@@ -320,6 +322,10 @@ struct GroupScales<QuantKind::kGguf> {
         b[1][j] = -(dmin * static_cast<float>((rec >> 12) & 15u));
       }
     }
+  }
+  template <int FORM>
+  __device__ __forceinline__ void load_form(const uint32_t* meta, int g) {
+    load_form<FORM>(meta, meta, g);
   }
   __device__ __forceinline__ void load(const uint32_t* meta, int g, int, uint32_t mode) {
     set_zero(mode);

@@ -80,19 +80,32 @@ constexpr int batch_chunks() {
   return 16 / qtile::width_bits(B) >= 2 ? 16 / qtile::width_bits(B) : 2;
 }
 
+// Whether a warp stages a super-block's (d, dmin) only into the record of its first chunk, not
+// into every group's (kGguf: Q4_K_M's batch 1 +2.3 % on an H200; IQ4_XS, the codebook kind,
+// measured −1.4 % and keeps one in every record, as do Q4_1 / Q5_1, a super-block per group).
+template <QuantKind KIND>
+constexpr bool kSuperRecordOnce = KIND == QuantKind::kGguf;
+
 // One chunk (index j of the slice) from the lane's words in registers. xs: the lane's x
 // fragments of chunk 0 for rows 0..7 (16 bytes per lane per chunk, see the staging below); those
 // of rows 8mt .. 8mt + 7 are mt · xs1 halves further.
 template <int B, QuantKind KIND, int MT, int FORM>
 __device__ __forceinline__ void slice_chunk(const uint32_t* w, int j, uint32_t group_starts,
+                                            uint32_t super_starts, int& super_j,
                                             const uint32_t* meta, uint32_t mode, const __half* xs,
                                             int xs1, int g, GroupScales<KIND>& scales,
                                             float acc[2][MT][4]) {
+  constexpr int kMeta = meta_words<KIND>();
+  if constexpr (kSuperRecordOnce<KIND>) {
+    if ((super_starts >> j) & 1u) super_j = j;
+  }
   if ((group_starts >> j) & 1u) {  // a run always starts with a group
-    if constexpr (has_gguf_scales(KIND)) {
-      scales.template load_form<FORM>(meta + j * meta_words<KIND>(), g);
+    if constexpr (kSuperRecordOnce<KIND>) {
+      scales.template load_form<FORM>(meta + super_j * kMeta, meta + j * kMeta, g);
+    } else if constexpr (has_gguf_scales(KIND)) {
+      scales.template load_form<FORM>(meta + j * kMeta, g);
     } else {
-      scales.load(meta + j * meta_words<KIND>(), g, B, mode);
+      scales.load(meta + j * kMeta, g, B, mode);
     }
   }
   uint32_t bf[MT][4];
@@ -106,16 +119,20 @@ __device__ __forceinline__ void slice_chunk(const uint32_t* w, int j, uint32_t g
 
 // Chunks [j0, j1) of the warp's slice, all of width code B (W = width_bits(B) words a lane).
 // wl: word 0 of chunk j0 for this lane. Full batches of U chunks load all their words before any
-// is decoded; the rest one by one.
+// is decoded; the rest one by one. kSuperRecordOnce: super_starts marks the chunks that begin a
+// super-block, whose records alone hold its (d, dmin).
 template <int B, QuantKind KIND, int MT, int FORM>
 __device__ __forceinline__ void run_chunks(const uint32_t* wl, int j0, int j1,
-                                           uint32_t group_starts, const uint32_t* meta,
-                                           uint32_t mode, const __half* xs, int xs1, int g,
-                                           float acc[2][MT][4]) {
+                                           uint32_t group_starts, uint32_t super_starts,
+                                           const uint32_t* meta, uint32_t mode, const __half* xs,
+                                           int xs1, int g, float acc[2][MT][4]) {
   constexpr int U = batch_chunks<B>();
   constexpr int W = qtile::width_bits(B);
   GroupScales<KIND> scales;
   if constexpr (has_gguf_scales(KIND)) scales.set_zero(mode);
+  // The chunk that began the super-block of chunk j0 (chunk 0 always begins one).
+  int super_j = 0;
+  if constexpr (kSuperRecordOnce<KIND>) super_j = 31 - __clz(super_starts & ((2u << j0) - 1u));
   int j = j0;
   for (; j + U <= j1; j += U, wl += U * W * 32) {
     uint32_t w[U][W];
@@ -126,15 +143,16 @@ __device__ __forceinline__ void run_chunks(const uint32_t* wl, int j0, int j1,
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      slice_chunk<B, KIND, MT, FORM>(w[u], j + u, group_starts, meta, mode, xs, xs1, g, scales,
-                                     acc);
+      slice_chunk<B, KIND, MT, FORM>(w[u], j + u, group_starts, super_starts, super_j, meta, mode,
+                                     xs, xs1, g, scales, acc);
     }
   }
   for (; j < j1; ++j, wl += W * 32) {
     uint32_t w[W];
 #pragma unroll
     for (int i = 0; i < W; ++i) w[i] = load_weight(wl + i * 32);
-    slice_chunk<B, KIND, MT, FORM>(w, j, group_starts, meta, mode, xs, xs1, g, scales, acc);
+    slice_chunk<B, KIND, MT, FORM>(w, j, group_starts, super_starts, super_j, meta, mode, xs, xs1,
+                                   g, scales, acc);
   }
 }
 
@@ -782,6 +800,14 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
       __ballot_sync(kFull, lane < n && (lane == 0 || group != prev_group));
   const uint32_t width_starts =
       __ballot_sync(kFull, lane < n && (lane == 0 || width_code != prev_width));
+  // kSuperRecordOnce: the chunks that begin a super-block. Only their records get its (d, dmin):
+  // copied into every group's, the 128-byte record made a chunk's records three times GPTQ's.
+  uint32_t super_starts = 0;
+  if constexpr (kSuperRecordOnce<KIND>) {
+    super_starts = __ballot_sync(
+        kFull,
+        lane < n && (lane == 0 || (group >> m.super_shift) != (prev_group >> m.super_shift)));
+  }
   const uint32_t* wcol = m.qweight + nb * m.lines * 32;
   if (active) {
     // The record of each group the slice starts: lane j copies the one of chunk j.
@@ -792,9 +818,11 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
         cp_async16(rec, m.scale_codes + gi * 8, true);
         rec[32] = m.scale_max[group];
       } else if constexpr (is_gguf_kind(KIND)) {
-        const uint32_t* sup = m.super_records + (nb * m.supers + (group >> m.super_shift)) * 32;
+        if (!kSuperRecordOnce<KIND> || ((super_starts >> lane) & 1u)) {
+          const uint32_t* sup = m.super_records + (nb * m.supers + (group >> m.super_shift)) * 32;
 #pragma unroll
-        for (int part = 0; part < 8; ++part) cp_async16(rec + part * 4, sup + part * 4, true);
+          for (int part = 0; part < 8; ++part) cp_async16(rec + part * 4, sup + part * 4, true);
+        }
         if (m.sub_records) {
 #pragma unroll
           for (int part = 0; part < 4; ++part) {
@@ -912,7 +940,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, MT == 1   ? 4
     qchunk::with_gguf_form<KIND>(m.gguf_mode, [&](auto form) {
       qchunk::with_form_width<KIND, decltype(form)::value>(b, [&](auto width) {
         run_chunks<decltype(width)::value, KIND, MT, decltype(form)::value>(
-            wl, j0, j1, group_starts, meta, m.gguf_mode, xs, xs1, g, acc);
+            wl, j0, j1, group_starts, super_starts, meta, m.gguf_mode, xs, xs1, g, acc);
       });
     });
   }
