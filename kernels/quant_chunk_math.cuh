@@ -176,7 +176,7 @@ __host__ __device__ constexpr bool gguf_form_has_width(int form, int bits) {
 
 // with_width for the row kernel's loops in form FORM: kGguf compiles only its form's widths. All
 // six in every form made 24 loops, 7 of which ever run, and kernels of 21k-36k instructions whose
-// register allocation spilled up to 1.6 KB a thread; now 8k-16k, spilling at most 0.5 KB.
+// register allocation spilled up to 1.6 KB a thread; now 8k-16k, spilling about a third as much.
 template <QuantKind KIND, int FORM, class F>
 __device__ __forceinline__ void with_form_width(int bits, F&& f) {
   if constexpr (KIND != QuantKind::kGguf) {
