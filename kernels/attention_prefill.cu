@@ -3,15 +3,21 @@
 //
 // Grid: (row tiles, kv heads, sequences). A block's rows are (query, head) pairs of one kv head's
 // group of query heads, the heads of a query side by side: row ρ of the sequence is query ρ / G
-// of head kv_head · G + ρ % G (G = heads per kv head). A block of 4 warps owns 64 rows (16 a
-// warp) and walks the sequence's cached keys in tiles of 64 positions, looked up through its page
-// table, double-buffered in shared memory with cp.async, so every key tile serves all G heads.
-// With one head per block, a burst of short prompts after a long cached prefix (64 new tokens of
-// each of 16 sequences) left half of each 128-row block idle and read every key tile G times.
-// A row meets the same key tiles in the same order either way (tiles past its own position are
-// fully masked and add exactly zero), so its result does not depend on the packing. Scores (Q·Kᵀ)
-// and the weighted values (P·V) use mma.sync m16n8k16 with fp32 accumulators; the softmax is the
-// online one (running max and sum per row, in base 2). No score matrix ever leaves registers.
+// of head kv_head · G + ρ % G (G = heads per kv head). With one head per block, a burst of short
+// prompts after a long cached prefix (64 new tokens of each of 16 sequences) left half of each
+// block idle and read every key tile G times. A block of W warps owns 16·MT·W rows (MT MMA tiles
+// of 16 rows a warp) and walks the sequence's cached keys in tiles of 64 positions, looked up
+// through its page table, double-buffered in shared memory with cp.async, so every key tile
+// serves all G heads. Each key and value fragment a warp loads (ldmatrix) serves its MT row
+// tiles: two tiles halve the shared-memory reads per MMA and give the softmax two independent
+// chains. Row tiles run heaviest first (a causal sequence's last rows see the most keys), so the
+// grid's tail is short blocks.
+//
+// A row meets the same key tiles in the same order whatever the block (tiles past its own
+// position are fully masked and add exactly zero), so its bits depend neither on W and MT nor on
+// the other sequences. Scores (Q·Kᵀ) and the weighted values (P·V) use mma.sync m16n8k16 with
+// fp32 accumulators; the softmax is the online one (running max and sum per row, in base 2). No
+// score matrix ever leaves registers.
 // Shared-memory rows are swizzled (16-byte chunk c of row r stored at c ^ (r % 8)) so that
 // ldmatrix reads are free of bank conflicts.
 #include <cfloat>
@@ -24,23 +30,37 @@ namespace {
 
 constexpr int kBlockN = 64;  // keys per tile
 
+// 2^x by the special-function unit alone. exp2f adds a rescaling for results below 2^-126, which
+// here only flushes to zero weights that change no fp16 P and no row sum (each row's sum holds
+// its maximum's weight, 1).
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 template <int D>
 __device__ __forceinline__ int swizzle(int row, int chunk) {
   return row * D + ((chunk ^ (row & 7)) << 3);
 }
 
-// W warps per block, 16 query rows each: the block's keys and values are loaded once for
-// 16·W queries.
+// W warps per block, 16·MT rows each: the block's keys and values are loaded once for 16·MT·W
+// rows. A row's arithmetic (the MMAs over the same key tiles in the same order, the online
+// softmax) does not depend on W or MT, so neither changes its bits.
 // BITS 16: the cache holds T, copied to shared memory with cp.async. 8/6/4: a quantized cache,
 // each 8-dim chunk dequantized in registers and stored to shared memory as T (q arrives
 // rotated, and the output leaves rotated).
-template <class T, int D, int W, int BITS>
+template <class T, int D, int W, int MT, int BITS>
 __global__ void __launch_bounds__(W * 32)
     attention_prefill_kernel(const T* q, BatchView batch, KvLayerView kv, int num_heads, int group,
                              float scale_log2, T* out) {
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
-  constexpr int kBlockM = 16 * W;
+  constexpr int kBlockM = 16 * MT * W;
   constexpr int kThreads = 32 * W;
+  constexpr int kWarpRows = 16 * MT;
+  // q's fragments stay in registers unless they would crowd out the accumulators (two tiles of
+  // 128 dimensions: o alone takes 128 registers); then each key tile re-reads them.
+  constexpr bool kQInRegisters = MT * D <= 128;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* s_q = reinterpret_cast<T*>(smem_raw);
   T* s_k = s_q + kBlockM * D;  // two stages
@@ -59,8 +79,8 @@ __global__ void __launch_bounds__(W * 32)
 
   const int q_begin = batch.seq_q_start[seq];
   const int q_len = batch.seq_q_start[seq + 1] - q_begin;
-  const int q_rows = q_len * group;  // (query, head) rows of this kv head
-  const int r0 = blockIdx.x * kBlockM;
+  const int q_rows = q_len * group;                       // (query, head) rows of this kv head
+  const int r0 = (gridDim.x - 1 - blockIdx.x) * kBlockM;  // heaviest first
   if (r0 >= q_rows) return;
   const int kv_len = batch.seq_kv_len[seq];
   const int start_pos = kv_len - q_len;
@@ -84,68 +104,98 @@ __global__ void __launch_bounds__(W * 32)
   }
   cp_async_commit();
 
+  // A thread copies one 16-byte chunk of every kRowStep-th row of a tile, so its chunk, its
+  // rows' swizzle (row & 7 is the same for all of them) and its offset within a page are fixed;
+  // the page and slot of its first row take one division per tile, the rest follow by
+  // addition (with a division per row, a row's copies took ~60 instructions).
+  static_assert(kThreads % kChunks == 0 && (kThreads / kChunks) % 8 == 0);
+  constexpr int kRowStep = kThreads / kChunks;
+  const int my_chunk = tid % kChunks;
+  const int my_row = tid / kChunks;
+  const int64_t head_offset = int64_t(kv_head) * kv.page_size;
   auto load_tile = [&](int tile, int stage) {
-    T* dk = s_k + stage * kBlockN * D;
-    T* dv = s_v + stage * kBlockN * D;
-    for (int c = tid; c < kBlockN * kChunks; c += kThreads) {
-      const int row = c / kChunks;
-      const int ch = c % kChunks;
-      const int pos = tile * kBlockN + row;
+    T* dk = s_k + stage * kBlockN * D + swizzle<D>(my_row, my_chunk);
+    T* dv = s_v + stage * kBlockN * D + swizzle<D>(my_row, my_chunk);
+    const int first = tile * kBlockN + my_row;
+    int page_index = first / kv.page_size;
+    int slot = first - page_index * kv.page_size;
+    // Unrolled for the copies; the dequantizing rows of a quantized cache stay a loop, which
+    // unrolled would double the kernel's code.
+#pragma unroll(BITS == 16 ? kBlockN / kRowStep : 1)
+    for (int row = 0; row < kBlockN; row += kRowStep) {
+      const int pos = first + row;
       const bool valid = pos < kv_len;
       if constexpr (BITS != 16) {
         uint4 kq = make_uint4(0, 0, 0, 0), vq = make_uint4(0, 0, 0, 0);
         if (valid) {
-          const int64_t page = page_table[pos / kv.page_size];
-          const int slot = pos % kv.page_size;
+          const int64_t page = page_table[page_index];
           const KvQuantRow kr = kv_quant_row<BITS, D>(kv, page, kv_head, slot, false);
           const KvQuantRow vr = kv_quant_row<BITS, D>(kv, page, kv_head, slot, true);
           float x[8];
-          dequant8<BITS>(load_codes<BITS, D>(kr.codes, ch), __half2float(kr.scales[ch / 4]), x);
+          dequant8<BITS>(load_codes<BITS, D>(kr.codes, my_chunk),
+                         __half2float(kr.scales[my_chunk / 4]), x);
           kq = pack8<T>(x);
-          dequant8<BITS>(load_codes<BITS, D>(vr.codes, ch), __half2float(vr.scales[ch / 4]), x);
+          dequant8<BITS>(load_codes<BITS, D>(vr.codes, my_chunk),
+                         __half2float(vr.scales[my_chunk / 4]), x);
           vq = pack8<T>(x);
         }
-        *reinterpret_cast<uint4*>(dk + swizzle<D>(row, ch)) = kq;
-        *reinterpret_cast<uint4*>(dv + swizzle<D>(row, ch)) = vq;
-        continue;
+        *reinterpret_cast<uint4*>(dk + row * D) = kq;
+        *reinterpret_cast<uint4*>(dv + row * D) = vq;
+      } else {
+        const T* src_k = cache;
+        const T* src_v = cache;
+        if (valid) {
+          const int64_t offset =
+              page_table[page_index] * kv.page_stride + (head_offset + slot) * D + my_chunk * 8;
+          src_k = cache + offset;
+          src_v = cache + kv.v_offset + offset;
+        }
+        cp_async16(dk + row * D, src_k, valid);
+        cp_async16(dv + row * D, src_v, valid);
       }
-      const T* src_k = cache;
-      const T* src_v = cache;
-      if (valid) {
-        const int64_t page = page_table[pos / kv.page_size];
-        const int slot = pos % kv.page_size;
-        const int64_t offset =
-            page * kv.page_stride + (int64_t(kv_head) * kv.page_size + slot) * D + ch * 8;
-        src_k = cache + offset;
-        src_v = cache + kv.v_offset + offset;
+      slot += kRowStep;
+      while (slot >= kv.page_size) {
+        slot -= kv.page_size;
+        ++page_index;
       }
-      cp_async16(dk + swizzle<D>(row, ch), src_k, valid);
-      cp_async16(dv + swizzle<D>(row, ch), src_v, valid);
     }
     if constexpr (BITS != 16) {
       // The sequence's first key is read in fp16 (kv_quant.cuh), not from its codes: the
-      // threads that wrote row 0 of tile 0 above (c = tid < kChunks) overwrite it, outside the
-      // loop so that other chunks pay nothing.
+      // threads that wrote row 0 of tile 0 above (my_row = 0) overwrite it, outside the loop so
+      // that other rows pay nothing.
       if (tile == 0 && tid < kChunks) {
         float x[8];
         unpack8<__half>(load16(first_key_row<D>(kv, page_table[0], kv_head) + tid * 8), x);
-        *reinterpret_cast<uint4*>(dk + swizzle<D>(0, tid)) = pack8<T>(x);
+        *reinterpret_cast<uint4*>(s_k + swizzle<D>(0, tid)) = pack8<T>(x);
       }
     }
   };
   load_tile(0, 0);
   cp_async_commit();
 
-  uint32_t q_frag[D / 16][4];
-  float o[D / 8][4];
+  uint32_t q_frag[kQInRegisters ? MT : 1][kQInRegisters ? D / 16 : 1][4];
+  float o[MT][D / 8][4];
 #pragma unroll
-  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-  float row_max[2] = {-INFINITY, -INFINITY};
-  float row_sum[2] = {0.0f, 0.0f};
-  // Positions of the thread's rows g and g + 8 of its warp, and of the warp's first row.
-  const int q_pos[2] = {start_pos + (r0 + warp * 16 + g) / group,
-                        start_pos + (r0 + warp * 16 + g + 8) / group};
-  const int warp_first_pos = start_pos + (r0 + warp * 16) / group;
+  for (int m = 0; m < MT; ++m) {
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) o[m][i][0] = o[m][i][1] = o[m][i][2] = o[m][i][3] = 0.0f;
+  }
+  float row_max[MT][2], row_sum[MT][2];
+  int q_pos[MT][2];    // positions of the thread's rows g and g + 8 of each tile
+  int tile_first[MT];  // position of each tile's first row
+#pragma unroll
+  for (int m = 0; m < MT; ++m) {
+    const int row = r0 + warp * kWarpRows + m * 16;
+    row_max[m][0] = row_max[m][1] = -INFINITY;
+    row_sum[m][0] = row_sum[m][1] = 0.0f;
+    q_pos[m][0] = start_pos + (row + g) / group;
+    q_pos[m][1] = start_pos + (row + g + 8) / group;
+    tile_first[m] = start_pos + row / group;
+  }
+  auto load_q = [&](uint32_t frag[4], int m, int kk) {
+    const int row = warp * kWarpRows + m * 16 + (lane & 15);
+    ldmatrix_x4(frag, s_q + swizzle<D>(row, 2 * kk + (lane >> 4)));
+  };
 
   for (int j = 0; j < n_tiles; ++j) {
     if (j + 1 < n_tiles) {
@@ -157,158 +207,193 @@ __global__ void __launch_bounds__(W * 32)
     }
     __syncthreads();
 
-    if (j == 0) {
+    if constexpr (kQInRegisters) {
+      if (j == 0) {
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const int row = warp * 16 + (lane & 15);
-        ldmatrix_x4(q_frag[kk], s_q + swizzle<D>(row, 2 * kk + (lane >> 4)));
+        for (int m = 0; m < MT; ++m) {
+#pragma unroll
+          for (int kk = 0; kk < D / 16; ++kk) load_q(q_frag[m][kk], m, kk);
+        }
       }
     }
     const T* ck = s_k + (j & 1) * kBlockN * D;
     const T* cv = s_v + (j & 1) * kBlockN * D;
 
-    // S = Q·Kᵀ for 16 rows × 64 keys.
-    float s[8][4];
+    // S = Q·Kᵀ for 16 rows × 64 keys per tile, each key fragment serving every tile.
+    float s[MT][8][4];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+    for (int m = 0; m < MT; ++m) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) s[m][i][0] = s[m][i][1] = s[m][i][2] = s[m][i][3] = 0.0f;
+    }
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t qk[kQInRegisters ? 1 : MT][4];
+      if constexpr (!kQInRegisters) {
+#pragma unroll
+        for (int m = 0; m < MT; ++m) load_q(qk[m], m, kk);
+      }
 #pragma unroll
       for (int np = 0; np < 4; ++np) {
         uint32_t r[4];
         const int pos = np * 16 + (lane & 7) + ((lane >> 4) << 3);
         ldmatrix_x4(r, ck + swizzle<D>(pos, 2 * kk + ((lane >> 3) & 1)));
-        mma_16816<T>(s[2 * np], q_frag[kk], r[0], r[1]);
-        mma_16816<T>(s[2 * np + 1], q_frag[kk], r[2], r[3]);
-      }
-    }
-
-    // Scale to base 2 and mask (causal, and keys past the end).
-    const int key0 = j * kBlockN;
-    const bool need_mask = key0 + kBlockN - 1 > warp_first_pos || key0 + kBlockN > kv_len;
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        float v = s[nt][c] * scale_log2;
-        if (need_mask) {
-          const int key = key0 + nt * 8 + 2 * t + (c & 1);
-          const int qp = q_pos[c >= 2 ? 1 : 0];
-          if (key > qp || key >= kv_len) v = -INFINITY;
+        for (int m = 0; m < MT; ++m) {
+          const uint32_t* a = kQInRegisters ? q_frag[m][kk] : qk[kQInRegisters ? 0 : m];
+          mma_16816<T>(s[m][2 * np], a, r[0], r[1]);
+          mma_16816<T>(s[m][2 * np + 1], a, r[2], r[3]);
         }
-        s[nt][c] = v;
       }
     }
 
-    // Online softmax.
-    float new_max[2] = {row_max[0], row_max[1]};
+    const int key0 = j * kBlockN;
+    uint32_t p[MT][4][4];  // P in fp16/bf16, the A fragments of P·V
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      new_max[0] = fmaxf(new_max[0], fmaxf(s[nt][0], s[nt][1]));
-      new_max[1] = fmaxf(new_max[1], fmaxf(s[nt][2], s[nt][3]));
-    }
-    float base[2], corr[2];
+    for (int m = 0; m < MT; ++m) {
+      // Mask (causal, and keys past the end).
+      if (key0 + kBlockN - 1 > tile_first[m] || key0 + kBlockN > kv_len) {
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      new_max[i] = fmaxf(new_max[i], __shfl_xor_sync(0xffffffffu, new_max[i], 1));
-      new_max[i] = fmaxf(new_max[i], __shfl_xor_sync(0xffffffffu, new_max[i], 2));
-      base[i] = new_max[i] == -INFINITY ? 0.0f : new_max[i];
-      corr[i] = exp2f(row_max[i] - base[i]);
-      row_max[i] = new_max[i];
-      row_sum[i] *= corr[i];
-    }
+        for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt) {
-      o[dt][0] *= corr[0];
-      o[dt][1] *= corr[0];
-      o[dt][2] *= corr[1];
-      o[dt][3] *= corr[1];
-    }
+          for (int c = 0; c < 4; ++c) {
+            const int key = key0 + nt * 8 + 2 * t + (c & 1);
+            if (key > q_pos[m][c >= 2 ? 1 : 0] || key >= kv_len) s[m][nt][c] = -INFINITY;
+          }
+        }
+      }
+
+      // Online softmax over the unscaled scores (the scale is positive, so their maximum is the
+      // scaled scores' too); each weight is 2^(s·scale − max·scale), one fma before the ex2.
+      float new_max[2] = {row_max[m][0], row_max[m][1]};
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      s[nt][0] = exp2f(s[nt][0] - base[0]);
-      s[nt][1] = exp2f(s[nt][1] - base[0]);
-      s[nt][2] = exp2f(s[nt][2] - base[1]);
-      s[nt][3] = exp2f(s[nt][3] - base[1]);
-      row_sum[0] += s[nt][0] + s[nt][1];
-      row_sum[1] += s[nt][2] + s[nt][3];
+      for (int nt = 0; nt < 8; ++nt) {
+        new_max[0] = fmaxf(new_max[0], fmaxf(s[m][nt][0], s[m][nt][1]));
+        new_max[1] = fmaxf(new_max[1], fmaxf(s[m][nt][2], s[m][nt][3]));
+      }
+      float base[2], corr[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        new_max[i] = fmaxf(new_max[i], __shfl_xor_sync(0xffffffffu, new_max[i], 1));
+        new_max[i] = fmaxf(new_max[i], __shfl_xor_sync(0xffffffffu, new_max[i], 2));
+        base[i] = new_max[i] == -INFINITY ? 0.0f : new_max[i] * scale_log2;
+        corr[i] = exp2_ftz(row_max[m][i] * scale_log2 - base[i]);
+        row_max[m][i] = new_max[i];
+        row_sum[m][i] *= corr[i];
+      }
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        o[m][dt][0] *= corr[0];
+        o[m][dt][1] *= corr[0];
+        o[m][dt][2] *= corr[1];
+        o[m][dt][3] *= corr[1];
+      }
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        s[m][nt][0] = exp2_ftz(fmaf(s[m][nt][0], scale_log2, -base[0]));
+        s[m][nt][1] = exp2_ftz(fmaf(s[m][nt][1], scale_log2, -base[0]));
+        s[m][nt][2] = exp2_ftz(fmaf(s[m][nt][2], scale_log2, -base[1]));
+        s[m][nt][3] = exp2_ftz(fmaf(s[m][nt][3], scale_log2, -base[1]));
+        row_sum[m][0] += s[m][nt][0] + s[m][nt][1];
+        row_sum[m][1] += s[m][nt][2] + s[m][nt][3];
+      }
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        p[m][kk][0] = pack2<T>(s[m][2 * kk][0], s[m][2 * kk][1]);
+        p[m][kk][1] = pack2<T>(s[m][2 * kk][2], s[m][2 * kk][3]);
+        p[m][kk][2] = pack2<T>(s[m][2 * kk + 1][0], s[m][2 * kk + 1][1]);
+        p[m][kk][3] = pack2<T>(s[m][2 * kk + 1][2], s[m][2 * kk + 1][3]);
+      }
     }
 
-    // O += P·V.
+    // O += P·V, each value fragment serving every tile.
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      const uint32_t p[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]),
-                             pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                             pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                             pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
       for (int dp = 0; dp < D / 16; ++dp) {
         uint32_t r[4];
         const int pos = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
         ldmatrix_x4_trans(r, cv + swizzle<D>(pos, 2 * dp + (lane >> 4)));
-        mma_16816<T>(o[2 * dp], p, r[0], r[1]);
-        mma_16816<T>(o[2 * dp + 1], p, r[2], r[3]);
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+          mma_16816<T>(o[m][2 * dp], p[m][kk], r[0], r[1]);
+          mma_16816<T>(o[m][2 * dp + 1], p[m][kk], r[2], r[3]);
+        }
       }
     }
     __syncthreads();  // this stage is refilled two iterations on
   }
 
-  float inv[2];
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 1);
-    row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 2);
-    inv[i] = row_sum[i] > 0.0f ? 1.0f / row_sum[i] : 0.0f;
-  }
-  const int row_a = r0 + warp * 16 + g;
-  const int row_b = row_a + 8;
-  T* out_a = out + (row_a < q_rows ? row_offset(row_a) : 0);
-  T* out_b = out + (row_b < q_rows ? row_offset(row_b) : 0);
+  for (int m = 0; m < MT; ++m) {
+    float inv[2];
 #pragma unroll
-  for (int dt = 0; dt < D / 8; ++dt) {
-    const int d = dt * 8 + 2 * t;
-    if (row_a < q_rows) {
-      *reinterpret_cast<uint32_t*>(out_a + d) = pack2<T>(o[dt][0] * inv[0], o[dt][1] * inv[0]);
+    for (int i = 0; i < 2; ++i) {
+      float sum = row_sum[m][i];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      inv[i] = sum > 0.0f ? 1.0f / sum : 0.0f;
     }
-    if (row_b < q_rows) {
-      *reinterpret_cast<uint32_t*>(out_b + d) = pack2<T>(o[dt][2] * inv[1], o[dt][3] * inv[1]);
+    const int row_a = r0 + warp * kWarpRows + m * 16 + g;
+    const int row_b = row_a + 8;
+    T* out_a = out + (row_a < q_rows ? row_offset(row_a) : 0);
+    T* out_b = out + (row_b < q_rows ? row_offset(row_b) : 0);
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) {
+      const int d = dt * 8 + 2 * t;
+      if (row_a < q_rows) {
+        *reinterpret_cast<uint32_t*>(out_a + d) =
+            pack2<T>(o[m][dt][0] * inv[0], o[m][dt][1] * inv[0]);
+      }
+      if (row_b < q_rows) {
+        *reinterpret_cast<uint32_t*>(out_b + d) =
+            pack2<T>(o[m][dt][2] * inv[1], o[m][dt][3] * inv[1]);
+      }
     }
   }
 }
 
-template <class T, int D, int W>
+template <class T, int D, int W, int MT>
 constexpr size_t prefill_smem_bytes() {
-  return size_t(16 * W + 4 * kBlockN) * D * sizeof(T);
+  return size_t(16 * MT * W + 4 * kBlockN) * D * sizeof(T);
 }
 
-template <class T, int D, int W, int BITS>
+template <class T, int D, int W, int MT, int BITS>
 cudaError_t allow_prefill_smem() {
-  return cudaFuncSetAttribute(attention_prefill_kernel<T, D, W, BITS>,
+  return cudaFuncSetAttribute(attention_prefill_kernel<T, D, W, MT, BITS>,
                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(prefill_smem_bytes<T, D, W>()));
+                              static_cast<int>(prefill_smem_bytes<T, D, W, MT>()));
 }
 
-template <class T, int D, int W, int BITS>
+template <class T, int D, int W, int MT, int BITS>
 cudaError_t launch_prefill(const Launch& l, const void* q, const BatchView& batch,
                            const KvLayerView& kv, int num_heads, float scale, int max_q_len,
                            void* out) {
-  constexpr size_t smem = prefill_smem_bytes<T, D, W>();
+  constexpr size_t smem = prefill_smem_bytes<T, D, W, MT>();
   if (kv.num_kv_heads <= 0 || num_heads % kv.num_kv_heads != 0) return cudaErrorInvalidValue;
   const int group = num_heads / kv.num_kv_heads;
-  const dim3 grid(static_cast<unsigned>(ceil_div(int64_t(max_q_len) * group, 16 * W)),
+  const dim3 grid(static_cast<unsigned>(ceil_div(int64_t(max_q_len) * group, 16 * MT * W)),
                   static_cast<unsigned>(kv.num_kv_heads), static_cast<unsigned>(batch.num_seqs));
   const float scale_log2 = scale * 1.4426950408889634f;
-  return launch_kernel(l, attention_prefill_kernel<T, D, W, BITS>, grid, dim3(W * 32), smem,
+  return launch_kernel(l, attention_prefill_kernel<T, D, W, MT, BITS>, grid, dim3(W * 32), smem,
                        static_cast<const T*>(q), batch, kv, num_heads, group, scale_log2,
                        static_cast<T*>(out));
 }
 
+// Every (warps, tiles per warp) the backend may choose: 4 or 8 warps, 1 or 2 tiles.
+template <class T, int D, int BITS>
+cudaError_t allow_blocks() {
+  cudaError_t e = allow_prefill_smem<T, D, 4, 1, BITS>();
+  if (e == cudaSuccess) e = allow_prefill_smem<T, D, 8, 1, BITS>();
+  if (e == cudaSuccess) e = allow_prefill_smem<T, D, 4, 2, BITS>();
+  if (e == cudaSuccess) e = allow_prefill_smem<T, D, 8, 2, BITS>();
+  return e;
+}
+
 template <class T, int BITS>
 cudaError_t allow_bits() {
-  cudaError_t e = allow_prefill_smem<T, 64, 4, BITS>();
-  if (e == cudaSuccess) e = allow_prefill_smem<T, 128, 4, BITS>();
-  if (e == cudaSuccess) e = allow_prefill_smem<T, 64, 8, BITS>();
-  if (e == cudaSuccess) e = allow_prefill_smem<T, 128, 8, BITS>();
+  cudaError_t e = allow_blocks<T, 64, BITS>();
+  if (e == cudaSuccess) e = allow_blocks<T, 128, BITS>();
   return e;
 }
 
@@ -322,13 +407,17 @@ cudaError_t allow_all() {
 }
 
 template <class T, int D, int BITS>
-cudaError_t launch_warps(const Launch& l, const void* q, const BatchView& batch,
+cudaError_t launch_block(const Launch& l, const void* q, const BatchView& batch,
                          const KvLayerView& kv, int num_heads, float scale, int max_q_len,
-                         void* out, int warps) {
-  if (warps == 8) {
-    return launch_prefill<T, D, 8, BITS>(l, q, batch, kv, num_heads, scale, max_q_len, out);
+                         void* out, PrefillBlock block) {
+  const bool two = block.warp_tiles == 2;
+  if (block.warps == 8) {
+    return two ? launch_prefill<T, D, 8, 2, BITS>(l, q, batch, kv, num_heads, scale, max_q_len, out)
+               : launch_prefill<T, D, 8, 1, BITS>(l, q, batch, kv, num_heads, scale, max_q_len,
+                                                  out);
   }
-  return launch_prefill<T, D, 4, BITS>(l, q, batch, kv, num_heads, scale, max_q_len, out);
+  return two ? launch_prefill<T, D, 4, 2, BITS>(l, q, batch, kv, num_heads, scale, max_q_len, out)
+             : launch_prefill<T, D, 4, 1, BITS>(l, q, batch, kv, num_heads, scale, max_q_len, out);
 }
 
 }  // namespace
@@ -341,19 +430,19 @@ cudaError_t prepare_attention_prefill() {
 
 cudaError_t attention_prefill(const Launch& l, Elem t, const void* q, const BatchView& batch,
                               const KvLayerView& kv, int num_heads, float scale, int max_q_len,
-                              void* out, int warps) {
+                              void* out, PrefillBlock block) {
   if (max_q_len <= 0 || batch.num_seqs <= 0) return cudaSuccess;
   if (kv.head_dim != 64 && kv.head_dim != 128) return cudaErrorInvalidValue;
   HEARTH_DISPATCH_16(t, T, {
     if (kv.bits != 16) {
       HEARTH_DISPATCH_KV_QUANT(kv, BITS, D, {
-        return launch_warps<T, D, BITS>(l, q, batch, kv, num_heads, scale, max_q_len, out, warps);
+        return launch_block<T, D, BITS>(l, q, batch, kv, num_heads, scale, max_q_len, out, block);
       });
     }
     if (kv.head_dim == 64) {
-      return launch_warps<T, 64, 16>(l, q, batch, kv, num_heads, scale, max_q_len, out, warps);
+      return launch_block<T, 64, 16>(l, q, batch, kv, num_heads, scale, max_q_len, out, block);
     }
-    return launch_warps<T, 128, 16>(l, q, batch, kv, num_heads, scale, max_q_len, out, warps);
+    return launch_block<T, 128, 16>(l, q, batch, kv, num_heads, scale, max_q_len, out, block);
   });
 }
 

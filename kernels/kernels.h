@@ -269,13 +269,20 @@ cudaError_t hadamard_heads(const Launch& l, Elem t, void* x, int64_t rows, int64
 // Whether the tiled kernels handle the shape (head_dim 64 or 128; group <= 8 for decode).
 bool attention_fast_supported(int head_dim, int num_heads, int num_kv_heads);
 
+// The prefill attention's blocks: warps (4 or 8), each with warp_tiles MMA tiles of 16 (query,
+// head) rows (1 or 2), so 16 · warps · warp_tiles rows a block. A row's bits do not depend on it.
+struct PrefillBlock {
+  int warps = 4;
+  int warp_tiles = 1;
+};
+
 // Flash-style tiled attention (prefill; any number of new tokens per sequence). Reads keys and
 // values from the cache, so kv_store must run first. max_q_len: the longest sequence's new
-// tokens (sets the grid). No N×N matrix is formed. warps: 4 (64 queries per block) or 8 (128).
+// tokens (sets the grid). No N×N matrix is formed.
 // Over a quantized cache q must arrive rotated (hadamard_heads) and out leaves rotated.
 cudaError_t attention_prefill(const Launch& l, Elem t, const void* q, const BatchView& batch,
                               const KvLayerView& kv, int num_heads, float scale, int max_q_len,
-                              void* out, int warps = 4);
+                              void* out, PrefillBlock block = {});
 
 // Scratch of the split-K decode attention; counters start at zero and are left at zero.
 struct DecodeScratch {

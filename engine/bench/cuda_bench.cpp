@@ -41,6 +41,15 @@ using cuda::bench::time_ms;
 using cuda::bench::time_prefill;
 using cuda::bench::tokens_for;
 
+// The prefill attention blocks the backend may use (CudaBackendOptions::attention_warps and
+// attention_warp_tiles), compared by the attention sweep and the prefill variants.
+constexpr kernels::PrefillBlock kPrefillBlocks[] = {{4, 1}, {8, 1}, {4, 2}, {8, 2}};
+
+// "8x2"; tiles 0 (the backend's choice per launch): "8xauto".
+std::string block_name(kernels::PrefillBlock b) {
+  return std::to_string(b.warps) + "x" + (b.warp_tiles > 0 ? std::to_string(b.warp_tiles) : "auto");
+}
+
 json copy_bandwidth(CudaBackend& be) {
   double ms = 0;
   const double gbs = cuda::bench::copy_bandwidth_gbs(be, &ms);
@@ -200,19 +209,20 @@ json attention_sweep(CudaBackend& be, const ModelConfig& c, DType dtype) {
                 {"heads", c.num_heads},
                 {"kv_heads", c.num_kv_heads},
                 {"head_dim", c.head_dim}};
-    for (int warps : {4, 8}) {
+    for (const kernels::PrefillBlock block : kPrefillBlocks) {
       const double ms = time_ms(
           be.stream(),
           [&](int) {
             check_launch(kernels::attention_prefill({be.stream(), false, 0}, e, q.get(), b, view,
                                                     static_cast<int>(c.num_heads),
                                                     1.0f / std::sqrt(float(c.head_dim)),
-                                                    static_cast<int>(T), o.get(), warps),
+                                                    static_cast<int>(T), o.get(), block),
                          "attention_prefill");
           },
           2, 10);
-      row["warps" + std::to_string(warps) + "_us"] = ms * 1e3;
-      row["warps" + std::to_string(warps) + "_tflops"] = flops / (ms * 1e-3) / 1e12;
+      const std::string name = block_name(block);
+      row[name + "_us"] = ms * 1e3;
+      row[name + "_tflops"] = flops / (ms * 1e-3) / 1e12;
     }
     out.push_back(row);
   }
@@ -298,7 +308,7 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
               {"tflops", tflops},
               {"share_of_datasheet_peak", peak > 0 ? tflops / peak : 0.0},
               {"share_of_measured_gemm", tflops / gemm},
-              {"attention_warps", be.attention_warps()}};
+              {"attention_block", block_name({be.attention_warps(), be.attention_warp_tiles()})}};
     return e;
   };
   json prefill = json::array();
@@ -307,12 +317,15 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
   }
   r["prefill"] = prefill;
   if (o.variants && !o.profile_decode_step) {
-    const int warps = be.attention_warps();
-    be.set_attention_warps(warps == 8 ? 4 : 8);
+    const kernels::PrefillBlock chosen{be.attention_warps(), be.attention_warp_tiles()};
     json other = json::array();
-    for (int64_t T : o.prefill_lengths) other.push_back(prefill_run(T));
-    r["prefill_other_attention_warps"] = other;
-    be.set_attention_warps(warps);
+    for (const kernels::PrefillBlock block : kPrefillBlocks) {
+      if (block.warps == chosen.warps && block.warp_tiles == chosen.warp_tiles) continue;
+      be.set_attention_block(block.warps, block.warp_tiles);
+      for (int64_t T : o.prefill_lengths) other.push_back(prefill_run(T));
+    }
+    r["prefill_other_attention_blocks"] = other;
+    be.set_attention_block(chosen.warps, chosen.warp_tiles);
   }
 
   // ---- decode ----
@@ -413,12 +426,12 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
     text += fmt("decode batch %.0f / batch 1: ", decode.back()["batch"].get<double>()) +
             fmt("%.1fx\n", last / b1);
   }
-  if (r.contains("prefill_other_attention_warps")) {
-    for (const auto& e : r["prefill_other_attention_warps"]) {
+  if (r.contains("prefill_other_attention_blocks")) {
+    for (const auto& e : r["prefill_other_attention_blocks"]) {
       text +=
           fmt("prefill %.0f tokens with ", e["tokens"].get<double>()) +
-          fmt("%.0f-warp attention: ", e["attention_warps"].get<double>()) +
-          fmt("%.0f tokens/s", e["tokens_per_s"].get<double>()) +
+          e["attention_block"].get<std::string>() +
+          " attention blocks: " + fmt("%.0f tokens/s", e["tokens_per_s"].get<double>()) +
           fmt(" (%.1f%% of datasheet peak)\n", 100 * e["share_of_datasheet_peak"].get<double>());
     }
   }
@@ -498,11 +511,13 @@ BenchReport run_backend_benchmark(const BenchOptions& o) {
     j["attention_sweep"] = attention_sweep(be, synthetic_model_config(o.models.front()), o.dtype);
     text += "\nprefill attention kernel (one layer, causal):\n";
     for (const auto& e : j["attention_sweep"]) {
-      text += fmt("  %5.0f tokens: ", e["tokens"].get<double>()) +
-              fmt("4 warps %.1f us", e["warps4_us"].get<double>()) +
-              fmt(" (%.0f TFLOP/s), ", e["warps4_tflops"].get<double>()) +
-              fmt("8 warps %.1f us", e["warps8_us"].get<double>()) +
-              fmt(" (%.0f TFLOP/s)\n", e["warps8_tflops"].get<double>());
+      text += fmt("  %5.0f tokens:", e["tokens"].get<double>());
+      for (const kernels::PrefillBlock block : kPrefillBlocks) {
+        const std::string name = block_name(block);
+        text += " " + name + fmt(" %.1f us", e[name + "_us"].get<double>()) +
+                fmt(" (%.0f TFLOP/s)", e[name + "_tflops"].get<double>());
+      }
+      text += "\n";
     }
     text += "\nGEMV sweep (" + o.models.front() + " shapes; GB/s of weights read):\n";
     text +=

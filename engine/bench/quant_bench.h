@@ -74,6 +74,10 @@ struct QuantBenchOptions {
   int decode_attention_blocks_per_sm = -1;
   // CudaBackendOptions::decode_attention_tensor_cores (0 or 1); negative: the backend's default.
   int decode_attention_tensor_cores = -1;
+  // CudaBackendOptions::attention_warps and attention_warp_tiles; 0: the backend's default
+  // (tiles chosen per launch).
+  int attention_warps = 0;
+  int attention_warp_tiles = 0;
   uint64_t seed = 1;
   double memory_fraction = 0.9;  // models beyond this share of free memory run fewer layers
 };

@@ -501,17 +501,40 @@ INSTANTIATE_TEST_SUITE_P(
         AttnCase{"d64_single_token", 2, 1, 64, 16, {1}, {1}, 4}),
     [](const ::testing::TestParamInfo<AttnCase>& info) { return std::string(info.param.name); });
 
-TEST_F(GpuOps, AttentionWithEightWarpBlocksMatchesReference) {
-  CudaBackendOptions o;
-  o.attention_warps = 8;
-  auto wide = create_cuda_backend(o);
-  run_attention_case(AttnCase{"w8_d128_gqa4", 8, 2, 128, 64, {300, 1, 129}, {5, 200, 1}, 2}, *wide,
-                     *cpu, 1.5e-3);
-  run_attention_case(AttnCase{"w8_d64_gqa3", 9, 3, 64, 16, {130, 17}, {1, 140}, 2}, *wide, *cpu,
-                     1.5e-3);
-  run_attention_case(
-      AttnCase{"w8_d128_gqa4_burst", 32, 8, 128, 64, {700, 700, 700}, {64, 33, 5}, 1}, *wide, *cpu,
-      1.5e-3);
+// The prefill kernel's blocks (CudaBackendOptions::attention_warps, attention_warp_tiles): 64 to
+// 256 (query, head) rows, one or two MMA tiles a warp. Each matches the CPU, and all give the same
+// bits, since a row meets the same key tiles in the same order in any of them (tiles past its
+// position add exactly zero): over an fp16 cache and a q4 one, GQA groups of 4 and 3, bursts of
+// short chunks after long prompts.
+TEST_F(GpuOps, AttentionBlocksMatchTheCpuAndGiveTheSameBits) {
+  const AttnCase cases[] = {
+      AttnCase{"blk_d128_gqa4", 8, 2, 128, 64, {300, 1, 129}, {5, 200, 1}, 2},
+      AttnCase{"blk_d64_gqa3", 9, 3, 64, 16, {130, 17}, {1, 140}, 2},
+      AttnCase{"blk_d128_gqa4_burst", 32, 8, 128, 64, {700, 700, 700}, {64, 33, 5}, 1},
+      AttnCase{"blk_d128_mha_long", 4, 4, 128, 256, {1100}, {300}, 1}};
+  const std::pair<int, int> blocks[] = {{4, 1}, {8, 1}, {4, 2}, {8, 2}};  // warps, tiles
+  for (KvCacheType type : {KvCacheType::kF16, KvCacheType::kQ4}) {
+    for (const AttnCase& c : cases) {
+      std::vector<std::vector<float>> first;
+      for (const auto& [warps, tiles] : blocks) {
+        SCOPED_TRACE(std::string(c.name) + " " + kv_cache_type_name(type) + " " +
+                     std::to_string(warps) + "x" + std::to_string(tiles));
+        CudaBackendOptions o;
+        o.attention_warps = warps;
+        o.attention_warp_tiles = tiles;
+        auto backend = create_cuda_backend(o);
+        run_attention_case(c, *backend, *cpu, type == KvCacheType::kF16 ? 1.5e-3 : 3e-3, nullptr,
+                           type);
+        const auto got = attention_outputs(c, *backend, nullptr, type);
+        if (first.empty()) {
+          first = got;
+          continue;
+        }
+        ASSERT_EQ(got.size(), first.size());
+        for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], first[i]) << "step " << i;
+      }
+    }
+  }
 }
 
 // Prefix reuse copies the matching start of a partly shared page (KvCacheStorage::

@@ -5,7 +5,7 @@
 //               [--device 0] [--no-sweep] [--profile-step] [--fold-norm-rows N]
 //               [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] [--mma-rows N]
 //               [--mma-max-rows N] [--mma-blocks wide|tall|wgmma]
-//               [--decode-blocks-per-sm N] [--decode-tensor-cores 0|1]
+//               [--decode-blocks-per-sm N] [--decode-tensor-cores 0|1] [--attention-block WxT]
 //               [--dequant-slices MiB,..] [--prefix-step SEQS,NEW,CACHED] [--json]
 //               [--json-out FILE]
 //
@@ -46,7 +46,8 @@ int usage() {
       "[--context N] [--cache fp16|q8|q6|q4] [--steps N] [--device N] [--no-sweep] "
       "[--fold-norm-rows N] [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] "
       "[--mma-rows N] [--mma-max-rows N] [--mma-blocks wide|tall|wgmma] [--decode-blocks-per-sm N] "
-      "[--decode-tensor-cores 0|1] [--dequant-slices MiB,..] [--prefix-step SEQS,NEW,CACHED] "
+      "[--decode-tensor-cores 0|1] [--attention-block WxT] [--dequant-slices MiB,..] "
+      "[--prefix-step SEQS,NEW,CACHED] "
       "[--profile-step] "
       "[--json] "
       "[--json-out FILE]\n");
@@ -127,7 +128,11 @@ int main(int argc, char** argv) {
         o.decode_attention_blocks_per_sm = std::stoi(value());
       else if (a == "--decode-tensor-cores")
         o.decode_attention_tensor_cores = std::stoi(value());
-      else if (a == "--no-sweep")
+      else if (a == "--attention-block") {  // warps x tiles, e.g. 4x2
+        const std::string v = value();
+        o.attention_warps = std::stoi(v);
+        o.attention_warp_tiles = std::stoi(v.substr(v.find('x') + 1));
+      } else if (a == "--no-sweep")
         o.kernel_sweep = false;
       else if (a == "--profile-step")
         o.profile_decode_step = true;

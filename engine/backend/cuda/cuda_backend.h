@@ -53,7 +53,14 @@ struct CudaBackendOptions {
   // adapters at 4 rows +12.8 % against +15.8 %; with delta blocks at 8-32 rows, where one block
   // per column group makes every row's Bᵀ·t, four adapters at 32 rows cost +62.9 %.
   int64_t lora_delta_max_rows = 4;
-  int attention_warps = 8;   // prefill attention: 4 (64 queries per block) or 8 (128)
+  // Prefill attention blocks (kernels::PrefillBlock): 4 or 8 warps of 1 or 2 tiles of 16 rows
+  // (the same bits in all). Tiles 0: two where their grid has more blocks than half the
+  // multiprocessors, else one (twice the blocks, of half the rows, then finish sooner). On an
+  // H200 (Llama-3-8B shape) 8 × 2 does 311 TFLOP/s at 8,192 tokens against 220 for 8 × 1, and
+  // 170 against 158 at 2,048; at 512 tokens (64 blocks of 8 × 2) 8 × 1 is ahead
+  // (docs/PERFORMANCE.md).
+  int attention_warps = 8;
+  int attention_warp_tiles = 0;
   int row_gemv_variant = 0;  // batch-1 GEMV: 0 high occupancy, 1 deeper loads + L2 prefetch
   // In a decode step, RoPE is applied by the attention kernel as it reads q and the new key,
   // instead of by a pass of its own (same bits; off only to compare).

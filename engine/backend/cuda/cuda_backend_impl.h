@@ -193,8 +193,12 @@ class CudaBackend final : public Backend {
   void set_dequant_slice_bytes(size_t bytes) { options_.dequant_slice_bytes = bytes; }
   // How many lora() calls were folded into quantized linears' launches (tests, benchmarks).
   int64_t folded_loras() const { return folded_loras_; }
-  void set_attention_warps(int warps) { options_.attention_warps = warps == 8 ? 8 : 4; }
+  void set_attention_block(int warps, int warp_tiles) {
+    options_.attention_warps = warps == 8 ? 8 : 4;
+    options_.attention_warp_tiles = warp_tiles == 1 || warp_tiles == 2 ? warp_tiles : 0;
+  }
   int attention_warps() const { return options_.attention_warps; }
+  int attention_warp_tiles() const { return options_.attention_warp_tiles; }
   void set_row_gemv_variant(int v) {
     options_.row_gemv_variant = v == 1 ? 1 : 0;
     invalidate_graphs();

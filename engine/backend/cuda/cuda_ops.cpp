@@ -403,9 +403,15 @@ void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCa
         "hadamard_heads");
   }
   if (fast) {
+    kernels::PrefillBlock block{options_.attention_warps, options_.attention_warp_tiles};
+    if (block.warp_tiles == 0) {  // two tiles where their blocks fill over half the GPU
+      const int64_t head_rows = prepared_.max_q_len * (heads / p.num_kv_heads);
+      const int64_t blocks =
+          (head_rows + 32 * block.warps - 1) / (32 * block.warps) * p.num_kv_heads * batch.num_seqs;
+      block.warp_tiles = 2 * blocks > info_.multiprocessors ? 2 : 1;
+    }
     check_launch(kernels::attention_prefill(launch(), elem, q.data, batch, view, heads, p.scale,
-                                            static_cast<int>(prepared_.max_q_len), out.data,
-                                            options_.attention_warps),
+                                            static_cast<int>(prepared_.max_q_len), out.data, block),
                  "attention_prefill");
     if (quantized) {
       check_launch(kernels::hadamard_heads(launch(), elem, out.data, rows, out.cols,
