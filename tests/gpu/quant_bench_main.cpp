@@ -128,10 +128,12 @@ int main(int argc, char** argv) {
         o.decode_attention_blocks_per_sm = std::stoi(value());
       else if (a == "--decode-tensor-cores")
         o.decode_attention_tensor_cores = std::stoi(value());
-      else if (a == "--attention-block") {  // warps x tiles, e.g. 4x2
+      else if (a == "--attention-block") {
+        // Warps x tiles, e.g. 4x2; warps alone (8) leave the tiles to the backend.
         const std::string v = value();
         o.attention_warps = std::stoi(v);
-        o.attention_warp_tiles = std::stoi(v.substr(v.find('x') + 1));
+        const size_t x = v.find('x');
+        o.attention_warp_tiles = x == std::string::npos ? 0 : std::stoi(v.substr(x + 1));
       } else if (a == "--no-sweep")
         o.kernel_sweep = false;
       else if (a == "--profile-step")
