@@ -240,6 +240,7 @@ __global__ void __launch_bounds__(W * 32)
         ldmatrix_x4(r, ck + swizzle<D>(pos, 2 * kk + ((lane >> 3) & 1)));
 #pragma unroll
         for (int m = 0; m < MT; ++m) {
+          // q from registers, or this kk's fragments re-read from shared memory.
           const uint32_t* a = kQInRegisters ? q_frag[m][kk] : qk[kQInRegisters ? 0 : m];
           mma_16816<T>(s[m][2 * np], a, r[0], r[1]);
           mma_16816<T>(s[m][2 * np + 1], a, r[2], r[3]);
@@ -372,7 +373,7 @@ cudaError_t launch_prefill(const Launch& l, const void* q, const BatchView& batc
   constexpr size_t smem = prefill_smem_bytes<T, D, W, MT>();
   if (kv.num_kv_heads <= 0 || num_heads % kv.num_kv_heads != 0) return cudaErrorInvalidValue;
   const int group = num_heads / kv.num_kv_heads;
-  const dim3 grid(static_cast<unsigned>(ceil_div(int64_t(max_q_len) * group, 16 * MT * W)),
+  const dim3 grid(static_cast<unsigned>(attention_prefill_row_blocks({W, MT}, max_q_len, group)),
                   static_cast<unsigned>(kv.num_kv_heads), static_cast<unsigned>(batch.num_seqs));
   const float scale_log2 = scale * 1.4426950408889634f;
   return launch_kernel(l, attention_prefill_kernel<T, D, W, MT, BITS>, grid, dim3(W * 32), smem,
@@ -421,6 +422,10 @@ cudaError_t launch_block(const Launch& l, const void* q, const BatchView& batch,
 }
 
 }  // namespace
+
+int64_t attention_prefill_row_blocks(PrefillBlock block, int max_q_len, int group) {
+  return ceil_div(int64_t(max_q_len) * group, 16 * block.warp_tiles * block.warps);
+}
 
 cudaError_t prepare_attention_prefill() {
   cudaError_t e = allow_all<__half>();

@@ -276,6 +276,11 @@ struct PrefillBlock {
   int warp_tiles = 1;
 };
 
+// The prefill attention grid's blocks along the rows (grid.x; it is that × kv heads × sequences):
+// the longest sequence's (query, head) rows of a kv head, max_q_len · group, 16 · warps ·
+// warp_tiles a block.
+int64_t attention_prefill_row_blocks(PrefillBlock block, int max_q_len, int group);
+
 // Flash-style tiled attention (prefill; any number of new tokens per sequence). Reads keys and
 // values from the cache, so kv_store must run first. max_q_len: the longest sequence's new
 // tokens (sets the grid). No N×N matrix is formed.

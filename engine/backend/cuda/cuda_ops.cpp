@@ -405,9 +405,10 @@ void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCa
   if (fast) {
     kernels::PrefillBlock block{options_.attention_warps, options_.attention_warp_tiles};
     if (block.warp_tiles == 0) {  // two tiles where their blocks fill over half the GPU
-      const int64_t head_rows = prepared_.max_q_len * (heads / p.num_kv_heads);
-      const int64_t blocks =
-          (head_rows + 32 * block.warps - 1) / (32 * block.warps) * p.num_kv_heads * batch.num_seqs;
+      const int64_t blocks = kernels::attention_prefill_row_blocks(
+                                 {block.warps, 2}, static_cast<int>(prepared_.max_q_len),
+                                 heads / static_cast<int>(p.num_kv_heads)) *
+                             p.num_kv_heads * batch.num_seqs;
       block.warp_tiles = 2 * blocks > info_.multiprocessors ? 2 : 1;
     }
     check_launch(kernels::attention_prefill(launch(), elem, q.data, batch, view, heads, p.scale,
