@@ -1,48 +1,42 @@
 // Flash-style causal attention over the paged KV cache, for any number of new tokens per
 // sequence (prefill, chunked prefill, several drafted tokens).
 //
-// Grid: (row tiles, kv heads, sequences). A block's rows are (query, head) pairs of one kv head's
-// group of query heads, the heads of a query side by side: row ρ of the sequence is query ρ / G
-// of head kv_head · G + ρ % G (G = heads per kv head). With one head per block, a burst of short
-// prompts after a long cached prefix (64 new tokens of each of 16 sequences) left half of each
-// block idle and read every key tile G times. A block of W warps owns 16·MT·W rows (MT MMA tiles
-// of 16 rows a warp) and walks the sequence's cached keys in tiles of 64 positions, looked up
-// through its page table, double-buffered in shared memory with cp.async, so every key tile
-// serves all G heads. Each key and value fragment a warp loads (ldmatrix) serves its MT row
-// tiles: two tiles halve the shared-memory reads per MMA and give the softmax two independent
-// chains. Row tiles run heaviest first (a causal sequence's last rows see the most keys), so the
-// grid's tail is short blocks.
+// Grid: (kv heads, row blocks, sequences), heaviest row blocks first. A block's rows are (query,
+// head) pairs of one kv head's group of query heads (kernels/attention_prefill_tile.cuh). With one
+// head per block, a burst of short prompts after a long cached prefix (64 new tokens of each of 16
+// sequences) left half of each block idle and read every key tile G times. A block of W warps owns
+// 16·MT·W rows (MT MMA tiles of 16 rows a warp) and walks the sequence's cached keys in tiles of 64
+// positions, looked up through its page table, double-buffered in shared memory with cp.async, so
+// every key tile serves all G heads. Each key and value fragment a warp loads (ldmatrix) serves its
+// MT row tiles: two tiles halve the shared-memory reads per MMA and give the softmax two
+// independent chains.
 //
 // A row meets the same key tiles in the same order whatever the block (tiles past its own
 // position are fully masked and add exactly zero), so its bits depend neither on W and MT nor on
 // the other sequences. Scores (Q·Kᵀ) and the weighted values (P·V) use mma.sync m16n8k16 with
 // fp32 accumulators; the softmax is the online one (running max and sum per row, in base 2). No
 // score matrix ever leaves registers.
-// Shared-memory rows are swizzled (16-byte chunk c of row r stored at c ^ (r % 8)) so that
-// ldmatrix reads are free of bank conflicts.
-#include <cfloat>
-
+// Shared-memory rows are swizzled (prefill::swizzle) so that ldmatrix reads are free of bank
+// conflicts.
+//
+// On Hopper, 16-bit caches can take kernels/attention_prefill_wgmma.cu instead
+// (PrefillBlock::warpgroup_mma).
+#include "kernels/attention_prefill_tile.cuh"
 #include "kernels/common.cuh"
 #include "kernels/kv_quant.cuh"
 
 namespace hearth::kernels {
+
+// The warpgroup-MMA kernel (attention_prefill_wgmma.cu, built for sm_90a).
+cudaError_t prepare_attention_prefill_wgmma();
+cudaError_t attention_prefill_wgmma(const Launch& l, Elem t, const void* q, const BatchView& batch,
+                                    const KvLayerView& kv, int num_heads, float scale,
+                                    int max_q_len, void* out, int warpgroups);
+
 namespace {
 
-constexpr int kBlockN = 64;  // keys per tile
-
-// 2^x by the special-function unit alone. exp2f adds a rescaling for results below 2^-126, which
-// here only flushes to zero weights that change no fp16 P and no row sum (each row's sum holds
-// its maximum's weight, 1).
-__device__ __forceinline__ float exp2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-template <int D>
-__device__ __forceinline__ int swizzle(int row, int chunk) {
-  return row * D + ((chunk ^ (row & 7)) << 3);
-}
+using prefill::kBlockN;
+using prefill::swizzle;
 
 // W warps per block, 16·MT rows each: the block's keys and values are loaded once for 16·MT·W
 // rows. A row's arithmetic (the MMAs over the same key tiles in the same order, the online
@@ -67,41 +61,22 @@ __global__ void __launch_bounds__(W * 32)
   T* s_v = s_k + 2 * kBlockN * D;
 
   const int seq = blockIdx.z;
-  const int kv_head = blockIdx.y;
+  const int kv_head = blockIdx.x;
   const int tid = threadIdx.x;
   const int warp = tid >> 5;
   const int lane = tid & 31;
-  const int g = lane >> 2;
-  const int t = lane & 3;
 
   pdl_launch_dependents();
   pdl_wait();
 
-  const int q_begin = batch.seq_q_start[seq];
-  const int q_len = batch.seq_q_start[seq + 1] - q_begin;
-  const int q_rows = q_len * group;                       // (query, head) rows of this kv head
-  const int r0 = (gridDim.x - 1 - blockIdx.x) * kBlockM;  // heaviest first
-  if (r0 >= q_rows) return;
-  const int kv_len = batch.seq_kv_len[seq];
-  const int start_pos = kv_len - q_len;
-  const int kv_end = min(kv_len, start_pos + (min(r0 + kBlockM, q_rows) - 1) / group + 1);
-  const int n_tiles = (kv_end + kBlockN - 1) / kBlockN;
+  const prefill::BlockRows rows = prefill::block_rows<kBlockM>(batch, seq, group);
+  if (rows.empty()) return;
+  const int kv_len = rows.kv_len;
+  const int n_tiles = rows.n_tiles;
   const int32_t* page_table = batch.pages + batch.seq_pages[seq];
-  const int64_t q_cols = int64_t(num_heads) * D;
   const T* cache = static_cast<const T*>(kv.base);
 
-  // Row ρ's query and head: its q (and output) at token q_begin + ρ / G, column (kv_head · G +
-  // ρ % G) · D, so consecutive rows read consecutive heads of one token.
-  auto row_offset = [&](int rho) {
-    return int64_t(q_begin + rho / group) * q_cols + int64_t(kv_head * group + rho % group) * D;
-  };
-  for (int c = tid; c < kBlockM * kChunks; c += kThreads) {
-    const int row = c / kChunks;
-    const int ch = c % kChunks;
-    const bool valid = r0 + row < q_rows;
-    const T* src = valid ? q + row_offset(r0 + row) + ch * 8 : q;
-    cp_async16(s_q + swizzle<D>(row, ch), src, valid);
-  }
+  prefill::stage_q<T, D, kBlockM, kThreads>(s_q, q, rows, kv_head, group, num_heads);
   cp_async_commit();
 
   // A thread copies one 16-byte chunk of every kRowStep-th row of a tile, so its chunk, its
@@ -142,22 +117,10 @@ __global__ void __launch_bounds__(W * 32)
         *reinterpret_cast<uint4*>(dk + row * D) = kq;
         *reinterpret_cast<uint4*>(dv + row * D) = vq;
       } else {
-        const T* src_k = cache;
-        const T* src_v = cache;
-        if (valid) {
-          const int64_t offset =
-              page_table[page_index] * kv.page_stride + (head_offset + slot) * D + my_chunk * 8;
-          src_k = cache + offset;
-          src_v = cache + kv.v_offset + offset;
-        }
-        cp_async16(dk + row * D, src_k, valid);
-        cp_async16(dv + row * D, src_v, valid);
+        prefill::copy_kv_chunk<T, D>(dk + row * D, dv + row * D, cache, kv, page_table, page_index,
+                                     head_offset, slot, my_chunk, valid);
       }
-      slot += kRowStep;
-      while (slot >= kv.page_size) {
-        slot -= kv.page_size;
-        ++page_index;
-      }
+      prefill::advance_slot(page_index, slot, kRowStep, kv.page_size);
     }
     if constexpr (BITS != 16) {
       // The sequence's first key is read in fp16 (kv_quant.cuh), not from its codes: the
@@ -180,21 +143,11 @@ __global__ void __launch_bounds__(W * 32)
 #pragma unroll
     for (int i = 0; i < D / 8; ++i) o[m][i][0] = o[m][i][1] = o[m][i][2] = o[m][i][3] = 0.0f;
   }
-  float row_max[MT][2], row_sum[MT][2];
-  int q_pos[MT][2];    // positions of the thread's rows g and g + 8 of each tile
-  int tile_first[MT];  // position of each tile's first row
+  prefill::TileSoftmax softmax[MT];
 #pragma unroll
-  for (int m = 0; m < MT; ++m) {
-    const int row = r0 + warp * kWarpRows + m * 16;
-    row_max[m][0] = row_max[m][1] = -INFINITY;
-    row_sum[m][0] = row_sum[m][1] = 0.0f;
-    q_pos[m][0] = start_pos + (row + g) / group;
-    q_pos[m][1] = start_pos + (row + g + 8) / group;
-    tile_first[m] = start_pos + row / group;
-  }
+  for (int m = 0; m < MT; ++m) softmax[m].start(rows, rows.r0 + warp * kWarpRows + m * 16, group);
   auto load_q = [&](uint32_t frag[4], int m, int kk) {
-    const int row = warp * kWarpRows + m * 16 + (lane & 15);
-    ldmatrix_x4(frag, s_q + swizzle<D>(row, 2 * kk + (lane >> 4)));
+    prefill::load_q<D>(frag, s_q, warp * kWarpRows + m * 16, kk);
   };
 
   for (int j = 0; j < n_tiles; ++j) {
@@ -248,63 +201,10 @@ __global__ void __launch_bounds__(W * 32)
       }
     }
 
-    const int key0 = j * kBlockN;
     uint32_t p[MT][4][4];  // P in fp16/bf16, the A fragments of P·V
 #pragma unroll
     for (int m = 0; m < MT; ++m) {
-      // Mask (causal, and keys past the end).
-      if (key0 + kBlockN - 1 > tile_first[m] || key0 + kBlockN > kv_len) {
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-#pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            const int key = key0 + nt * 8 + 2 * t + (c & 1);
-            if (key > q_pos[m][c >= 2 ? 1 : 0] || key >= kv_len) s[m][nt][c] = -INFINITY;
-          }
-        }
-      }
-
-      // Online softmax over the unscaled scores (the scale is positive, so their maximum is the
-      // scaled scores' too); each weight is 2^(s·scale − max·scale), one fma before the ex2.
-      float new_max[2] = {row_max[m][0], row_max[m][1]};
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        new_max[0] = fmaxf(new_max[0], fmaxf(s[m][nt][0], s[m][nt][1]));
-        new_max[1] = fmaxf(new_max[1], fmaxf(s[m][nt][2], s[m][nt][3]));
-      }
-      float base[2], corr[2];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        new_max[i] = fmaxf(new_max[i], __shfl_xor_sync(0xffffffffu, new_max[i], 1));
-        new_max[i] = fmaxf(new_max[i], __shfl_xor_sync(0xffffffffu, new_max[i], 2));
-        base[i] = new_max[i] == -INFINITY ? 0.0f : new_max[i] * scale_log2;
-        corr[i] = exp2_ftz(row_max[m][i] * scale_log2 - base[i]);
-        row_max[m][i] = new_max[i];
-        row_sum[m][i] *= corr[i];
-      }
-#pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt) {
-        o[m][dt][0] *= corr[0];
-        o[m][dt][1] *= corr[0];
-        o[m][dt][2] *= corr[1];
-        o[m][dt][3] *= corr[1];
-      }
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        s[m][nt][0] = exp2_ftz(fmaf(s[m][nt][0], scale_log2, -base[0]));
-        s[m][nt][1] = exp2_ftz(fmaf(s[m][nt][1], scale_log2, -base[0]));
-        s[m][nt][2] = exp2_ftz(fmaf(s[m][nt][2], scale_log2, -base[1]));
-        s[m][nt][3] = exp2_ftz(fmaf(s[m][nt][3], scale_log2, -base[1]));
-        row_sum[m][0] += s[m][nt][0] + s[m][nt][1];
-        row_sum[m][1] += s[m][nt][2] + s[m][nt][3];
-      }
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        p[m][kk][0] = pack2<T>(s[m][2 * kk][0], s[m][2 * kk][1]);
-        p[m][kk][1] = pack2<T>(s[m][2 * kk][2], s[m][2 * kk][3]);
-        p[m][kk][2] = pack2<T>(s[m][2 * kk + 1][0], s[m][2 * kk + 1][1]);
-        p[m][kk][3] = pack2<T>(s[m][2 * kk + 1][2], s[m][2 * kk + 1][3]);
-      }
+      softmax[m].template step<T>(s[m], o[m], p[m], j * kBlockN, kv_len, scale_log2);
     }
 
     // O += P·V, each value fragment serving every tile.
@@ -327,30 +227,8 @@ __global__ void __launch_bounds__(W * 32)
 
 #pragma unroll
   for (int m = 0; m < MT; ++m) {
-    float inv[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      float sum = row_sum[m][i];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      inv[i] = sum > 0.0f ? 1.0f / sum : 0.0f;
-    }
-    const int row_a = r0 + warp * kWarpRows + m * 16 + g;
-    const int row_b = row_a + 8;
-    T* out_a = out + (row_a < q_rows ? row_offset(row_a) : 0);
-    T* out_b = out + (row_b < q_rows ? row_offset(row_b) : 0);
-#pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt) {
-      const int d = dt * 8 + 2 * t;
-      if (row_a < q_rows) {
-        *reinterpret_cast<uint32_t*>(out_a + d) =
-            pack2<T>(o[m][dt][0] * inv[0], o[m][dt][1] * inv[0]);
-      }
-      if (row_b < q_rows) {
-        *reinterpret_cast<uint32_t*>(out_b + d) =
-            pack2<T>(o[m][dt][2] * inv[1], o[m][dt][3] * inv[1]);
-      }
-    }
+    softmax[m].template store<T, D>(o[m], rows, rows.r0 + warp * kWarpRows + m * 16, kv_head, group,
+                                    num_heads, out);
   }
 }
 
@@ -373,8 +251,10 @@ cudaError_t launch_prefill(const Launch& l, const void* q, const BatchView& batc
   constexpr size_t smem = prefill_smem_bytes<T, D, W, MT>();
   if (kv.num_kv_heads <= 0 || num_heads % kv.num_kv_heads != 0) return cudaErrorInvalidValue;
   const int group = num_heads / kv.num_kv_heads;
-  const dim3 grid(static_cast<unsigned>(attention_prefill_row_blocks({W, MT}, max_q_len, group)),
-                  static_cast<unsigned>(kv.num_kv_heads), static_cast<unsigned>(batch.num_seqs));
+  const int64_t row_blocks = attention_prefill_row_blocks({W, MT}, max_q_len, group);
+  if (row_blocks > 65535) return cudaErrorInvalidValue;  // grid.y
+  const dim3 grid(static_cast<unsigned>(kv.num_kv_heads), static_cast<unsigned>(row_blocks),
+                  static_cast<unsigned>(batch.num_seqs));
   const float scale_log2 = scale * 1.4426950408889634f;
   return launch_kernel(l, attention_prefill_kernel<T, D, W, MT, BITS>, grid, dim3(W * 32), smem,
                        static_cast<const T*>(q), batch, kv, num_heads, group, scale_log2,
@@ -430,6 +310,7 @@ int64_t attention_prefill_row_blocks(PrefillBlock block, int max_q_len, int grou
 cudaError_t prepare_attention_prefill() {
   cudaError_t e = allow_all<__half>();
   if (e == cudaSuccess) e = allow_all<__nv_bfloat16>();
+  if (e == cudaSuccess) e = prepare_attention_prefill_wgmma();
   return e;
 }
 
@@ -438,6 +319,13 @@ cudaError_t attention_prefill(const Launch& l, Elem t, const void* q, const Batc
                               void* out, PrefillBlock block) {
   if (max_q_len <= 0 || batch.num_seqs <= 0) return cudaSuccess;
   if (kv.head_dim != 64 && kv.head_dim != 128) return cudaErrorInvalidValue;
+  if (block.warpgroup_mma && kv.bits == 16) {
+    if ((block.warps != 4 && block.warps != 8) || block.warp_tiles != 1) {
+      return cudaErrorInvalidValue;
+    }
+    return attention_prefill_wgmma(l, t, q, batch, kv, num_heads, scale, max_q_len, out,
+                                   block.warps / 4);
+  }
   HEARTH_DISPATCH_16(t, T, {
     if (kv.bits != 16) {
       HEARTH_DISPATCH_KV_QUANT(kv, BITS, D, {

@@ -25,6 +25,10 @@ inline size_t elem_size(Elem e) {
 // with that device current, before launching anything.
 cudaError_t prepare_device();
 
+// Whether the current device runs the kernels built for sm_90a (Hopper's warpgroup MMA,
+// kernels/wgmma.cuh): a probe launch, once per device, so not during a graph capture.
+bool wgmma_supported();
+
 struct Launch {
   cudaStream_t stream = nullptr;
   // Programmatic dependent launch (sm_90+): the kernel may start while the previous one drains;
@@ -271,9 +275,13 @@ bool attention_fast_supported(int head_dim, int num_heads, int num_kv_heads);
 
 // The prefill attention's blocks: warps (4 or 8), each with warp_tiles MMA tiles of 16 (query,
 // head) rows (1 or 2), so 16 · warps · warp_tiles rows a block. A row's bits do not depend on it.
+// warpgroup_mma: over a 16-bit cache, where wgmma_supported(), Hopper's warpgroup MMA multiplies
+// (kernels/attention_prefill_wgmma.cu): warps 4 or 8 (one or two warpgroups of 64 rows), tiles 1;
+// its rows' bits do not depend on the warps either, but may differ from the mma.sync kernel's.
 struct PrefillBlock {
   int warps = 4;
   int warp_tiles = 1;
+  bool warpgroup_mma = false;
 };
 
 // The prefill attention grid's blocks along the rows (grid.x; it is that × kv heads × sequences):

@@ -198,10 +198,9 @@ cudaError_t quant_gather_x(const Launch& l, const QuantMatrix& m, const void* x,
 // `partials`) a second kernel adds in split order; quant_mma_k_splits chooses the count from R and
 // the multiprocessors (so that the last wave of blocks is nearly full), so rows then depend on R.
 // kWgmma: the wide block on Hopper's warpgroup MMA, where the module was built for sm_90a and the
-// driver loaded that code (quant_mma_wgmma_supported, a probe run once per device; not during a
-// graph capture); its bits may differ from the other shapes' in the last place.
+// driver loaded that code (wgmma_supported); its bits may differ from the other shapes' in the last
+// place.
 enum class QuantMmaBlock { kTall, kWide, kWgmma };
-bool quant_mma_wgmma_supported();
 constexpr size_t kQuantMmaPartialBytes = size_t(64) << 20;  // the most partials a split may write
 int quant_mma_k_splits(const QuantMatrix& m, int64_t rows, QuantMmaBlock shape,
                        int multiprocessors);

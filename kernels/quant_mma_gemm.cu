@@ -36,7 +36,6 @@
 // the GPU (few rows), K is split over gridDim.z blocks (quant_mma_k_splits: by the row count, so
 // rows then depend on the batch size) and quant_mma_sum_kernel adds their partials in order.
 #include <algorithm>
-#include <atomic>
 
 #include "kernels/common.cuh"
 #include "kernels/quant_chunk_math.cuh"
@@ -432,35 +431,7 @@ auto with_block(QuantMmaBlock shape, F&& f) {
   }
 }
 
-// Whether this module's code was built for sm_90a (wgmma available).
-__global__ void quant_mma_wgmma_probe_kernel(int* out) {
-  *out = HEARTH_WGMMA;
-}
-
 }  // namespace
-
-bool quant_mma_wgmma_supported() {
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> known[kMaxDevices] = {};  // 0 unknown, 1 no, 2 yes
-  if (device < 0 || device >= kMaxDevices) return false;
-  if (const int k = known[device].load(); k != 0) return k == 2;
-  int* flag = nullptr;
-  int result = 0;
-  bool ok = cudaMalloc(&flag, sizeof(int)) == cudaSuccess;
-  if (ok) {
-    quant_mma_wgmma_probe_kernel<<<1, 1>>>(flag);
-    ok = cudaMemcpy(&result, flag, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess;
-    cudaFree(flag);
-  }
-  if (!ok) {
-    cudaGetLastError();  // a device without a matching module: no wgmma, and no sticky error
-    result = 0;
-  }
-  known[device].store(result == 1 ? 2 : 1);
-  return result == 1;
-}
 
 int quant_mma_k_splits(const QuantMatrix& m, int64_t rows, QuantMmaBlock shape,
                        int multiprocessors) {
@@ -505,7 +476,7 @@ cudaError_t quant_mma_gemm(const Launch& l, const QuantMatrix& m, const void* x,
       (m.kind == QuantKind::kExl2 && m.groups > kMaxExl2Groups) ||
       table_bytes(m) > size_t(kMaxTableBytes) || ceil_div(m.blocks, columns) > 65535 ||
       k_splits < 1 || k_splits > 65535 || (k_splits > 1 && !partials) ||
-      (shape == QuantMmaBlock::kWgmma && !quant_mma_wgmma_supported())) {
+      (shape == QuantMmaBlock::kWgmma && !wgmma_supported())) {
     return cudaErrorInvalidValue;
   }
   float* split_partials = k_splits > 1 ? partials : nullptr;

@@ -41,13 +41,32 @@ using cuda::bench::time_ms;
 using cuda::bench::time_prefill;
 using cuda::bench::tokens_for;
 
-// The prefill attention blocks the backend may use (CudaBackendOptions::attention_warps and
-// attention_warp_tiles), compared by the attention sweep and the prefill variants.
-constexpr kernels::PrefillBlock kPrefillBlocks[] = {{4, 1}, {8, 1}, {4, 2}, {8, 2}};
+// The prefill attention blocks the backend may use (CudaBackendOptions::attention_warps,
+// attention_warp_tiles and, where the device runs sm_90a code, attention_warpgroup_mma),
+// compared by the attention sweep and the prefill variants.
+std::vector<kernels::PrefillBlock> prefill_blocks() {
+  std::vector<kernels::PrefillBlock> blocks = {{4, 1}, {8, 1}, {4, 2}, {8, 2}};
+  if (kernels::wgmma_supported()) {
+    blocks.push_back({4, 1, true});
+    blocks.push_back({8, 1, true});
+  }
+  return blocks;
+}
 
-// "8x2"; tiles 0 (the backend's choice per launch): "8xauto".
+// "8x2"; tiles 0 (the backend's choice per launch): "8xauto". On the warpgroup MMA: "wg2" (two
+// warpgroups), "wgauto".
 std::string block_name(kernels::PrefillBlock b) {
+  if (b.warpgroup_mma) return "wg" + (b.warp_tiles > 0 ? std::to_string(b.warps / 4) : "auto");
   return std::to_string(b.warps) + "x" + (b.warp_tiles > 0 ? std::to_string(b.warp_tiles) : "auto");
+}
+
+kernels::PrefillBlock chosen_block(const CudaBackend& be) {
+  return {be.attention_warps(), be.attention_warp_tiles(), be.attention_warpgroup_mma()};
+}
+
+void choose_block(CudaBackend& be, kernels::PrefillBlock b) {
+  be.set_attention_block(b.warps, b.warp_tiles);
+  be.set_attention_warpgroup_mma(b.warpgroup_mma);
 }
 
 json copy_bandwidth(CudaBackend& be) {
@@ -209,7 +228,7 @@ json attention_sweep(CudaBackend& be, const ModelConfig& c, DType dtype) {
                 {"heads", c.num_heads},
                 {"kv_heads", c.num_kv_heads},
                 {"head_dim", c.head_dim}};
-    for (const kernels::PrefillBlock block : kPrefillBlocks) {
+    for (const kernels::PrefillBlock block : prefill_blocks()) {
       const double ms = time_ms(
           be.stream(),
           [&](int) {
@@ -308,7 +327,7 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
               {"tflops", tflops},
               {"share_of_datasheet_peak", peak > 0 ? tflops / peak : 0.0},
               {"share_of_measured_gemm", tflops / gemm},
-              {"attention_block", block_name({be.attention_warps(), be.attention_warp_tiles()})}};
+              {"attention_block", block_name(chosen_block(be))}};
     return e;
   };
   json prefill = json::array();
@@ -317,15 +336,18 @@ json bench_model(CudaBackend& be, const std::string& name, const BenchOptions& o
   }
   r["prefill"] = prefill;
   if (o.variants && !o.profile_decode_step) {
-    const kernels::PrefillBlock chosen{be.attention_warps(), be.attention_warp_tiles()};
+    const kernels::PrefillBlock chosen = chosen_block(be);
+    std::vector<kernels::PrefillBlock> blocks = prefill_blocks();
+    blocks.push_back({8, 0, false});
+    if (kernels::wgmma_supported()) blocks.push_back({8, 0, true});
     json other = json::array();
-    for (const kernels::PrefillBlock block : kPrefillBlocks) {
-      if (block.warps == chosen.warps && block.warp_tiles == chosen.warp_tiles) continue;
-      be.set_attention_block(block.warps, block.warp_tiles);
+    for (const kernels::PrefillBlock block : blocks) {
+      if (block_name(block) == block_name(chosen)) continue;
+      choose_block(be, block);
       for (int64_t T : o.prefill_lengths) other.push_back(prefill_run(T));
     }
     r["prefill_other_attention_blocks"] = other;
-    be.set_attention_block(chosen.warps, chosen.warp_tiles);
+    choose_block(be, chosen);
   }
 
   // ---- decode ----
@@ -512,7 +534,7 @@ BenchReport run_backend_benchmark(const BenchOptions& o) {
     text += "\nprefill attention kernel (one layer, causal):\n";
     for (const auto& e : j["attention_sweep"]) {
       text += fmt("  %5.0f tokens:", e["tokens"].get<double>());
-      for (const kernels::PrefillBlock block : kPrefillBlocks) {
+      for (const kernels::PrefillBlock block : prefill_blocks()) {
         const std::string name = block_name(block);
         text += " " + name + fmt(" %.1f us", e[name + "_us"].get<double>()) +
                 fmt(" (%.0f TFLOP/s)", e[name + "_tflops"].get<double>());

@@ -78,6 +78,8 @@ struct QuantBenchOptions {
   // (tiles chosen per launch).
   int attention_warps = 0;
   int attention_warp_tiles = 0;
+  // CudaBackendOptions::attention_warpgroup_mma: 0 off, 1 on (where supported); -1 the default
+  int attention_warpgroup_mma = -1;
   uint64_t seed = 1;
   double memory_fraction = 0.9;  // models beyond this share of free memory run fewer layers
 };

@@ -22,6 +22,7 @@
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/core/error.h"
 #include "engine/sampling/sampler.h"
+#include "kernels/kernels.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace hearth {
@@ -535,6 +536,54 @@ TEST_F(GpuOps, AttentionBlocksMatchTheCpuAndGiveTheSameBits) {
       }
     }
   }
+}
+
+// Prefill on Hopper's warpgroup MMA (CudaBackendOptions::attention_warpgroup_mma, where the device
+// runs sm_90a code): blocks of one and two warpgroups (64 and 128 rows) match the CPU and give
+// each other's bits (a row meets the same key tiles in the same order in both), in fp16 and
+// bf16, over GQA groups of 4 and 3 and MHA, head_dim 64 and 128, pages of 16 to 256 positions,
+// bursts of short chunks after long prompts. A quantized cache keeps the mma.sync kernel: the
+// option changes none of its bits.
+TEST_F(GpuOps, WarpgroupMmaAttentionMatchesTheCpuAndGivesTheSameBits) {
+  if (!kernels::wgmma_supported()) GTEST_SKIP() << "this GPU does not run the sm_90a kernels";
+  const AttnCase cases[] = {
+      AttnCase{"wg_d128_gqa4", 8, 2, 128, 64, {300, 1, 129}, {5, 200, 1}, 2},
+      AttnCase{"wg_d64_gqa3", 9, 3, 64, 16, {130, 17}, {1, 140}, 2},
+      AttnCase{"wg_d128_gqa4_burst", 32, 8, 128, 64, {700, 700, 700}, {64, 33, 5}, 1},
+      AttnCase{"wg_d128_mha_long", 4, 4, 128, 256, {1100}, {300}, 1},
+      AttnCase{"wg_d64_mha_pages16", 4, 4, 64, 16, {517, 3}, {60, 250}, 1},
+      AttnCase{"wg_d64_gqa4_pages64", 8, 2, 64, 64, {300, 1, 129}, {5, 200, 1}, 1},
+      AttnCase{"wg_d128_gqa3_pages16", 9, 3, 128, 16, {130, 17}, {1, 140}, 1}};
+  for (const DType dtype : {DType::kF16, DType::kBF16}) {
+    for (const AttnCase& c : cases) {
+      std::vector<std::vector<float>> first;
+      for (const int warps : {4, 8}) {
+        SCOPED_TRACE(std::string(c.name) + (dtype == DType::kBF16 ? " bf16 " : " fp16 ") +
+                     std::to_string(warps) + " warps");
+        CudaBackendOptions o;
+        o.activation_dtype = dtype;
+        o.attention_warpgroup_mma = true;
+        o.attention_warps = warps;
+        o.attention_warp_tiles = 1;
+        auto backend = create_cuda_backend(o);
+        run_attention_case(c, *backend, *cpu, dtype == DType::kBF16 ? 1.2e-2 : 1.5e-3);
+        const auto got = attention_outputs(c, *backend);
+        if (first.empty()) {
+          first = got;
+          continue;
+        }
+        ASSERT_EQ(got.size(), first.size());
+        for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], first[i]) << "step " << i;
+      }
+    }
+  }
+  CudaBackendOptions on, off;
+  on.attention_warpgroup_mma = true;
+  off.attention_warpgroup_mma = false;
+  auto with = create_cuda_backend(on);
+  auto without = create_cuda_backend(off);
+  EXPECT_EQ(attention_outputs(cases[0], *with, nullptr, KvCacheType::kQ4),
+            attention_outputs(cases[0], *without, nullptr, KvCacheType::kQ4));
 }
 
 // Prefix reuse copies the matching start of a partly shared page (KvCacheStorage::

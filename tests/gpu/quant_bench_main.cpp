@@ -6,6 +6,7 @@
 //               [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] [--mma-rows N]
 //               [--mma-max-rows N] [--mma-blocks wide|tall|wgmma]
 //               [--decode-blocks-per-sm N] [--decode-tensor-cores 0|1] [--attention-block WxT]
+//               [--attention-wgmma 0|1]
 //               [--dequant-slices MiB,..] [--prefix-step SEQS,NEW,CACHED] [--json]
 //               [--json-out FILE]
 //
@@ -46,7 +47,8 @@ int usage() {
       "[--context N] [--cache fp16|q8|q6|q4] [--steps N] [--device N] [--no-sweep] "
       "[--fold-norm-rows N] [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] "
       "[--mma-rows N] [--mma-max-rows N] [--mma-blocks wide|tall|wgmma] [--decode-blocks-per-sm N] "
-      "[--decode-tensor-cores 0|1] [--attention-block WxT] [--dequant-slices MiB,..] "
+      "[--decode-tensor-cores 0|1] [--attention-block WxT] [--attention-wgmma 0|1] "
+      "[--dequant-slices MiB,..] "
       "[--prefix-step SEQS,NEW,CACHED] "
       "[--profile-step] "
       "[--json] "
@@ -134,7 +136,9 @@ int main(int argc, char** argv) {
         o.attention_warps = std::stoi(v);
         const size_t x = v.find('x');
         o.attention_warp_tiles = x == std::string::npos ? 0 : std::stoi(v.substr(x + 1));
-      } else if (a == "--no-sweep")
+      } else if (a == "--attention-wgmma")
+        o.attention_warpgroup_mma = std::stoi(value());
+      else if (a == "--no-sweep")
         o.kernel_sweep = false;
       else if (a == "--profile-step")
         o.profile_decode_step = true;

@@ -583,7 +583,7 @@ TEST_F(QuantGpu, PackedTileProductMatchesTheCpuAndKeepsRowsBatchInvariant) {
   wide_options.quant_mma_wide_blocks = true;
   auto wide = create_cuda_backend(wide_options);
   // Hopper's warpgroup MMA where the GPU and the build have it.
-  const bool wgmma = kernels::quant_mma_wgmma_supported();
+  const bool wgmma = kernels::wgmma_supported();
   std::printf("[ packed tiles ] warpgroup MMA (sm_90a) %s\n",
               wgmma ? "available: tested too" : "not available here");
   CudaBackendOptions wgmma_options = wide_options;

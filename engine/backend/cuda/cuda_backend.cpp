@@ -124,7 +124,9 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : options_(options) 
         "setting the cuBLAS workspace");
     check_cuda(kernels::prepare_device(), "setting kernel attributes");
     // Asked once here, outside any graph capture (a probe launch).
-    options_.quant_mma_wgmma = options_.quant_mma_wgmma && kernels::quant_mma_wgmma_supported();
+    options_.quant_mma_wgmma = options_.quant_mma_wgmma && kernels::wgmma_supported();
+    options_.attention_warpgroup_mma =
+        options_.attention_warpgroup_mma && kernels::wgmma_supported();
     for (auto& e : meta_copied_) {
       check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "creating an event");
     }

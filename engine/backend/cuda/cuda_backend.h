@@ -56,11 +56,18 @@ struct CudaBackendOptions {
   // Prefill attention blocks (kernels::PrefillBlock): 4 or 8 warps of 1 or 2 tiles of 16 rows
   // (the same bits in all). Tiles 0: two where their grid has more blocks than half the
   // multiprocessors, else one (twice the blocks, of half the rows, then finish sooner). On an
-  // H200 (Llama-3-8B shape) 8 × 2 does 311 TFLOP/s at 8,192 tokens against 220 for 8 × 1, and
-  // 170 against 158 at 2,048; at 512 tokens (64 blocks of 8 × 2) 8 × 1 is ahead
+  // H200 (Llama-3-8B shape) 8 × 2 does 321 TFLOP/s at 8,192 tokens against 220 for 8 × 1, and
+  // 255 against 185 at 2,048; at 512 tokens (64 blocks of 8 × 2) 8 × 1 is ahead
   // (docs/PERFORMANCE.md).
   int attention_warps = 8;
   int attention_warp_tiles = 0;
+  // Over a 16-bit cache on Hopper (kernels::wgmma_supported), prefill attention on the warpgroup
+  // MMA (PrefillBlock::warpgroup_mma): blocks of attention_warps (4 or 8: one or two warpgroups
+  // of 64 rows); with attention_warp_tiles 0, two warpgroups where their grid has more blocks
+  // than half the multiprocessors, else one. Dropped where the GPU or the build lacks sm_90a.
+  // Off: exact, but on an H200 (Llama-3-8B shape) its two warpgroups do 189 / 233 TFLOP/s at
+  // 2,048 / 8,192 tokens against 255 / 321 for the mma.sync kernel's 8 × 2 (docs/PERFORMANCE.md).
+  bool attention_warpgroup_mma = false;
   int row_gemv_variant = 0;  // batch-1 GEMV: 0 high occupancy, 1 deeper loads + L2 prefetch
   // In a decode step, RoPE is applied by the attention kernel as it reads q and the new key,
   // instead of by a pass of its own (same bits; off only to compare).

@@ -199,6 +199,12 @@ class CudaBackend final : public Backend {
   }
   int attention_warps() const { return options_.attention_warps; }
   int attention_warp_tiles() const { return options_.attention_warp_tiles; }
+  // On only where the device runs sm_90a code; returns whether it is on.
+  bool set_attention_warpgroup_mma(bool on) {
+    options_.attention_warpgroup_mma = on && kernels::wgmma_supported();
+    return options_.attention_warpgroup_mma;
+  }
+  bool attention_warpgroup_mma() const { return options_.attention_warpgroup_mma; }
   void set_row_gemv_variant(int v) {
     options_.row_gemv_variant = v == 1 ? 1 : 0;
     invalidate_graphs();

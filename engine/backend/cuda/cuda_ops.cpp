@@ -403,13 +403,22 @@ void CudaBackend::attention(DeviceTensor q, DeviceTensor k, DeviceTensor v, KvCa
         "hadamard_heads");
   }
   if (fast) {
-    kernels::PrefillBlock block{options_.attention_warps, options_.attention_warp_tiles};
-    if (block.warp_tiles == 0) {  // two tiles where their blocks fill over half the GPU
+    // Whether blocks of `rows` rows would fill over half the GPU (else blocks of half as many
+    // rows finish sooner).
+    const auto fill = [&](int rows) {
       const int64_t blocks = kernels::attention_prefill_row_blocks(
-                                 {block.warps, 2}, static_cast<int>(prepared_.max_q_len),
+                                 {rows / 16, 1}, static_cast<int>(prepared_.max_q_len),
                                  heads / static_cast<int>(p.num_kv_heads)) *
                              p.num_kv_heads * batch.num_seqs;
-      block.warp_tiles = 2 * blocks > info_.multiprocessors ? 2 : 1;
+      return 2 * blocks > info_.multiprocessors;
+    };
+    kernels::PrefillBlock block{options_.attention_warps, options_.attention_warp_tiles};
+    if (options_.attention_warpgroup_mma && !quantized) {
+      block.warpgroup_mma = true;
+      if (block.warp_tiles == 0) block.warps = fill(128) ? 8 : 4;  // 2 or 1 warpgroups
+      block.warp_tiles = 1;
+    } else if (block.warp_tiles == 0) {
+      block.warp_tiles = fill(16 * 2 * block.warps) ? 2 : 1;
     }
     check_launch(kernels::attention_prefill(launch(), elem, q.data, batch, view, heads, p.scale,
                                             static_cast<int>(prepared_.max_q_len), out.data, block),
