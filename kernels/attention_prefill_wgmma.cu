@@ -2,15 +2,19 @@
 // kernels/wgmma.cuh). The grid, the rows and the key tiles are kernels/attention_prefill.cu's: a
 // block's rows are (query, head) pairs of one kv head's group (kernels/attention_prefill_tile.cuh),
 // heaviest first, and it walks the sequence's keys in tiles of 64 positions through the page
-// table, double-buffered in shared memory by cp.async. What changes is the multiply: each
-// warpgroup (4 warps) takes 64 rows, and
+// table, copied to shared memory by cp.async (three stages here). What changes is the multiply:
+// each warpgroup (4 warps) takes 64 rows, and
 // - S = Q·Kᵀ is D/16 wgmma m64n64k16, q's A fragments in registers (loaded once), the key tile
 //   the K-major B operand in shared memory: one instruction where mma.sync needed 32, and no
 //   ldmatrix of the keys;
 // - O += P·V is 4 wgmma m64nDk16, P straight from S's accumulators (wgmma's accumulator layout
 //   per warp is mma.sync's C layout, whose pairs are already P·V's A fragments), the value tile
 //   read N-major (transposed by the instruction).
-// The softmax between them is the mma.sync kernel's, per warp's 16 rows.
+// The softmax between them is the mma.sync kernel's, per warp's 16 rows; the next tile's S is
+// issued before it, to run on the tensor cores meanwhile. But ordinary instructions write S and O
+// while groups are in flight (S zeroed, O rescaled), so ptxas serializes the groups (C7515): the
+// kernel is slower than the mma.sync one and off by default (CudaBackendOptions::
+// attention_warpgroup_mma; docs/PERFORMANCE.md).
 //
 // The tiles lie in shared memory as wgmma's core matrices without swizzle: 8 keys × 8 dimensions
 // (16 bytes a key) as 128 contiguous bytes, a key group's D/8 core matrices side by side. The
