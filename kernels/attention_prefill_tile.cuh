@@ -141,40 +141,22 @@ struct TileSoftmax {
     tile_first = b.start_pos + row / group;
   }
 
-  // Masks s (scores of the keys key0 .. key0 + 63: causal, and keys past kv_len), takes the
-  // online softmax over the unscaled scores (the scale is positive, so their maximum is the
-  // scaled scores' too; each weight is 2^(s·scale − max·scale), one fma before the ex2),
-  // rescales the DT 8-column blocks of o and leaves P in T as the A fragments of P·V.
-  template <class T, int DT>
-  __device__ __forceinline__ void step(float (&s)[8][4], float (&o)[DT][4], uint32_t (&p)[4][4],
-                                       int key0, int kv_len, float scale_log2) {
-    const int t = threadIdx.x & 3;
-    if (key0 + kBlockN - 1 > tile_first || key0 + kBlockN > kv_len) {
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int key = key0 + nt * 8 + 2 * t + (c & 1);
-          if (key > q_pos[c >= 2 ? 1 : 0] || key >= kv_len) s[nt][c] = -INFINITY;
-        }
-      }
-    }
-    float new_max[2] = {row_max[0], row_max[1]};
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      new_max[0] = fmaxf(new_max[0], fmaxf(s[nt][0], s[nt][1]));
-      new_max[1] = fmaxf(new_max[1], fmaxf(s[nt][2], s[nt][3]));
-    }
-    float base[2], corr[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      new_max[i] = fmaxf(new_max[i], __shfl_xor_sync(0xffffffffu, new_max[i], 1));
-      new_max[i] = fmaxf(new_max[i], __shfl_xor_sync(0xffffffffu, new_max[i], 2));
-      base[i] = new_max[i] == -INFINITY ? 0.0f : new_max[i] * scale_log2;
-      corr[i] = exp2_ftz(row_max[i] * scale_log2 - base[i]);
-      row_max[i] = new_max[i];
-      row_sum[i] *= corr[i];
-    }
+  // The softmax of a key tile: masks the scores s of keys key0 .. key0 + 63 (causal, and keys
+  // past kv_len) into a copy (s itself is only read, so it may be the accumulator of an MMA still
+  // in flight), takes the online softmax over the unscaled scores (the scale is positive, so their
+  // maximum is the scaled scores' too; each weight is 2^(s·scale − max·scale), one fma before the
+  // ex2), and leaves P in T as the A fragments of P·V and the factor o must be scaled by before
+  // P·V is added to it (rescale).
+  template <class T>
+  __device__ __forceinline__ void weigh(const float (&s)[8][4], uint32_t (&p)[4][4],
+                                        float (&corr)[2], int key0, int kv_len, float scale_log2) {
+    float no_o[1][4];
+    softmax<T, false>(s, no_o, p, corr, key0, kv_len, scale_log2);
+  }
+
+  // Scales the DT 8-column blocks of o (rows g and g + 8) by weigh's factors.
+  template <int DT>
+  __device__ __forceinline__ static void rescale(float (&o)[DT][4], const float (&corr)[2]) {
 #pragma unroll
     for (int dt = 0; dt < DT; ++dt) {
       o[dt][0] *= corr[0];
@@ -182,22 +164,15 @@ struct TileSoftmax {
       o[dt][2] *= corr[1];
       o[dt][3] *= corr[1];
     }
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      s[nt][0] = exp2_ftz(fmaf(s[nt][0], scale_log2, -base[0]));
-      s[nt][1] = exp2_ftz(fmaf(s[nt][1], scale_log2, -base[0]));
-      s[nt][2] = exp2_ftz(fmaf(s[nt][2], scale_log2, -base[1]));
-      s[nt][3] = exp2_ftz(fmaf(s[nt][3], scale_log2, -base[1]));
-      row_sum[0] += s[nt][0] + s[nt][1];
-      row_sum[1] += s[nt][2] + s[nt][3];
-    }
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      p[kk][0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);
-      p[kk][1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);
-      p[kk][2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      p[kk][3] = pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-    }
+  }
+
+  // weigh and rescale in one, o scaled as soon as the factors are known.
+  template <class T, int DT>
+  __device__ __forceinline__ void step(const float (&s)[8][4], float (&o)[DT][4],
+                                       uint32_t (&p)[4][4], int key0, int kv_len,
+                                       float scale_log2) {
+    float corr[2];
+    softmax<T, true>(s, o, p, corr, key0, kv_len, scale_log2);
   }
 
   // Writes the tile's rows of o / row sum (rows past the sequence are skipped); `row` as in start.
@@ -228,6 +203,63 @@ struct TileSoftmax {
       if (row_b < b.q_rows) {
         *reinterpret_cast<uint32_t*>(out_b + d) = pack2<T>(o[dt][2] * inv[1], o[dt][3] * inv[1]);
       }
+    }
+  }
+
+ private:
+  template <class T, bool kRescale, int DT>
+  __device__ __forceinline__ void softmax(const float (&s)[8][4], float (&o)[DT][4],
+                                          uint32_t (&p)[4][4], float (&corr)[2], int key0,
+                                          int kv_len, float scale_log2) {
+    const int t = threadIdx.x & 3;
+    float w[8][4];
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) w[nt][c] = s[nt][c];
+    }
+    if (key0 + kBlockN - 1 > tile_first || key0 + kBlockN > kv_len) {
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int key = key0 + nt * 8 + 2 * t + (c & 1);
+          if (key > q_pos[c >= 2 ? 1 : 0] || key >= kv_len) w[nt][c] = -INFINITY;
+        }
+      }
+    }
+    float new_max[2] = {row_max[0], row_max[1]};
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      new_max[0] = fmaxf(new_max[0], fmaxf(w[nt][0], w[nt][1]));
+      new_max[1] = fmaxf(new_max[1], fmaxf(w[nt][2], w[nt][3]));
+    }
+    float base[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      new_max[i] = fmaxf(new_max[i], __shfl_xor_sync(0xffffffffu, new_max[i], 1));
+      new_max[i] = fmaxf(new_max[i], __shfl_xor_sync(0xffffffffu, new_max[i], 2));
+      base[i] = new_max[i] == -INFINITY ? 0.0f : new_max[i] * scale_log2;
+      corr[i] = exp2_ftz(row_max[i] * scale_log2 - base[i]);
+      row_max[i] = new_max[i];
+      row_sum[i] *= corr[i];
+    }
+    if constexpr (kRescale) rescale(o, corr);
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      w[nt][0] = exp2_ftz(fmaf(w[nt][0], scale_log2, -base[0]));
+      w[nt][1] = exp2_ftz(fmaf(w[nt][1], scale_log2, -base[0]));
+      w[nt][2] = exp2_ftz(fmaf(w[nt][2], scale_log2, -base[1]));
+      w[nt][3] = exp2_ftz(fmaf(w[nt][3], scale_log2, -base[1]));
+      row_sum[0] += w[nt][0] + w[nt][1];
+      row_sum[1] += w[nt][2] + w[nt][3];
+    }
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      p[kk][0] = pack2<T>(w[2 * kk][0], w[2 * kk][1]);
+      p[kk][1] = pack2<T>(w[2 * kk][2], w[2 * kk][3]);
+      p[kk][2] = pack2<T>(w[2 * kk + 1][0], w[2 * kk + 1][1]);
+      p[kk][3] = pack2<T>(w[2 * kk + 1][2], w[2 * kk + 1][3]);
     }
   }
 };

@@ -10,11 +10,11 @@
 // - O += P·V is 4 wgmma m64nDk16, P straight from S's accumulators (wgmma's accumulator layout
 //   per warp is mma.sync's C layout, whose pairs are already P·V's A fragments), the value tile
 //   read N-major (transposed by the instruction).
-// The softmax between them is the mma.sync kernel's, per warp's 16 rows; the next tile's S is
-// issued before it, to run on the tensor cores meanwhile. But ordinary instructions write S and O
-// while groups are in flight (S zeroed, O rescaled), so ptxas serializes the groups (C7515): the
-// kernel is slower than the mma.sync one and off by default (CudaBackendOptions::
-// attention_warpgroup_mma; docs/PERFORMANCE.md).
+// The softmax between them is the mma.sync kernel's, per warp's 16 rows, in FlashAttention-3's
+// order within a warpgroup: o is rescaled, the next tile's S and this tile's P·V are issued
+// together, and the next tile's softmax runs while P·V does. No ordinary instruction writes an
+// accumulator, or reads one, while its group is in flight (S is overwritten by its first MMA,
+// the last tile is a step of its own), so ptxas keeps the groups asynchronous (no C7514/C7515).
 //
 // The tiles lie in shared memory as wgmma's core matrices without swizzle: 8 keys × 8 dimensions
 // (16 bytes a key) as 128 contiguous bytes, a key group's D/8 core matrices side by side. The
@@ -27,6 +27,8 @@
 // A row meets the same key tiles in the same order in every block (tiles past its position add
 // exactly zero), so its bits depend neither on the warpgroups of its block nor on the other
 // sequences; against the mma.sync kernel they may differ in the last place (another MMA unit).
+#include <type_traits>
+
 #include "kernels/attention_prefill_tile.cuh"
 #include "kernels/common.cuh"
 #include "kernels/wgmma.cuh"
@@ -104,26 +106,28 @@ __global__ void __launch_bounds__(WG * 128, 1)
   prefill::TileSoftmax softmax;
   softmax.start(rows, warp_row, group);
 
-  // Issues (and commits) S = Q·Kᵀ over the key tile in `stage`.
-  auto scores = [&](float(&s)[8][4], int stage) {
+  // S = Q·Kᵀ over the key tile in `stage`, issued (the first MMA overwrites s: no instruction
+  // writes the accumulators of an MMA group, which would make ptxas serialize the group).
+  float s[8][4];
+  auto scores = [&](int stage) {
     const T* ck = s_k + stage * kTile;
+    wgmma::mma_m64n64k16<T, 0, 0>(s, q_frag[0], wgmma::b_descriptor(ck, 128, kGroupBytes));
 #pragma unroll
-    for (int i = 0; i < 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
-    wgmma::fence_operands(s);
-    wgmma::fence();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {  // dimensions 16·kk ..: chunks 2·kk and 2·kk + 1
-      wgmma::mma_m64n64k16<T, 0>(s, q_frag[kk],
-                                 wgmma::b_descriptor(ck + kk * 2 * 64, 128, kGroupBytes));
+    for (int kk = 1; kk < D / 16; ++kk) {  // dimensions 16·kk ..: chunks 2·kk and 2·kk + 1
+      wgmma::mma_m64n64k16<T, 0, 1>(s, q_frag[kk],
+                                    wgmma::b_descriptor(ck + kk * 2 * 64, 128, kGroupBytes));
     }
-    wgmma::commit();
   };
 
-  // Tile j: its scores in s_j (complete); the next tile's scores are issued into s_next before
-  // this tile's softmax, so the tensor cores multiply while the softmax runs.
-  auto step = [&](int j, float(&s_j)[8][4], float(&s_next)[8][4]) {
-    const bool next = j + 1 < rows.n_tiles;
-    if (next) {
+  // Tile j, whose P (p_j) and rescaling factor (corr) are known: o is rescaled, then the next
+  // tile's S and this tile's P·V are issued together, and the next tile's softmax runs while P·V
+  // does (FlashAttention-3's order within a warpgroup).
+  float corr[2];
+  // kNext: tile j is not the last (a compile-time flag, so that every path through a step issues
+  // and waits for the same groups: ptxas serializes the groups where it cannot tell).
+  auto step = [&](auto has_next, int j, uint32_t(&p_j)[4][4], uint32_t(&p_next)[4][4]) {
+    constexpr bool next = decltype(has_next)::value;
+    if constexpr (next) {
       cp_async_wait<0>();  // tile j + 1
       wgmma::fence_shared_for_async();
       // Tile j + 1 is visible, and every warpgroup is past P·V of tile j − 1, whose stage
@@ -131,27 +135,34 @@ __global__ void __launch_bounds__(WG * 128, 1)
       __syncthreads();
       if (j + 2 < rows.n_tiles) load_tile(j + 2, (j + 2) % kStages);
       cp_async_commit();
-      scores(s_next, (j + 1) % kStages);
     }
-    uint32_t p[4][4];
-    softmax.template step<T>(s_j, o, p, j * kBlockN, kv_len, scale_log2);
-    const T* cv = s_v + (j % kStages) * kTile;
-    wgmma::fence_operands(o);  // rescaled, and P packed, before the fence
-    wgmma::fence_operands(p);
+    prefill::TileSoftmax::rescale(o, corr);
+    wgmma::fence_operands(o);
+    wgmma::fence_operands(p_j);
     wgmma::fence();
+    if constexpr (next) {
+      scores((j + 1) % kStages);
+      wgmma::commit();
+      wgmma::fence();  // each group its own arrive, so that ptxas keeps them apart
+    }
+    const T* cv = s_v + (j % kStages) * kTile;
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {  // keys 16·kk ..: groups 2·kk and 2·kk + 1
       const uint64_t b = wgmma::b_descriptor(cv + kk * 2 * kChunks * 64, kGroupBytes, 128);
       if constexpr (D == 128) {
-        wgmma::mma_m64n128k16<T, 1>(o, p[kk], b);
+        wgmma::mma_m64n128k16<T, 1>(o, p_j[kk], b);
       } else {
-        wgmma::mma_m64n64k16<T, 1>(o, p[kk], b);
+        wgmma::mma_m64n64k16<T, 1>(o, p_j[kk], b);
       }
     }
     wgmma::commit();
-    wgmma::wait<0>();  // P·V, and the next scores issued before it
+    if constexpr (next) {
+      wgmma::wait<1>();  // the next tile's S
+      wgmma::fence_operands(s);
+      softmax.template weigh<T>(s, p_next, corr, (j + 1) * kBlockN, kv_len, scale_log2);
+    }
+    wgmma::wait<0>();  // P·V
     wgmma::fence_operands(o);
-    wgmma::fence_operands(s_next);
   };
 
   cp_async_wait<0>();  // q and tile 0
@@ -161,14 +172,26 @@ __global__ void __launch_bounds__(WG * 128, 1)
   for (int kk = 0; kk < D / 16; ++kk) prefill::load_q<D>(q_frag[kk], s_q, warp * 16, kk);
   if (1 < rows.n_tiles) load_tile(1, 1);
   cp_async_commit();
-  float s_a[8][4], s_b[8][4];
-  scores(s_a, 0);
+  wgmma::fence();
+  scores(0);
+  wgmma::commit();
   wgmma::wait<0>();
-  wgmma::fence_operands(s_a);
-  // Two tiles an iteration, so that the score arrays swap roles without copies.
-  for (int j = 0; j < rows.n_tiles; j += 2) {
-    step(j, s_a, s_b);
-    if (j + 1 < rows.n_tiles) step(j + 1, s_b, s_a);
+  wgmma::fence_operands(s);
+  uint32_t p_a[4][4], p_b[4][4];
+  softmax.template weigh<T>(s, p_a, corr, 0, kv_len, scale_log2);
+  // Two tiles an iteration, so that the P arrays swap roles without copies; the last tile apart.
+  constexpr std::true_type kMore;
+  constexpr std::false_type kLast;
+  int j = 0;
+  for (; j + 2 < rows.n_tiles; j += 2) {
+    step(kMore, j, p_a, p_b);
+    step(kMore, j + 1, p_b, p_a);
+  }
+  if (j + 1 < rows.n_tiles) {
+    step(kMore, j, p_a, p_b);
+    step(kLast, j + 1, p_b, p_a);
+  } else {
+    step(kLast, j, p_a, p_b);
   }
 
   softmax.template store<T, D>(o, rows, warp_row, kv_head, group, num_heads, out);

@@ -89,8 +89,9 @@ __device__ __forceinline__ void fence_operands(uint32_t (&a)[N][4]) {
 }
 
 // d[64 × 64] += a[64 × 16] · B[16 × 64] (T: __half or __nv_bfloat16; f32 accumulators), d as
-// [8 n8 blocks][4]. kTransB 0: B is K-major; 1: N-major (16-bit types only).
-template <class T = __half, int kTransB = 0>
+// [8 n8 blocks][4]. kTransB 0: B is K-major; 1: N-major (16-bit types only). kAccumulate 0:
+// d = a · B, d's old values unread (no instruction needs to zero it first).
+template <class T = __half, int kTransB = 0, int kAccumulate = 1>
 __device__ __forceinline__ void mma_m64n64k16(float d[8][4], const uint32_t a[4], uint64_t b) {
 #if HEARTH_WGMMA
   static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>);
@@ -100,14 +101,14 @@ __device__ __forceinline__ void mma_m64n64k16(float d[8][4], const uint32_t a[4]
       " "                                                                                         \
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "    \
       "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "                        \
-      "{%32, %33, %34, %35}, %36, 1, 1, 1, %37;\n"                                                \
+      "{%32, %33, %34, %35}, %36, %38, 1, 1, %37;\n"                                              \
       : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), \
         "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
         "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), \
         "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
         "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), \
         "+f"(d[7][2]), "+f"(d[7][3])                                                              \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(kTransB))
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(kTransB), "n"(kAccumulate))
   if constexpr (std::is_same_v<T, __half>) {
     HEARTH_WGMMA_N64("f16");
   } else {
@@ -120,8 +121,8 @@ __device__ __forceinline__ void mma_m64n64k16(float d[8][4], const uint32_t a[4]
 }
 
 // d[64 × 128] += a[64 × 16] · B[16 × 128] (T: __half or __nv_bfloat16; f32 accumulators), d as
-// [16 n8 blocks][4]. kTransB 0: B is K-major; 1: N-major (16-bit types only).
-template <class T = __half, int kTransB = 0>
+// [16 n8 blocks][4]. kTransB, kAccumulate: as for mma_m64n64k16.
+template <class T = __half, int kTransB = 0, int kAccumulate = 1>
 __device__ __forceinline__ void mma_m64n128k16(float d[16][4], const uint32_t a[4], uint64_t b) {
 #if HEARTH_WGMMA
   static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>);
@@ -133,7 +134,7 @@ __device__ __forceinline__ void mma_m64n128k16(float d[16][4], const uint32_t a[
       "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "     \
       "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, "     \
       "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "                                  \
-      "{%64, %65, %66, %67}, %68, 1, 1, 1, %69;\n"                                                \
+      "{%64, %65, %66, %67}, %68, %70, 1, 1, %69;\n"                                              \
       : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), \
         "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
         "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), \
@@ -146,7 +147,7 @@ __device__ __forceinline__ void mma_m64n128k16(float d[16][4], const uint32_t a[
         "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),           \
         "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]),           \
         "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])                                            \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(kTransB))
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(kTransB), "n"(kAccumulate))
   if constexpr (std::is_same_v<T, __half>) {
     HEARTH_WGMMA_N128("f16");
   } else {
