@@ -476,6 +476,38 @@ TEST_F(QuantGpu, LinearsOfOneInputGatherXOncePerRowOrder) {
   }
 }
 
+// Many rows' fp16 weight slices written on a side stream into two buffers in turn
+// (CudaBackendOptions::dequant_overlap) give the bits of one buffer written in line: three
+// matrices in a row (one act-order, so x is gathered) of 8 to 79 slices each, so that both
+// buffers are refilled within a matrix and across matrices, twice over; and the CPU's values.
+TEST_F(QuantGpu, DequantOverlapGivesTheBitsOfOneBuffer) {
+  CudaBackendOptions in_line;
+  in_line.quant_mma_min_rows = 0;  // every row count past the fused kernel dequantizes
+  in_line.dequant_slice_bytes = size_t(256) << 10;
+  CudaBackendOptions overlapped = in_line;
+  overlapped.dequant_overlap = true;
+  auto a_backend = create_cuda_backend(in_line);
+  auto b_backend = create_cuda_backend(overlapped);
+  const int64_t K = 2048;
+  TensorMap t;
+  std::unique_ptr<MemoryTensorSource> src;
+  const std::vector<LinearSource> layers = three_exl2_linears(t, K, src);
+  for (int64_t rows : {97, 300}) {
+    for (int round = 0; round < 2; ++round) {
+      const auto x = random_values(static_cast<size_t>(rows * K), 70 + rows + round, 1.0f);
+      const auto a = run_linears_together(*a_backend, layers, x, rows);
+      const auto b = run_linears_together(*b_backend, layers, x, rows);
+      for (size_t i = 0; i < layers.size(); ++i) {
+        EXPECT_TRUE(std::equal(a[i].begin(), a[i].end(), b[i].begin()))
+            << "matrix " << i << ", " << rows << " rows, round " << round;
+        const auto d = compare(b[i], run_linear(*cpu, layers[i], x, rows));
+        EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref)
+            << "matrix " << i << ", " << rows << " rows: " << d.str();
+      }
+    }
+  }
+}
+
 // Two backends whose options change only how a fused quantized linear is organised, not what
 // it adds in which order, give the same bits: three matrices sharing a launch (one with a bias,
 // 4 to 16 slices), a k/v-sized matrix of 32 slices and a GPTQ act-order one, 1 to 32 rows.

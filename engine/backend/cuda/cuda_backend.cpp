@@ -151,6 +151,7 @@ CudaBackend::~CudaBackend() {
 
 void CudaBackend::release() noexcept {
   if (stream_) cudaStreamSynchronize(stream_);
+  dequant_slots_.release();
   for (auto& [key, graph] : graphs_) cudaGraphExecDestroy(graph.exec);
   graphs_.clear();
   if (cublas_) cuda::cublas().Destroy(cublas_);

@@ -133,6 +133,10 @@ struct CudaBackendOptions {
   // Bytes of fp16 weights written per cuBLAS call where many rows dequantize a quantized matrix
   // (at most 64 MiB, the plan's share; 0: 64 MiB).
   size_t dequant_slice_bytes = 0;
+  // Those slices written on a stream of their own into two buffers in turn, so that the next
+  // slice's dequantization runs beside cuBLAS's product of this one (DequantSlots; outside graph
+  // capture). Off: one buffer, dequantization and product one after the other.
+  bool dequant_overlap = false;
   size_t cublas_workspace_bytes = size_t(32) << 20;
   // Tensor parallelism's all-reduces of decode steps (up to 1 MiB), where the GPUs have peer
   // access: by Hearth's peer kernel, fused with the add and RMSNorm that follow (kFused), by that

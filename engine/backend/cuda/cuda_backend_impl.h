@@ -17,6 +17,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/backend/cuda/device_memory.h"
+#include "engine/backend/cuda/dequant_slots.h"
 #include "kernels/kernels.h"
 #include "kernels/quant_kernels.h"
 
@@ -191,6 +192,8 @@ class CudaBackend final : public Backend {
     invalidate_graphs();
   }
   void set_dequant_slice_bytes(size_t bytes) { options_.dequant_slice_bytes = bytes; }
+  void set_dequant_overlap(bool on) { options_.dequant_overlap = on; }
+  bool dequant_overlap() const { return options_.dequant_overlap; }
   // How many lora() calls were folded into quantized linears' launches (tests, benchmarks).
   int64_t folded_loras() const { return folded_loras_; }
   void set_attention_block(int warps, int warp_tiles) {
@@ -303,6 +306,9 @@ class CudaBackend final : public Backend {
   // The rows' inverse RMS (and the producer's sums of squares) between the folded linears.
   DeviceBuffer fold_norm_scratch_;
   DeviceBuffer quant_dequant_;  // the large-batch path's fp16 weights, or quant_mma_gemm's partials
+  // The same weights when CudaBackendOptions::dequant_overlap writes them on a side stream.
+  DequantSlots dequant_slots_;
+  std::array<DeviceBuffer, DequantSlots::kSlots> dequant_slot_buffers_;
   DeviceBuffer quant_x_;        // its x in the weights' stored row order
   // Inside linears(): which x quant_x_ holds, in which matrix's row order, so that the next
   // matrix of the same order (q, k and v of a reference quantizer's file share one) reuses it.

@@ -353,24 +353,51 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
   int64_t slice =
       std::max<int64_t>(32, static_cast<int64_t>(slice_bytes / (stored_rows * 2)) / 32 * 32);
   slice = std::min(slice, (N + 31) / 32 * 32);
-  grow_workspace(quant_dequant_, static_cast<size_t>(slice * stored_rows) * 2,
-                 "fp16 weights or partial sums of large-batch quantized linears");
+  const size_t slice_buffer_bytes = static_cast<size_t>(slice * stored_rows) * 2;
+  // Outside graph capture the slices may alternate between two buffers written on a side stream
+  // (DequantSlots): slice i + 1, or the next matrix's first, is then written while cuBLAS reads
+  // slice i.
+  const bool overlap = options_.dequant_overlap && !capturing();
+  if (overlap) {
+    dequant_slots_.start();
+  } else {
+    grow_workspace(quant_dequant_, slice_buffer_bytes,
+                   "fp16 weights or partial sums of large-batch quantized linears");
+  }
   const float alpha = 1.0f, beta = 0.0f;
   const size_t out_elem = dtype_size(out.dtype);
   const cudaDataType_t out_type = out.dtype == DType::kF32 ? CUDA_R_32F : CUDA_R_16F;
   for (int64_t n0 = 0; n0 < N; n0 += slice) {
     const int64_t count = std::min(slice, N - n0);
-    check_launch(kernels::quant_dequantize(launch_plain(), m, n0, count, quant_dequant_.get()),
-                 "quant_dequantize");
+    void* weights = quant_dequant_.get();
+    int slot = -1;
+    if (overlap) {
+      slot = dequant_slots_.next();
+      DeviceBuffer& buffer = dequant_slot_buffers_[slot];
+      if (buffer.size() < slice_buffer_bytes) {
+        dequant_slots_.synchronize();  // its previous slice may still be in flight
+        grow_workspace(buffer, slice_buffer_bytes, "fp16 weights of large-batch quantized linears");
+      }
+      weights = buffer.get();
+      dequant_slots_.begin_fill(slot);
+      check_launch(kernels::quant_dequantize({dequant_slots_.side(), false, info_.multiprocessors},
+                                             m, n0, count, weights),
+                   "quant_dequantize");
+      dequant_slots_.end_fill(slot);
+      dequant_slots_.begin_read(slot, stream_);
+    } else {
+      check_launch(kernels::quant_dequantize(launch_plain(), m, n0, count, weights),
+                   "quant_dequantize");
+    }
     // Column-major view: out^T[count, R] (ld N) = W_slice[count, K'] (stored K'-major) · x^T.
-    check_cublas(
-        cuda::cublas().GemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(count),
-                              static_cast<int>(rows), static_cast<int>(k_gemm), &alpha,
-                              quant_dequant_.get(), CUDA_R_16F, static_cast<int>(stored_rows),
-                              x_gemm, CUDA_R_16F, static_cast<int>(ld_x), &beta,
-                              static_cast<std::byte*>(out.data) + n0 * out_elem, out_type,
-                              static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-        ("matrix product of " + w.name).c_str());
+    check_cublas(cuda::cublas().GemmEx(
+                     cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(count),
+                     static_cast<int>(rows), static_cast<int>(k_gemm), &alpha, weights, CUDA_R_16F,
+                     static_cast<int>(stored_rows), x_gemm, CUDA_R_16F, static_cast<int>(ld_x),
+                     &beta, static_cast<std::byte*>(out.data) + n0 * out_elem, out_type,
+                     static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 ("matrix product of " + w.name).c_str());
+    if (overlap) dequant_slots_.end_read(slot, stream_);
   }
   if (bias) {
     check_launch(kernels::add_bias(launch(), out_t, out.data, bias, rows, N), "add_bias");
