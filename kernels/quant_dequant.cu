@@ -163,50 +163,66 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // x_stored[r][s] = x[r][row_src[s]], zero for padding rows: x in the weights' stored row order.
-// A block stages one x row in shared memory with 16-byte loads, then each thread writes 8 stored
-// rows at a time as one 16-byte store (stored_rows is a multiple of 32, so the 8 never straddle
-// it). Element-wise with a division per element this took 14 % of a prefill step of 1,024 rows;
-// reading the 8 sources straight from global memory, still 11 % (docs/PERFORMANCE.md).
+// A block takes a few x rows: it stages them in shared memory by cp.async (every 16-byte piece in
+// flight at once; loads through registers waited for each piece before storing it), then each
+// thread reads the sources of 8 stored rows once and writes those 8 of every staged row as one
+// 16-byte store (stored_rows is a multiple of 32, so the 8 never straddle it). Element-wise with
+// a division per element this took 14 % of a prefill step of 1,024 rows; one row a block,
+// staged through registers, about 6 % of a 2,048-token step at ~2.2 TB/s (docs/PERFORMANCE.md).
 // Rows too long for the shared memory (kGatherMaxStagedHalves) read x from global memory.
 constexpr int kGatherThreads = 256;
 constexpr int kGatherPerThread = 8;
 constexpr int64_t kGatherMaxStagedHalves = 24 * 1024;  // 48 KB, the default dynamic limit
+constexpr int64_t kGatherBlockHalves = 16 * 1024;      // staged per block when rows are many
+constexpr int kGatherMaxRowsPerBlock = 8;
 
 template <bool STAGED>
 __global__ void __launch_bounds__(kGatherThreads)
-    quant_gather_x_kernel(const int32_t* row_src, int64_t stored_rows, const __half* x,
-                          int64_t in_features, int64_t rows, __half* x_stored) {
-  extern __shared__ __align__(16) __half s_row[];
-  const bool vector_loads = in_features % 8 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const __half* xr = x + r * in_features;
-    if constexpr (STAGED) {
-      if (r != blockIdx.x) __syncthreads();  // the previous row's reads are done
-      if (vector_loads) {
-        for (int64_t i = threadIdx.x; i < in_features / 8; i += kGatherThreads) {
-          reinterpret_cast<uint4*>(s_row)[i] = reinterpret_cast<const uint4*>(xr)[i];
+    quant_gather_x_kernel(const int32_t* __restrict__ row_src, int64_t stored_rows,
+                          const __half* __restrict__ x, int64_t in_features, int64_t rows,
+                          int rows_per_block, __half* __restrict__ x_stored) {
+  extern __shared__ __align__(16) __half s_rows[];
+  const int64_t r0 = int64_t(blockIdx.x) * rows_per_block;
+  const int block_rows = static_cast<int>(min(int64_t(rows_per_block), rows - r0));
+  const __half* x_block = x + r0 * in_features;
+  if constexpr (STAGED) {
+    const bool vector_loads = in_features % 8 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    if (vector_loads) {
+      const int64_t pieces = in_features / 8;
+      for (int r = 0; r < block_rows; ++r) {
+        for (int64_t i = threadIdx.x; i < pieces; i += kGatherThreads) {
+          cp_async16(s_rows + r * in_features + i * 8, x_block + r * in_features + i * 8, true);
         }
-      } else {
-        for (int64_t i = threadIdx.x; i < in_features; i += kGatherThreads) s_row[i] = xr[i];
       }
-      __syncthreads();
+      cp_async_commit();
+      cp_async_wait<0>();
+    } else {
+      for (int64_t i = threadIdx.x; i < block_rows * in_features; i += kGatherThreads) {
+        s_rows[i] = x_block[i];
+      }
     }
-    for (int64_t s0 = int64_t(threadIdx.x) * kGatherPerThread; s0 < stored_rows;
-         s0 += kGatherThreads * kGatherPerThread) {
-      const int4 a = *reinterpret_cast<const int4*>(row_src + s0);
-      const int4 b = *reinterpret_cast<const int4*>(row_src + s0 + 4);
-      const int src[kGatherPerThread] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-      __align__(16) __half v[kGatherPerThread];
+    __syncthreads();
+  }
+  const __half* from = STAGED ? s_rows : x_block;
+  for (int64_t s0 = int64_t(threadIdx.x) * kGatherPerThread; s0 < stored_rows;
+       s0 += kGatherThreads * kGatherPerThread) {
+    const int4 a = *reinterpret_cast<const int4*>(row_src + s0);
+    const int4 b = *reinterpret_cast<const int4*>(row_src + s0 + 4);
+    const int src[kGatherPerThread] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll 1
+    for (int r = 0; r < block_rows; ++r) {
+      const __half* xr = from + r * in_features;
+      uint32_t packed[kGatherPerThread / 2];
 #pragma unroll
-      for (int i = 0; i < kGatherPerThread; ++i) {
+      for (int i = 0; i < kGatherPerThread; i += 2) {
         const __half zero = __float2half_rn(0.0f);
-        if constexpr (STAGED) {
-          v[i] = src[i] >= 0 ? s_row[src[i]] : zero;
-        } else {
-          v[i] = src[i] >= 0 ? __ldg(xr + src[i]) : zero;
-        }
+        const __half lo = src[i] >= 0 ? xr[src[i]] : zero;
+        const __half hi = src[i + 1] >= 0 ? xr[src[i + 1]] : zero;
+        const __half2 pair = __halves2half2(lo, hi);
+        packed[i / 2] = *reinterpret_cast<const uint32_t*>(&pair);
       }
-      *reinterpret_cast<uint4*>(x_stored + r * stored_rows + s0) = *reinterpret_cast<uint4*>(v);
+      *reinterpret_cast<uint4*>(x_stored + (r0 + r) * stored_rows + s0) =
+          make_uint4(packed[0], packed[1], packed[2], packed[3]);
     }
   }
 }
@@ -251,18 +267,25 @@ cudaError_t quant_gather_x(const Launch& l, const QuantMatrix& m, const void* x,
     return cudaErrorInvalidValue;  // whole 16-byte loads of row_src and stores of x_stored
   }
   const int64_t stored_rows = m.chunks * 32;
-  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(rows, 65535)));
+  const bool staged = m.in_features <= kGatherMaxStagedHalves;
+  // Several rows a block where there are rows enough for two blocks per multiprocessor: each
+  // thread's row sources then serve every row of its block.
+  const int64_t sms = l.sm_count > 0 ? l.sm_count : 132;
+  const int64_t by_rows = rows / (2 * sms);
+  const int64_t by_memory = staged ? kGatherBlockHalves / m.in_features : kGatherMaxRowsPerBlock;
+  const int rows_per_block = static_cast<int>(
+      std::clamp<int64_t>(std::min(by_rows, by_memory), 1, kGatherMaxRowsPerBlock));
+  const int64_t blocks = ceil_div(rows, int64_t(rows_per_block));
+  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
   Launch plain = l;  // cuBLAS, not a kernel of ours, may precede it
   plain.pdl = false;
   const auto* xh = static_cast<const __half*>(x);
   auto* out = static_cast<__half*>(x_stored);
-  if (m.in_features <= kGatherMaxStagedHalves) {
-    return launch_kernel(plain, quant_gather_x_kernel<true>, grid, dim3(kGatherThreads),
-                         static_cast<size_t>(m.in_features) * sizeof(__half), m.row_src,
-                         stored_rows, xh, m.in_features, rows, out);
-  }
-  return launch_kernel(plain, quant_gather_x_kernel<false>, grid, dim3(kGatherThreads), 0,
-                       m.row_src, stored_rows, xh, m.in_features, rows, out);
+  const size_t smem =
+      staged ? static_cast<size_t>(rows_per_block * m.in_features) * sizeof(__half) : 0;
+  const auto kernel = staged ? quant_gather_x_kernel<true> : quant_gather_x_kernel<false>;
+  return launch_kernel(plain, kernel, dim3(static_cast<unsigned>(blocks)), dim3(kGatherThreads),
+                       smem, m.row_src, stored_rows, xh, m.in_features, rows, rows_per_block, out);
 }
 
 }  // namespace hearth::kernels

@@ -478,8 +478,11 @@ TEST_F(QuantGpu, LinearsOfOneInputGatherXOncePerRowOrder) {
 
 // Many rows' fp16 weight slices written on a side stream into two buffers in turn
 // (CudaBackendOptions::dequant_overlap) give the bits of one buffer written in line: three
-// matrices in a row (one act-order, so x is gathered) of 8 to 79 slices each, so that both
-// buffers are refilled within a matrix and across matrices, twice over; and the CPU's values.
+// EXL2 matrices in a row (each in its own row order, so x is gathered) of 8 to 79 slices each,
+// so that both buffers are refilled within a matrix and across matrices; and the CPU's values.
+// The row counts also take x's gather (kernels::quant_gather_x) through one row a block (97,
+// 300) and several (1,101: four a block, the last block one row), and a matrix with K past the
+// gather's shared memory through its global-memory reads (600 rows: two a block).
 TEST_F(QuantGpu, DequantOverlapGivesTheBitsOfOneBuffer) {
   CudaBackendOptions in_line;
   in_line.quant_mma_min_rows = 0;  // every row count past the fused kernel dequantizes
@@ -488,24 +491,32 @@ TEST_F(QuantGpu, DequantOverlapGivesTheBitsOfOneBuffer) {
   overlapped.dequant_overlap = true;
   auto a_backend = create_cuda_backend(in_line);
   auto b_backend = create_cuda_backend(overlapped);
-  const int64_t K = 2048;
+  auto expect_same_and_right = [&](const std::vector<LinearSource>& layers, int64_t rows,
+                                   uint64_t seed) {
+    const int64_t K = layers.front().quantized->in_features();
+    const auto x = random_values(static_cast<size_t>(rows * K), seed, 1.0f);
+    const auto a = run_linears_together(*a_backend, layers, x, rows);
+    const auto b = run_linears_together(*b_backend, layers, x, rows);
+    for (size_t i = 0; i < layers.size(); ++i) {
+      EXPECT_TRUE(std::equal(a[i].begin(), a[i].end(), b[i].begin()))
+          << "matrix " << i << ", " << rows << " rows, seed " << seed;
+      const auto d = compare(b[i], run_linear(*cpu, layers[i], x, rows));
+      EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref)
+          << "matrix " << i << ", " << rows << " rows: " << d.str();
+    }
+  };
   TensorMap t;
   std::unique_ptr<MemoryTensorSource> src;
-  const std::vector<LinearSource> layers = three_exl2_linears(t, K, src);
+  const std::vector<LinearSource> layers = three_exl2_linears(t, 2048, src);
   for (int64_t rows : {97, 300}) {
-    for (int round = 0; round < 2; ++round) {
-      const auto x = random_values(static_cast<size_t>(rows * K), 70 + rows + round, 1.0f);
-      const auto a = run_linears_together(*a_backend, layers, x, rows);
-      const auto b = run_linears_together(*b_backend, layers, x, rows);
-      for (size_t i = 0; i < layers.size(); ++i) {
-        EXPECT_TRUE(std::equal(a[i].begin(), a[i].end(), b[i].begin()))
-            << "matrix " << i << ", " << rows << " rows, round " << round;
-        const auto d = compare(b[i], run_linear(*cpu, layers[i], x, rows));
-        EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref)
-            << "matrix " << i << ", " << rows << " rows: " << d.str();
-      }
-    }
+    for (uint64_t round = 0; round < 2; ++round)
+      expect_same_and_right(layers, rows, 70 + rows + round);
   }
+  expect_same_and_right(layers, 1101, 71);
+  TensorMap w;
+  make_exl2_layer(w, "wide", 24608, 96, exl2_recipe_for_bpw(4.0), 16, true);
+  MemoryTensorSource wide_src(std::move(w));
+  expect_same_and_right({source_of(wide_src, "wide", QuantizedLinearOptions{})}, 600, 72);
 }
 
 // Two backends whose options change only how a fused quantized linear is organised, not what

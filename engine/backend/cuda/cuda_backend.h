@@ -137,6 +137,9 @@ struct CudaBackendOptions {
   // slice's dequantization runs beside cuBLAS's product of this one (DequantSlots; outside graph
   // capture). Off: one buffer, dequantization and product one after the other.
   bool dequant_overlap = false;
+  // With it, the multiprocessors cuBLAS aims its products of those slices at (0: all), leaving
+  // the others to the dequantization beside them.
+  int dequant_overlap_gemm_sms = 0;
   size_t cublas_workspace_bytes = size_t(32) << 20;
   // Tensor parallelism's all-reduces of decode steps (up to 1 MiB), where the GPUs have peer
   // access: by Hearth's peer kernel, fused with the add and RMSNorm that follow (kFused), by that

@@ -358,8 +358,13 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
   // (DequantSlots): slice i + 1, or the next matrix's first, is then written while cuBLAS reads
   // slice i.
   const bool overlap = options_.dequant_overlap && !capturing();
+  const int gemm_sms = overlap ? std::max(0, options_.dequant_overlap_gemm_sms) : 0;
   if (overlap) {
     dequant_slots_.start();
+    if (gemm_sms > 0) {
+      check_cublas(cuda::cublas().SetSmCountTarget(cublas_, gemm_sms),
+                   "aiming cuBLAS at fewer multiprocessors");
+    }
   } else {
     grow_workspace(quant_dequant_, slice_buffer_bytes,
                    "fp16 weights or partial sums of large-batch quantized linears");
@@ -398,6 +403,10 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
                      static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  ("matrix product of " + w.name).c_str());
     if (overlap) dequant_slots_.end_read(slot, stream_);
+  }
+  if (gemm_sms > 0) {
+    check_cublas(cuda::cublas().SetSmCountTarget(cublas_, 0),
+                 "aiming cuBLAS at every multiprocessor");
   }
   if (bias) {
     check_launch(kernels::add_bias(launch(), out_t, out.data, bias, rows, N), "add_bias");
