@@ -82,8 +82,6 @@ struct QuantBenchOptions {
   int attention_warpgroup_mma = -1;
   // CudaBackendOptions::dequant_overlap: 0 off, 1 on; -1 the default.
   int dequant_overlap = -1;
-  // CudaBackendOptions::dequant_overlap_gemm_sms; negative: the default.
-  int dequant_overlap_gemm_sms = -1;
   uint64_t seed = 1;
   double memory_fraction = 0.9;  // models beyond this share of free memory run fewer layers
 };

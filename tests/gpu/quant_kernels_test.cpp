@@ -487,6 +487,7 @@ TEST_F(QuantGpu, DequantOverlapGivesTheBitsOfOneBuffer) {
   CudaBackendOptions in_line;
   in_line.quant_mma_min_rows = 0;  // every row count past the fused kernel dequantizes
   in_line.dequant_slice_bytes = size_t(256) << 10;
+  in_line.dequant_overlap = false;
   CudaBackendOptions overlapped = in_line;
   overlapped.dequant_overlap = true;
   auto a_backend = create_cuda_backend(in_line);

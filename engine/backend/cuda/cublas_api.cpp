@@ -23,7 +23,6 @@ bool bind_all(void* lib, CublasApi& api, std::string& error) {
   return HEARTH_BIND(Create, cublasCreate) && HEARTH_BIND(Destroy, cublasDestroy) &&
          HEARTH_BIND(SetStream, cublasSetStream) && HEARTH_BIND(SetWorkspace, cublasSetWorkspace) &&
          HEARTH_BIND(SetMathMode, cublasSetMathMode) &&
-         HEARTH_BIND(SetSmCountTarget, cublasSetSmCountTarget) &&
          HEARTH_BIND(GetStatusName, cublasGetStatusName) &&
          HEARTH_BIND(GetStatusString, cublasGetStatusString) && HEARTH_BIND(Sgemm, cublasSgemm) &&
          HEARTH_BIND(Ssyrk, cublasSsyrk) && HEARTH_BIND(Strsm, cublasStrsm) &&

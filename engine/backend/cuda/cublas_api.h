@@ -16,7 +16,6 @@ struct CublasApi {
   decltype(&cublasSetStream) SetStream;
   decltype(&cublasSetWorkspace) SetWorkspace;
   decltype(&cublasSetMathMode) SetMathMode;
-  decltype(&cublasSetSmCountTarget) SetSmCountTarget;
   decltype(&cublasGetStatusName) GetStatusName;
   decltype(&cublasGetStatusString) GetStatusString;
   decltype(&cublasSgemm) Sgemm;

@@ -194,7 +194,6 @@ class CudaBackend final : public Backend {
   void set_dequant_slice_bytes(size_t bytes) { options_.dequant_slice_bytes = bytes; }
   void set_dequant_overlap(bool on) { options_.dequant_overlap = on; }
   bool dequant_overlap() const { return options_.dequant_overlap; }
-  void set_dequant_overlap_gemm_sms(int sms) { options_.dequant_overlap_gemm_sms = sms; }
   // How many lora() calls were folded into quantized linears' launches (tests, benchmarks).
   int64_t folded_loras() const { return folded_loras_; }
   void set_attention_block(int warps, int warp_tiles) {

@@ -57,8 +57,11 @@ int max_bits(uint32_t mask) {
 size_t quant_large_batch_workspace_bytes(int64_t rows, int64_t max_in_features) {
   // Stored rows: each group padded to a multiple of 32 rows, at most twice K for groups of 16 or
   // more rows (the layouts that occur); an estimate for the load plan, the buffers grow as needed.
+  // The slices: one buffer for graph capture and quant_mma_gemm's partials, two that a side
+  // stream fills in turn (CudaBackendOptions::dequant_overlap).
   const int64_t stored = 2 * ((max_in_features + 31) / 32 * 32);
-  return kDequantBytes + static_cast<size_t>(std::max<int64_t>(rows, 0) * stored) * 2;
+  return (1 + DequantSlots::kSlots) * kDequantBytes +
+         static_cast<size_t>(std::max<int64_t>(rows, 0) * stored) * 2;
 }
 
 bool is_quantized_linear(const BackendWeight& w) {
@@ -358,13 +361,8 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
   // (DequantSlots): slice i + 1, or the next matrix's first, is then written while cuBLAS reads
   // slice i.
   const bool overlap = options_.dequant_overlap && !capturing();
-  const int gemm_sms = overlap ? std::max(0, options_.dequant_overlap_gemm_sms) : 0;
   if (overlap) {
     dequant_slots_.start();
-    if (gemm_sms > 0) {
-      check_cublas(cuda::cublas().SetSmCountTarget(cublas_, gemm_sms),
-                   "aiming cuBLAS at fewer multiprocessors");
-    }
   } else {
     grow_workspace(quant_dequant_, slice_buffer_bytes,
                    "fp16 weights or partial sums of large-batch quantized linears");
@@ -403,10 +401,6 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
                      static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  ("matrix product of " + w.name).c_str());
     if (overlap) dequant_slots_.end_read(slot, stream_);
-  }
-  if (gemm_sms > 0) {
-    check_cublas(cuda::cublas().SetSmCountTarget(cublas_, 0),
-                 "aiming cuBLAS at every multiprocessor");
   }
   if (bias) {
     check_launch(kernels::add_bias(launch(), out_t, out.data, bias, rows, N), "add_bias");
