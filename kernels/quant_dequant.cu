@@ -167,8 +167,9 @@ __global__ void __launch_bounds__(kThreads)
 // flight at once; loads through registers waited for each piece before storing it), then each
 // thread reads the sources of 8 stored rows once and writes those 8 of every staged row as one
 // 16-byte store (stored_rows is a multiple of 32, so the 8 never straddle it). Element-wise with
-// a division per element this took 14 % of a prefill step of 1,024 rows; one row a block,
-// staged through registers, about 6 % of a 2,048-token step at ~2.2 TB/s (docs/PERFORMANCE.md).
+// a division per element this took 14 % of a prefill step of 1,024 rows; one row a block, staged
+// through registers, 3.4 ms of a 2,048-token step of Llama-3-8B EXL2 4.0 (~2.2 TB/s); this way,
+// 2.4 ms (H200; docs/PERFORMANCE.md).
 // Rows too long for the shared memory (kGatherMaxStagedHalves) read x from global memory.
 constexpr int kGatherThreads = 256;
 constexpr int kGatherPerThread = 8;

@@ -65,8 +65,8 @@ struct CudaBackendOptions {
   // MMA (PrefillBlock::warpgroup_mma): blocks of attention_warps (4 or 8: one or two warpgroups
   // of 64 rows); with attention_warp_tiles 0, two warpgroups where their grid has more blocks
   // than half the multiprocessors, else one. Dropped where the GPU or the build lacks sm_90a.
-  // Off: exact, but on an H200 (Llama-3-8B shape) its two warpgroups do 189 / 233 TFLOP/s at
-  // 2,048 / 8,192 tokens against 255 / 321 for the mma.sync kernel's 8 × 2 (docs/PERFORMANCE.md).
+  // Off: exact, but on an H200 (Llama-3-8B shape) its two warpgroups do 189 / 231 TFLOP/s at
+  // 2,048 / 8,192 tokens against 254 / 319 for the mma.sync kernel's 8 × 2 (docs/PERFORMANCE.md).
   bool attention_warpgroup_mma = false;
   int row_gemv_variant = 0;  // batch-1 GEMV: 0 high occupancy, 1 deeper loads + L2 prefetch
   // In a decode step, RoPE is applied by the attention kernel as it reads q and the new key,
