@@ -28,7 +28,6 @@ class DequantSlots {
 
   // Creates the side stream and the events on the current device (once); throws on failure.
   void start();
-  bool started() const { return side_ != nullptr; }
   cudaStream_t side() const { return side_; }
 
   // The slot the next fill writes (slots alternate).
