@@ -56,6 +56,12 @@ __device__ __forceinline__ uint4 pack8(const float in[8]) {
   return v;
 }
 
+// SwiGLU's gate: silu(g) = g · sigmoid(g). One definition, so that the activation computed
+// inside another kernel (kernels::quant_gather_x) has silu_mul's bits.
+__device__ __forceinline__ float silu(float g) {
+  return g / (1.0f + expf(-g));
+}
+
 // Loads that bypass L1 allocation: weights are read once per pass.
 __device__ __forceinline__ uint4 load_stream(const void* p) {
   uint4 v;

@@ -170,40 +170,96 @@ __global__ void __launch_bounds__(kThreads)
 // a division per element this took 14 % of a prefill step of 1,024 rows; one row a block, staged
 // through registers, 3.4 ms of a 2,048-token step of Llama-3-8B EXL2 4.0 (~2.2 TB/s); this way,
 // 2.4 ms (H200; docs/PERFORMANCE.md).
+// SWIGLU: x is the MLP's gate and the rows gathered are silu(x) · up, computed as they are staged
+// (silu_mul's arithmetic), so that down's input is written once, in its own order.
 // Rows too long for the shared memory (kGatherMaxStagedHalves) read x from global memory.
 constexpr int kGatherThreads = 256;
 constexpr int kGatherPerThread = 8;
 constexpr int64_t kGatherMaxStagedHalves = 24 * 1024;  // 48 KB, the default dynamic limit
 constexpr int64_t kGatherBlockHalves = 16 * 1024;      // staged per block when rows are many
 constexpr int kGatherMaxRowsPerBlock = 8;
+constexpr int kSwigluPiecesInFlight = 4;  // 16-byte pieces of gate and of up loaded before use
 
-template <bool STAGED>
+// Stages x_block's rows (silu(x) · up for SWIGLU) into s_rows.
+template <bool SWIGLU>
+__device__ __forceinline__ void stage_rows(const __half* __restrict__ x_block,
+                                           const __half* __restrict__ up_block, int64_t in_features,
+                                           int block_rows, bool vector_loads, __half* s_rows) {
+  const int64_t count = block_rows * in_features;
+  if (!vector_loads) {
+    for (int64_t i = threadIdx.x; i < count; i += kGatherThreads) {
+      if constexpr (SWIGLU) {
+        s_rows[i] = from_f<__half>(silu(to_f(x_block[i])) * to_f(up_block[i]));
+      } else {
+        s_rows[i] = x_block[i];
+      }
+    }
+    return;
+  }
+  const int64_t pieces = count / 8;  // rows are whole pieces: in_features % 8 == 0
+  if constexpr (SWIGLU) {
+    constexpr int64_t kStride = int64_t(kGatherThreads) * kSwigluPiecesInFlight;
+    for (int64_t p0 = threadIdx.x; p0 < pieces; p0 += kStride) {
+      uint4 g[kSwigluPiecesInFlight], u[kSwigluPiecesInFlight];
+#pragma unroll
+      for (int j = 0; j < kSwigluPiecesInFlight; ++j) {
+        const int64_t p = p0 + j * kGatherThreads;
+        if (p < pieces) {
+          g[j] = *reinterpret_cast<const uint4*>(x_block + p * 8);
+          u[j] = *reinterpret_cast<const uint4*>(up_block + p * 8);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kSwigluPiecesInFlight; ++j) {
+        const int64_t p = p0 + j * kGatherThreads;
+        if (p < pieces) {
+          float gf[8], uf[8];
+          unpack8<__half>(g[j], gf);
+          unpack8<__half>(u[j], uf);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) gf[e] = silu(gf[e]) * uf[e];
+          *reinterpret_cast<uint4*>(s_rows + p * 8) = pack8<__half>(gf);
+        }
+      }
+    }
+  } else {
+    for (int64_t p = threadIdx.x; p < pieces; p += kGatherThreads) {
+      cp_async16(s_rows + p * 8, x_block + p * 8, true);
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+  }
+}
+
+// x's element k of row xr (silu(x) · up for SWIGLU, up's row being ur).
+template <bool SWIGLU>
+__device__ __forceinline__ __half input_at(const __half* xr, const __half* ur, int32_t k) {
+  if constexpr (SWIGLU) {
+    return from_f<__half>(silu(to_f(xr[k])) * to_f(ur[k]));
+  } else {
+    return xr[k];
+  }
+}
+
+template <bool STAGED, bool SWIGLU>
 __global__ void __launch_bounds__(kGatherThreads)
     quant_gather_x_kernel(const int32_t* __restrict__ row_src, int64_t stored_rows,
-                          const __half* __restrict__ x, int64_t in_features, int64_t rows,
-                          int rows_per_block, __half* __restrict__ x_stored) {
+                          const __half* __restrict__ x, const __half* __restrict__ up,
+                          int64_t in_features, int64_t rows, int rows_per_block,
+                          __half* __restrict__ x_stored) {
   extern __shared__ __align__(16) __half s_rows[];
   const int64_t r0 = int64_t(blockIdx.x) * rows_per_block;
   const int block_rows = static_cast<int>(min(int64_t(rows_per_block), rows - r0));
   const __half* x_block = x + r0 * in_features;
+  const __half* up_block = SWIGLU ? up + r0 * in_features : nullptr;
   if constexpr (STAGED) {
-    const bool vector_loads = in_features % 8 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
-    if (vector_loads) {
-      const int64_t pieces = in_features / 8;
-      for (int r = 0; r < block_rows; ++r) {
-        for (int64_t i = threadIdx.x; i < pieces; i += kGatherThreads) {
-          cp_async16(s_rows + r * in_features + i * 8, x_block + r * in_features + i * 8, true);
-        }
-      }
-      cp_async_commit();
-      cp_async_wait<0>();
-    } else {
-      for (int64_t i = threadIdx.x; i < block_rows * in_features; i += kGatherThreads) {
-        s_rows[i] = x_block[i];
-      }
-    }
+    const bool vector_loads = in_features % 8 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                              (!SWIGLU || reinterpret_cast<uintptr_t>(up) % 16 == 0);
+    stage_rows<SWIGLU>(x_block, up_block, in_features, block_rows, vector_loads, s_rows);
     __syncthreads();
   }
+  // Staged rows already hold the activation; otherwise it is computed at each read.
+  constexpr bool kComputes = SWIGLU && !STAGED;
   const __half* from = STAGED ? s_rows : x_block;
   for (int64_t s0 = int64_t(threadIdx.x) * kGatherPerThread; s0 < stored_rows;
        s0 += kGatherThreads * kGatherPerThread) {
@@ -213,12 +269,13 @@ __global__ void __launch_bounds__(kGatherThreads)
 #pragma unroll 1
     for (int r = 0; r < block_rows; ++r) {
       const __half* xr = from + r * in_features;
+      const __half* ur = kComputes ? up_block + r * in_features : nullptr;
       uint32_t packed[kGatherPerThread / 2];
 #pragma unroll
       for (int i = 0; i < kGatherPerThread; i += 2) {
         const __half zero = __float2half_rn(0.0f);
-        const __half lo = src[i] >= 0 ? xr[src[i]] : zero;
-        const __half hi = src[i + 1] >= 0 ? xr[src[i + 1]] : zero;
+        const __half lo = src[i] >= 0 ? input_at<kComputes>(xr, ur, src[i]) : zero;
+        const __half hi = src[i + 1] >= 0 ? input_at<kComputes>(xr, ur, src[i + 1]) : zero;
         const __half2 pair = __halves2half2(lo, hi);
         packed[i / 2] = *reinterpret_cast<const uint32_t*>(&pair);
       }
@@ -262,7 +319,7 @@ cudaError_t quant_embed(const Launch& l, const QuantMatrix& m, const int32_t* to
 }
 
 cudaError_t quant_gather_x(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
-                           void* x_stored) {
+                           void* x_stored, const void* up) {
   if (!qchunk::valid_matrix(m) || rows <= 0 || reinterpret_cast<uintptr_t>(m.row_src) % 16 != 0 ||
       reinterpret_cast<uintptr_t>(x_stored) % 16 != 0) {
     return cudaErrorInvalidValue;  // whole 16-byte loads of row_src and stores of x_stored
@@ -284,9 +341,13 @@ cudaError_t quant_gather_x(const Launch& l, const QuantMatrix& m, const void* x,
   auto* out = static_cast<__half*>(x_stored);
   const size_t smem =
       staged ? static_cast<size_t>(rows_per_block * m.in_features) * sizeof(__half) : 0;
-  const auto kernel = staged ? quant_gather_x_kernel<true> : quant_gather_x_kernel<false>;
+  const auto* uh = static_cast<const __half*>(up);
+  const auto kernel =
+      staged ? (up ? quant_gather_x_kernel<true, true> : quant_gather_x_kernel<true, false>)
+             : (up ? quant_gather_x_kernel<false, true> : quant_gather_x_kernel<false, false>);
   return launch_kernel(plain, kernel, dim3(static_cast<unsigned>(blocks)), dim3(kGatherThreads),
-                       smem, m.row_src, stored_rows, xh, m.in_features, rows, rows_per_block, out);
+                       smem, m.row_src, stored_rows, xh, uh, m.in_features, rows, rows_per_block,
+                       out);
 }
 
 }  // namespace hearth::kernels

@@ -179,11 +179,13 @@ cudaError_t quant_gemm_group(const Launch& l, const QuantGemmTarget* targets, in
 // quant_dequantize writes outputs [n_begin, n_begin + count) to fp16 w[count][K'] (row s of the
 // tile layout in column s; padding rows decode to finite values that meet zeros in x_stored);
 // n_begin must be a multiple of 32. quant_gather_x writes x_stored[r][s] = x[r][row_src[s]] (0
-// for padding rows), r < rows: the act-order permutation applied to x once per product.
+// for padding rows), r < rows: the act-order permutation applied to x once per product. With
+// `up` (fp16 [rows, K]), x is the MLP's gate and the values gathered are silu(x) · up, with
+// kernels::silu_mul's bits: down's input in its order without writing the activation first.
 cudaError_t quant_dequantize(const Launch& l, const QuantMatrix& m, int64_t n_begin, int64_t count,
                              void* w);
 cudaError_t quant_gather_x(const Launch& l, const QuantMatrix& m, const void* x, int64_t rows,
-                           void* x_stored);
+                           void* x_stored, const void* up = nullptr);
 
 // The many-row product on the tensor cores without the fp16 copy (kernels/quant_mma_gemm.cu):
 // out[R, N] = x_stored[R, K'] · w_storedᵀ (+ bias), the weights decoded in registers from the

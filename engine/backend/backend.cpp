@@ -30,6 +30,13 @@ void Backend::linears(std::span<const BackendWeight* const> weights, DeviceTenso
   for (size_t i = 0; i < weights.size(); ++i) linear(*weights[i], x, outs[i]);
 }
 
+void Backend::silu_mul_linear(DeviceTensor gate, DeviceTensor up, const BackendWeight& w,
+                              DeviceTensor out, bool keep_activation) {
+  (void)keep_activation;
+  silu_mul(gate, up, gate);
+  linear(w, gate, out);
+}
+
 bool BatchDesc::uses_adapters() const {
   for (const auto& s : seqs) {
     for (float w : s.adapter_weights) {

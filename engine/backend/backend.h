@@ -273,6 +273,12 @@ class Backend {
                     std::span<const DeviceTensor> outs) = 0;
   // out = silu(gate) * up
   virtual void silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) = 0;
+  // out = (silu(gate) * up) · Wᵀ: silu_mul() into gate, then linear() (the default). Without
+  // keep_activation, nothing reads gate before it is written again, so a backend may put the
+  // activation straight into the linear's input order and leave gate as it is (the CUDA backend
+  // does for act-order quantized weights of many rows: the activation is then written once).
+  virtual void silu_mul_linear(DeviceTensor gate, DeviceTensor up, const BackendWeight& w,
+                               DeviceTensor out, bool keep_activation);
   // out[L, H] = x[logit rows]
   virtual void gather_logit_rows(DeviceTensor x, DeviceTensor out) = 0;
 

@@ -538,9 +538,10 @@ void LlamaModel::record_stage(size_t s, int64_t T, int64_t logit_rows, KvCacheSt
     const BackendWeight* gate_up_weights[] = {L.gate.get(), L.up.get()};
     backend.linears(gate_up_weights, h, gate_up);
     if (adapters && L.lora_gate_up) backend.lora(*L.lora_gate_up, h, gate_up);
-    backend.silu_mul(gate, up, gate);
-    backend.linear(*L.down, gate, mlp_out);
-    if (adapters && L.lora_down) backend.lora(*L.lora_down, gate, {&mlp_out, 1});
+    // down's adapter reads the activation; without one it need not be kept.
+    const bool down_adapter = adapters && L.lora_down;
+    backend.silu_mul_linear(gate, up, *L.down, mlp_out, down_adapter);
+    if (down_adapter) backend.lora(*L.lora_down, gate, {&mlp_out, 1});
   }
   if (s + 1 < stages_.size()) return;
   backend.add_rms_norm(x, mlp_out, *final_norm_, eps, h);

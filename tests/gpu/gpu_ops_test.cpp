@@ -76,8 +76,10 @@ TEST_F(GpuOps, EmbedGathersRowsAndZeroesIdsOutsideTheTable) {
 }
 
 // ---- RMSNorm ----
+// Rows of up to 4 pieces a thread (kept in registers between the passes) and of more (20,000 at
+// 512 threads: the rest read again).
 TEST_F(GpuOps, RmsNormMatchesReference) {
-  for (int64_t cols : {64, 576, 999, 4096, 8192}) {
+  for (int64_t cols : {64, 576, 999, 4096, 8192, 20000}) {
     for (int64_t rows : {1, 7, 64}) {
       const auto x = random_values(static_cast<size_t>(rows * cols), cols + rows, 2.0f);
       auto w = random_values(static_cast<size_t>(cols), 7, 0.5f);
@@ -102,7 +104,7 @@ TEST_F(GpuOps, RmsNormMatchesReference) {
 }
 
 TEST_F(GpuOps, AddRmsNormUpdatesResidualAndNormalises) {
-  for (int64_t cols : {576, 1001, 4096}) {
+  for (int64_t cols : {576, 1001, 4096, 20000}) {
     const int64_t rows = 9;
     const auto x = random_values(static_cast<size_t>(rows * cols), 11, 3.0f);
     const auto d = random_values(static_cast<size_t>(rows * cols), 12, 3.0f);
@@ -238,8 +240,11 @@ TEST_F(GpuOps, RopeMatchesReferenceIncludingLargePositionsAndPartialRotation) {
     float factor;
     double theta;
   };
+  // Two pairs a thread where rotary_dim / 2 is even (all but the last case); the last takes the
+  // one-pair kernel.
   for (const Case& c : {Case{8, 2, 64, 64, 1.0f, 1e4}, Case{4, 4, 128, 64, 1.25f, 5e5},
-                        Case{9, 3, 64, 32, 1.0f, 1e5}}) {
+                        Case{9, 3, 64, 32, 1.0f, 1e5}, Case{8, 2, 128, 128, 1.0f, 5e5},
+                        Case{3, 1, 68, 34, 1.0f, 1e4}}) {
     const std::vector<float> inv = rope_inv_freq(c.rotary_dim, c.theta);
     TestBatch batch;
     batch.seqs.push_back({0, 20, std::vector<int32_t>(4, 0), false});

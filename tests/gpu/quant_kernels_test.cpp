@@ -520,6 +520,72 @@ TEST_F(QuantGpu, DequantOverlapGivesTheBitsOfOneBuffer) {
   expect_same_and_right({source_of(wide_src, "wide", QuantizedLinearOptions{})}, 600, 72);
 }
 
+// silu_mul_linear() without the activation kept computes it inside down's gather (act-order
+// weights, many rows): the bits of silu_mul() then linear(), which a kept activation takes, and
+// the CPU's values. Rows on the packed-tile product (120) and the cuBLAS path (97, 300, 1,101);
+// K staged in shared memory (2,048; 14,336 as Llama-3-8B's down; 1,004, whose rows are not whole
+// 16-byte pieces) and past it (24,608: read from global memory); EXL2 and GPTQ act-order.
+TEST_F(QuantGpu, SiluMulLinearGathersTheActivationWithSiluMulThenLinearsBits) {
+  auto expect_fused_like_separate = [&](const LinearSource& src, int64_t rows, uint64_t seed) {
+    const int64_t K = src.quantized->in_features(), N = src.quantized->out_features();
+    const std::string what = src.name + ", " + std::to_string(rows) + " rows";
+    const auto gate_values = random_values(static_cast<size_t>(rows * K), seed, 3.0f);
+    const auto up_values = random_values(static_cast<size_t>(rows * K), seed + 1, 1.0f);
+    auto run = [&](Backend& b, bool keep_activation, std::vector<float>* gate_after) {
+      TestBatch batch = one_sequence(rows);
+      DeviceTensor gate = b.alloc_activation(rows, K), up = b.alloc_activation(rows, K);
+      DeviceTensor out = b.alloc_activation(rows, N);
+      const PreparedBatch p = b.prepare_batch(batch.desc());
+      Keep keep;
+      load(b, gate_values, rows, K, gate, p.tokens, keep);
+      load(b, up_values, rows, K, up, p.tokens, keep);
+      auto w = b.upload_linear(src);
+      b.silu_mul_linear(gate.first_rows(p.tokens), up.first_rows(p.tokens), *w,
+                        out.first_rows(p.tokens), keep_activation);
+      if (gate_after) *gate_after = b.read(gate, rows);
+      return b.read(out, rows);
+    };
+    std::vector<float> gate_after, gate_loaded;
+    const auto fused = run(*gpu, false, &gate_after);
+    const auto separate = run(*gpu, true, nullptr);
+    EXPECT_TRUE(std::equal(fused.begin(), fused.end(), separate.begin())) << what;
+    // The fused path leaves gate as loaded (the separate one overwrites it with the activation).
+    {
+      TestBatch batch = one_sequence(rows);
+      DeviceTensor gate = gpu->alloc_activation(rows, K);
+      const PreparedBatch p = gpu->prepare_batch(batch.desc());
+      Keep keep;
+      load(*gpu, gate_values, rows, K, gate, p.tokens, keep);
+      gate_loaded = gpu->read(gate, rows);
+    }
+    EXPECT_TRUE(gate_after == gate_loaded) << what << ": the activation was written to gate";
+    const auto d = compare(fused, run(*cpu, true, nullptr));
+    EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref)
+        << what << ": " << d.str();
+  };
+  TensorMap t;
+  make_exl2_layer(t, "exl2_k2048", 2048, 1024, exl2_recipe_for_bpw(4.0), 41);
+  make_exl2_layer(t, "exl2_k14336", 14336, 96, exl2_recipe_for_bpw(4.0), 42, true);
+  make_exl2_layer(t, "exl2_k1004", 1004, 160, exl2_recipe_for_bpw(5.0), 43);
+  make_exl2_layer(t, "exl2_k24608", 24608, 64, exl2_recipe_for_bpw(4.0), 44);
+  const GptqRecipe gptq{4, 128, true, false, false};
+  make_gptq_layer(t, "gptq_k4096", 4096, 512, gptq, 45);
+  MemoryTensorSource src(std::move(t));
+  for (int64_t rows : {97, 120, 300, 1101}) {
+    expect_fused_like_separate(source_of(src, "exl2_k2048", {}), rows, 80 + rows);
+  }
+  for (int64_t rows : {300, 1101}) {
+    expect_fused_like_separate(source_of(src, "exl2_k14336", {}), rows, 81 + rows);
+  }
+  expect_fused_like_separate(source_of(src, "exl2_k1004", {}), 300, 82);
+  expect_fused_like_separate(source_of(src, "exl2_k24608", {}), 600, 83);
+  QuantizedLinearOptions o;
+  o.quantization_config_json = gptq_config_json(gptq);
+  for (int64_t rows : {120, 300}) {
+    expect_fused_like_separate(source_of(src, "gptq_k4096", o), rows, 84 + rows);
+  }
+}
+
 // Two backends whose options change only how a fused quantized linear is organised, not what
 // it adds in which order, give the same bits: three matrices sharing a launch (one with a bias,
 // 4 to 16 slices), a k/v-sized matrix of 32 slices and a GPTQ act-order one, 1 to 32 rows.

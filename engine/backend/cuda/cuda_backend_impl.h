@@ -16,8 +16,8 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
-#include "engine/backend/cuda/device_memory.h"
 #include "engine/backend/cuda/dequant_slots.h"
+#include "engine/backend/cuda/device_memory.h"
 #include "kernels/kernels.h"
 #include "kernels/quant_kernels.h"
 
@@ -165,6 +165,8 @@ class CudaBackend final : public Backend {
                  const AttentionParams& params, DeviceTensor out) override;
   void lora(const BackendWeight& lora, DeviceTensor x, std::span<const DeviceTensor> outs) override;
   void silu_mul(DeviceTensor gate, DeviceTensor up, DeviceTensor out) override;
+  void silu_mul_linear(DeviceTensor gate, DeviceTensor up, const BackendWeight& w, DeviceTensor out,
+                       bool keep_activation) override;
   void gather_logit_rows(DeviceTensor x, DeviceTensor out) override;
   void receive(Backend& from, DeviceTensor src, DeviceTensor dst, int64_t rows) override;
 
@@ -280,7 +282,14 @@ class CudaBackend final : public Backend {
 
   // EXL2 / GPTQ linear layers (defined in engine/backend/cuda/cuda_quant_linear.cpp).
   std::unique_ptr<BackendWeight> upload_quantized_linear(const LinearSource& source);
-  void linear_quantized(const BackendWeight& w, const DeviceTensor& x, const DeviceTensor& out);
+  // With `up`, x is the MLP's gate and the input multiplied is silu(x) · up, computed while it is
+  // gathered into the weights' row order (only where linear_gathers_x says the path gathers).
+  void linear_quantized(const BackendWeight& w, const DeviceTensor& x, const DeviceTensor& out,
+                        const DeviceTensor* up = nullptr);
+  // Whether `rows` rows of x take the fused kernels (kernels::quant_gemm_group) for m.
+  bool quant_rows_fused(const kernels::QuantMatrix& m, int64_t rows) const;
+  // Whether linear_quantized gathers x into w's stored row order for `rows` rows.
+  bool linear_gathers_x(const BackendWeight& w, int64_t rows) const;
   // Quantized linears of a few rows wait here while the next ones read the same x (q/k/v,
   // gate/up): one launch serves them all (kernels::quant_gemm_group).
   void flush_quant_linears();
@@ -309,7 +318,7 @@ class CudaBackend final : public Backend {
   // The same weights when CudaBackendOptions::dequant_overlap writes them on a side stream.
   DequantSlots dequant_slots_;
   std::array<DeviceBuffer, DequantSlots::kSlots> dequant_slot_buffers_;
-  DeviceBuffer quant_x_;        // its x in the weights' stored row order
+  DeviceBuffer quant_x_;  // its x in the weights' stored row order
   // Inside linears(): which x quant_x_ holds, in which matrix's row order, so that the next
   // matrix of the same order (q, k and v of a reference quantizer's file share one) reuses it.
   struct GatheredX {

@@ -248,8 +248,33 @@ void CudaBackend::linears(std::span<const BackendWeight* const> weights, DeviceT
   for (size_t i = 0; i < weights.size(); ++i) linear(*weights[i], x, outs[i]);
 }
 
+bool CudaBackend::quant_rows_fused(const kernels::QuantMatrix& m, int64_t rows) const {
+  const int64_t fused_rows =
+      std::min<int64_t>(options_.quant_fused_max_rows, kernels::kQuantGemmMaxLaunchRows);
+  return rows <= kernels::kQuantGemmMaxRows ||
+         (rows <= fused_rows && kernels::quant_gemm_partial_floats(m, rows) * sizeof(float) <=
+                                    kQuantPartialBytesPerMatrix);
+}
+
+bool CudaBackend::linear_gathers_x(const BackendWeight& weight, int64_t rows) const {
+  const auto* w = dynamic_cast<const CudaQuantLinearWeight*>(&weight);
+  return w != nullptr && !w->rows_in_order && rows > 0 && !quant_rows_fused(w->matrix, rows);
+}
+
+void CudaBackend::silu_mul_linear(DeviceTensor gate, DeviceTensor up, const BackendWeight& w,
+                                  DeviceTensor out, bool keep_activation) {
+  if (keep_activation || !linear_gathers_x(w, gate.rows)) {
+    Backend::silu_mul_linear(gate, up, w, out, keep_activation);
+    return;
+  }
+  flush_linears();  // what produced gate and up is issued first, as silu_mul() does
+  HEARTH_CHECK(gate.cols == up.cols && gate.dtype == up.dtype, "silu_mul_linear: shapes");
+  check_rows(up, gate.rows, "silu_mul_linear");
+  linear_quantized(w, gate, out, &up);
+}
+
 void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTensor& x,
-                                   const DeviceTensor& out) {
+                                   const DeviceTensor& out, const DeviceTensor* up) {
   flush_dense_linears();  // dense linears queued before this one run first
   const auto& w = static_cast<const CudaQuantLinearWeight&>(weight);
   const kernels::QuantMatrix& m = w.matrix;
@@ -268,12 +293,10 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
                           pending_norm_->out.rows == rows && rows <= kernels::kQuantGemmMaxRows;
   if (pending_norm_ && !normalizes) flush_norm();
   // Decode-sized batches wait for the next linears of the same x, to share their launches.
-  const int64_t fused_rows =
-      std::min<int64_t>(options_.quant_fused_max_rows, kernels::kQuantGemmMaxLaunchRows);
-  const bool fused =
-      rows <= kernels::kQuantGemmMaxRows ||
-      (rows <= fused_rows &&
-       kernels::quant_gemm_partial_floats(m, rows) * sizeof(float) <= kQuantPartialBytesPerMatrix);
+  const bool fused = quant_rows_fused(m, rows);
+  HEARTH_CHECK(up == nullptr || (!fused && !w.rows_in_order),
+               "linear " + w.name + ": the activation is computed only where x is gathered");
+  if (up) HEARTH_CHECK(!rows_overlap(*up, out, rows), "linear " + w.name + ": output overlaps up");
   if (fused) {
     if (normalizes) {
       flush_quant_linears();  // the linear that adds into the residual
@@ -304,15 +327,17 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
   // previous matrix may have left this x in the same order.
   auto x_in_stored_order = [&]() -> const void* {
     const GatheredX& g = gathered_x_;
-    if (share_x_gathers_ && g.x == x.data && g.rows == rows && g.order &&
+    if (!up && share_x_gathers_ && g.x == x.data && g.rows == rows && g.order &&
         static_cast<const CudaQuantLinearWeight*>(g.order)->row_src == w.row_src) {
       return quant_x_.get();
     }
     grow_workspace(quant_x_, static_cast<size_t>(rows * stored_rows) * 2,
                    "activations of large batches in stored row order");
-    check_launch(kernels::quant_gather_x(launch_plain(), m, x.data, rows, quant_x_.get()),
+    check_launch(kernels::quant_gather_x(launch_plain(), m, x.data, rows, quant_x_.get(),
+                                         up ? up->data : nullptr),
                  "quant_gather_x");
-    gathered_x_ = share_x_gathers_ ? GatheredX{x.data, rows, &weight} : GatheredX{};
+    // The activation is not x: no later linear of x may take it.
+    gathered_x_ = share_x_gathers_ && !up ? GatheredX{x.data, rows, &weight} : GatheredX{};
     return quant_x_.get();
   };
   if (options_.quant_mma_min_rows > 0 && rows >= options_.quant_mma_min_rows &&
