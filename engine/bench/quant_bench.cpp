@@ -450,6 +450,7 @@ QuantBenchReport run_quant_benchmark(const QuantBenchOptions& o) {
   if (o.attention_warp_tiles > 0) bo.attention_warp_tiles = o.attention_warp_tiles;
   if (o.attention_warpgroup_mma >= 0) bo.attention_warpgroup_mma = o.attention_warpgroup_mma != 0;
   if (o.dequant_overlap >= 0) bo.dequant_overlap = o.dequant_overlap != 0;
+  if (o.cuda_graphs >= 0) bo.cuda_graphs = o.cuda_graphs != 0;
   auto backend = create_cuda_backend(bo);
   auto& be = static_cast<CudaBackend&>(*backend);
   const CudaDeviceInfo& info = be.device_info();

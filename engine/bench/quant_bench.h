@@ -82,6 +82,10 @@ struct QuantBenchOptions {
   int attention_warpgroup_mma = -1;
   // CudaBackendOptions::dequant_overlap: 0 off, 1 on; -1 the default.
   int dequant_overlap = -1;
+  // CudaBackendOptions::cuda_graphs: 0 decode steps run eagerly (so large batches may write
+  // their fp16 weight slices beside cuBLAS, which a captured graph cannot), 1 captured; -1 the
+  // default.
+  int cuda_graphs = -1;
   uint64_t seed = 1;
   double memory_fraction = 0.9;  // models beyond this share of free memory run fewer layers
 };

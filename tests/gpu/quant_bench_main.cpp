@@ -6,7 +6,7 @@
 //               [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] [--mma-rows N]
 //               [--mma-max-rows N] [--mma-blocks wide|tall|wgmma]
 //               [--decode-blocks-per-sm N] [--decode-tensor-cores 0|1] [--attention-block WxT]
-//               [--attention-wgmma 0|1] [--dequant-overlap 0|1]
+//               [--attention-wgmma 0|1] [--dequant-overlap 0|1] [--graphs 0|1]
 //               [--dequant-slices MiB,..] [--prefix-step SEQS,NEW,CACHED] [--json]
 //               [--json-out FILE]
 //
@@ -48,7 +48,7 @@ int usage() {
       "[--fold-norm-rows N] [--sum-kernel-rows N] [--staged-x-rows N] [--fused-rows N] "
       "[--mma-rows N] [--mma-max-rows N] [--mma-blocks wide|tall|wgmma] [--decode-blocks-per-sm N] "
       "[--decode-tensor-cores 0|1] [--attention-block WxT] [--attention-wgmma 0|1] "
-      "[--dequant-overlap 0|1] [--dequant-slices MiB,..] "
+      "[--dequant-overlap 0|1] [--graphs 0|1] [--dequant-slices MiB,..] "
       "[--prefix-step SEQS,NEW,CACHED] "
       "[--profile-step] "
       "[--json] "
@@ -140,6 +140,8 @@ int main(int argc, char** argv) {
         o.attention_warpgroup_mma = std::stoi(value());
       else if (a == "--dequant-overlap")
         o.dequant_overlap = std::stoi(value());
+      else if (a == "--graphs")
+        o.cuda_graphs = std::stoi(value());
       else if (a == "--no-sweep")
         o.kernel_sweep = false;
       else if (a == "--profile-step")
