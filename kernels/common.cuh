@@ -56,10 +56,10 @@ __device__ __forceinline__ uint4 pack8(const float in[8]) {
   return v;
 }
 
-// SwiGLU's gate: silu(g) = g · sigmoid(g). One definition, so that the activation computed
-// inside another kernel (kernels::quant_gather_x) has silu_mul's bits.
-__device__ __forceinline__ float silu(float g) {
-  return g / (1.0f + expf(-g));
+// SwiGLU's activation silu(g) · u, silu(g) = g · sigmoid(g). One definition, so that the
+// activation formed inside another kernel (kernels::quant_gather_x) has silu_mul's bits.
+__device__ __forceinline__ float swiglu(float g, float u) {
+  return g / (1.0f + expf(-g)) * u;
 }
 
 // Loads that bypass L1 allocation: weights are read once per pass.

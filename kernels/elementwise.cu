@@ -265,10 +265,10 @@ __global__ void silu_mul_kernel(const T* gate, const T* up, T* out, int64_t n) {
       unpack8<T>(load16(gate + i), g);
       unpack8<T>(load16(up + i), u);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) g[j] = silu(g[j]) * u[j];
+      for (int j = 0; j < 8; ++j) g[j] = swiglu(g[j], u[j]);
       *reinterpret_cast<uint4*>(out + i) = pack8<T>(g);
     } else {
-      out[i] = from_f<T>(silu(to_f(gate[i])) * to_f(up[i]));
+      out[i] = from_f<T>(swiglu(to_f(gate[i]), to_f(up[i])));
     }
   }
 }

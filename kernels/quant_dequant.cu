@@ -189,7 +189,7 @@ __device__ __forceinline__ void stage_rows(const __half* __restrict__ x_block,
   if (!vector_loads) {
     for (int64_t i = threadIdx.x; i < count; i += kGatherThreads) {
       if constexpr (SWIGLU) {
-        s_rows[i] = from_f<__half>(silu(to_f(x_block[i])) * to_f(up_block[i]));
+        s_rows[i] = from_f<__half>(swiglu(to_f(x_block[i]), to_f(up_block[i])));
       } else {
         s_rows[i] = x_block[i];
       }
@@ -217,7 +217,7 @@ __device__ __forceinline__ void stage_rows(const __half* __restrict__ x_block,
           unpack8<__half>(g[j], gf);
           unpack8<__half>(u[j], uf);
 #pragma unroll
-          for (int e = 0; e < 8; ++e) gf[e] = silu(gf[e]) * uf[e];
+          for (int e = 0; e < 8; ++e) gf[e] = swiglu(gf[e], uf[e]);
           *reinterpret_cast<uint4*>(s_rows + p * 8) = pack8<__half>(gf);
         }
       }
@@ -235,7 +235,7 @@ __device__ __forceinline__ void stage_rows(const __half* __restrict__ x_block,
 template <bool SWIGLU>
 __device__ __forceinline__ __half input_at(const __half* xr, const __half* ur, int32_t k) {
   if constexpr (SWIGLU) {
-    return from_f<__half>(silu(to_f(xr[k])) * to_f(ur[k]));
+    return from_f<__half>(swiglu(to_f(xr[k]), to_f(ur[k])));
   } else {
     return xr[k];
   }
