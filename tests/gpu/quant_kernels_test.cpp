@@ -1124,5 +1124,72 @@ TEST_F(QuantGpu, WholeModelsMatchTheCpuThroughGraphReplays) {
   EXPECT_GT(folding.folded_loras(), folded_before);
 }
 
+// Decode steps of more rows than the fused kernel takes, on the dequantize + cuBLAS path with
+// its slices on a side stream (CudaBackendOptions::dequant_overlap, on by default for steps run
+// directly): the warm-up step takes the path the capture takes, so the next step is captured and
+// the rest replay it. Before, the warm-up wrote the slices beside cuBLAS and left the capture's
+// one buffer ungrown, so every capture was abandoned and the step recorded twice. The logits are
+// those of the same steps without graphs (the two buffers give the bits of one).
+TEST_F(QuantGpu, ManyRowDecodeStepsOnTheDequantizePathAreCapturedOnce) {
+  const ModelConfig config = synthetic_model_config("tiny");
+  SyntheticQuantSource::Options so;
+  so.format = "exl2";
+  so.bpw = 4.0;
+  SyntheticQuantSource weights(config, so);
+  ModelConfig quantized = config;
+  quantized.quantization_config_json = weights.quantization_config_json();
+  constexpr int64_t kSeqs = 40, kPage = 32, kSteps = 6;
+  auto run = [&](bool graphs, int64_t* captured, int64_t* abandoned) {
+    CudaBackendOptions o;
+    o.quant_fused_max_rows = kernels::kQuantGemmMaxRows;  // 40 rows past the fused kernel
+    o.quant_mma_min_rows = 0;                             // and on dequantize + cuBLAS
+    o.dequant_overlap = true;
+    o.cuda_graphs = graphs;
+    auto backend = create_cuda_backend(o);
+    auto& cuda = dynamic_cast<cuda::CudaBackend&>(*backend);
+    LlamaModelOptions mo;
+    mo.max_seq_len = kPage;
+    mo.max_batch_tokens = kSeqs * 4;
+    mo.max_logit_rows = kSeqs;
+    LlamaModel model(quantized, *backend, weights, mo);
+    auto cache = backend->create_kv_cache(model.kv_cache_spec(kSeqs, kPage));
+    std::vector<std::vector<int32_t>> tokens(kSeqs), pages(kSeqs);
+    for (int64_t s = 0; s < kSeqs; ++s) {
+      pages[s] = {static_cast<int32_t>(s)};
+      for (int64_t i = 0; i < 3; ++i)
+        tokens[s].push_back(static_cast<int32_t>((s * 131 + i * 17 + 5) % config.vocab_size));
+    }
+    std::vector<float> logits;
+    for (int64_t step = 0; step <= kSteps; ++step) {
+      BatchDesc batch;  // the prompts of 3 tokens, then one token per sequence
+      for (int64_t s = 0; s < kSeqs; ++s) {
+        SequenceSlice slice;
+        const size_t n = step == 0 ? 3 : 1;
+        slice.tokens = std::span<const int32_t>(tokens[s]).last(n);
+        slice.start_pos = static_cast<int32_t>(tokens[s].size() - n);
+        slice.page_table = pages[s];
+        batch.seqs.push_back(slice);
+      }
+      const auto out = backend->read(model.forward(batch, *cache), kSeqs);
+      logits.insert(logits.end(), out.begin(), out.end());
+      for (int64_t s = 0; s < kSeqs; ++s) {
+        const auto* row = out.data() + s * config.vocab_size;
+        tokens[s].push_back(
+            static_cast<int32_t>(std::max_element(row, row + config.vocab_size) - row));
+      }
+    }
+    *captured = cuda.captured_graphs();
+    *abandoned = cuda.abandoned_captures();
+    return logits;
+  };
+  int64_t captured = 0, abandoned = 0, unused = 0;
+  const auto replayed = run(true, &captured, &abandoned);
+  const auto direct = run(false, &unused, &unused);
+  // Step 1 warms the key up, step 2 is captured, steps 3.. replay it.
+  EXPECT_EQ(captured, 1);
+  EXPECT_EQ(abandoned, 0);
+  EXPECT_TRUE(replayed == direct) << "graph replays against steps run directly";
+}
+
 }  // namespace
 }  // namespace hearth

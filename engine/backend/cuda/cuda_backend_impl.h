@@ -198,6 +198,10 @@ class CudaBackend final : public Backend {
   bool dequant_overlap() const { return options_.dequant_overlap; }
   // How many lora() calls were folded into quantized linears' launches (tests, benchmarks).
   int64_t folded_loras() const { return folded_loras_; }
+  // Decode steps captured as CUDA graphs, and captures abandoned because scratch had to grow
+  // (the step then ran directly): a step that keeps being abandoned never replays (tests).
+  int64_t captured_graphs() const { return captured_graphs_; }
+  int64_t abandoned_captures() const { return abandoned_captures_; }
   void set_attention_block(int warps, int warp_tiles) {
     options_.attention_warps = warps == 8 ? 8 : 4;
     options_.attention_warp_tiles = warp_tiles == 1 || warp_tiles == 2 ? warp_tiles : 0;
@@ -420,6 +424,10 @@ class CudaBackend final : public Backend {
   std::map<int64_t, Graph> graphs_;
   std::set<int64_t> warmed_keys_;
   uint64_t graphs_epoch_ = 0;  // the epoch the graphs were captured in
+  // Set while run() records a step under a graph key: its warm-up and fallback runs take the
+  // paths its capture takes, so the buffers the capture uses are grown before it.
+  bool graph_step_ = false;
+  int64_t captured_graphs_ = 0, abandoned_captures_ = 0;
   int64_t kv_page_size_ = 0;   // of the newest cache (for validating page tables)
   // Fewest rows of any activation buffer: decode batches are never padded beyond it, so the
   // padded rows always fit the caller's buffers (the logits buffer is usually the smallest).

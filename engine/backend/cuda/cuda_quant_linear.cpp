@@ -382,10 +382,11 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
       std::max<int64_t>(32, static_cast<int64_t>(slice_bytes / (stored_rows * 2)) / 32 * 32);
   slice = std::min(slice, (N + 31) / 32 * 32);
   const size_t slice_buffer_bytes = static_cast<size_t>(slice * stored_rows) * 2;
-  // Outside graph capture the slices may alternate between two buffers written on a side stream
+  // Outside graph steps the slices may alternate between two buffers written on a side stream
   // (DequantSlots): slice i + 1, or the next matrix's first, is then written while cuBLAS reads
-  // slice i.
-  const bool overlap = options_.dequant_overlap && !capturing();
+  // slice i. A graph step takes the one buffer in its warm-up run too, which grows it before the
+  // capture (else every capture of a step with such a linear would be abandoned and re-run).
+  const bool overlap = options_.dequant_overlap && !graph_step_;
   if (overlap) {
     dequant_slots_.start();
   } else {
