@@ -520,6 +520,32 @@ TEST_F(QuantGpu, DequantOverlapGivesTheBitsOfOneBuffer) {
   expect_same_and_right({source_of(wide_src, "wide", QuantizedLinearOptions{})}, 600, 72);
 }
 
+// A matrix the fused kernel refuses past 32 rows for its partials' size (2 slices × 64 rows ×
+// 140,032 outputs pass kQuantPartialBytesPerMatrix, as an 8B head's 128,256 do) takes the
+// packed-tile product up to quant_mma_max_rows instead of fp16 weights and cuBLAS: the bits of
+// the product forced from 33 rows, and the CPU's values on a few rows.
+TEST_F(QuantGpu, WideHeadsPastTheFusedRowsTakeThePackedTileProduct) {
+  constexpr int64_t K = 1024, N = 140032, kCpuRows = 4;
+  TensorMap t;
+  make_exl2_layer(t, "head", K, N, exl2_recipe_for_bpw(4.0), 46);
+  MemoryTensorSource src(std::move(t));
+  const LinearSource head = source_of(src, "head", {});
+  CudaBackendOptions forced;
+  forced.quant_fused_max_rows = kernels::kQuantGemmMaxRows;
+  forced.quant_mma_min_rows = kernels::kQuantGemmMaxRows + 1;
+  auto product = create_cuda_backend(forced);
+  for (int64_t rows : {64, 96}) {
+    const auto x = random_values(static_cast<size_t>(rows * K), 90 + rows, 1.0f);
+    const auto by_default = run_linear(*gpu, head, x, rows);
+    EXPECT_TRUE(by_default == run_linear(*product, head, x, rows)) << rows << " rows";
+    const std::vector<float> x_few(x.begin(), x.begin() + kCpuRows * K);
+    const std::vector<float> few(by_default.begin(), by_default.begin() + kCpuRows * N);
+    const auto d = compare(few, run_linear(*cpu, head, x_few, kCpuRows));
+    EXPECT_TRUE(d.finite && d.nmse <= 1e-5 && d.max_abs <= 4e-3 * d.max_ref)
+        << rows << " rows: " << d.str();
+  }
+}
+
 // silu_mul_linear() without the activation kept computes it inside down's gather (act-order
 // weights, many rows): the bits of silu_mul() then linear(), which a kept activation takes, and
 // the CPU's values. Rows on the packed-tile product (120) and the cuBLAS path (97, 300, 1,101);

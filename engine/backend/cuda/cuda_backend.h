@@ -105,7 +105,8 @@ struct CudaBackendOptions {
   // 16.56, 128 17.55 / 19.64, 160 23.81 / 21.91, 256 32.01 / 26.79; prompts of 512 tokens
   // 13.1k / 21.1k tokens/s (docs/PERFORMANCE.md). Up to 96 rows the fused kernel's batch
   // invariance is worth more than the product's few per cent; past 128 rows a third 64-row block
-  // costs as much as a full one.
+  // costs as much as a full one. A matrix the fused kernel refuses for its partials' size (the
+  // head of a large vocabulary past 32 rows) takes the product from 33 rows, not cuBLAS.
   int64_t quant_mma_min_rows = 97;
   int64_t quant_mma_max_rows = 128;
   // Its blocks: 256 outputs × 64 rows, or 128 × 128 (kernels::QuantMmaBlock; the same bits).

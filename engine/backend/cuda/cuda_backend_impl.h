@@ -292,6 +292,9 @@ class CudaBackend final : public Backend {
                         const DeviceTensor* up = nullptr);
   // Whether `rows` rows of x take the fused kernels (kernels::quant_gemm_group) for m.
   bool quant_rows_fused(const kernels::QuantMatrix& m, int64_t rows) const;
+  // Whether `rows` rows that the fused kernels do not take run the packed-tile product
+  // (kernels::quant_mma_gemm) rather than fp16 weights and cuBLAS.
+  bool quant_rows_on_product(int64_t rows) const;
   // Whether linear_quantized gathers x into w's stored row order for `rows` rows.
   bool linear_gathers_x(const BackendWeight& w, int64_t rows) const;
   // Quantized linears of a few rows wait here while the next ones read the same x (q/k/v,

@@ -52,6 +52,12 @@ int max_bits(uint32_t mask) {
   return b;
 }
 
+
+// The most rows the fused kernels take (fewer for a matrix whose partials would be too large).
+int64_t fused_max_rows(const CudaBackendOptions& o) {
+  return std::min<int64_t>(o.quant_fused_max_rows, kernels::kQuantGemmMaxLaunchRows);
+}
+
 }  // namespace
 
 size_t quant_large_batch_workspace_bytes(int64_t rows, int64_t max_in_features) {
@@ -249,11 +255,17 @@ void CudaBackend::linears(std::span<const BackendWeight* const> weights, DeviceT
 }
 
 bool CudaBackend::quant_rows_fused(const kernels::QuantMatrix& m, int64_t rows) const {
-  const int64_t fused_rows =
-      std::min<int64_t>(options_.quant_fused_max_rows, kernels::kQuantGemmMaxLaunchRows);
   return rows <= kernels::kQuantGemmMaxRows ||
-         (rows <= fused_rows && kernels::quant_gemm_partial_floats(m, rows) * sizeof(float) <=
-                                    kQuantPartialBytesPerMatrix);
+         (rows <= fused_max_rows(options_) &&
+          kernels::quant_gemm_partial_floats(m, rows) * sizeof(float) <=
+              kQuantPartialBytesPerMatrix);
+}
+
+bool CudaBackend::quant_rows_on_product(int64_t rows) const {
+  if (options_.quant_mma_min_rows <= 0 || rows > options_.quant_mma_max_rows) return false;
+  // Below its range only matrices the fused kernel refused for their partials' size get here:
+  // for an 8B head at 64 rows cuBLAS would first write out 1 GB of fp16 weights.
+  return rows >= options_.quant_mma_min_rows || rows <= fused_max_rows(options_);
 }
 
 bool CudaBackend::linear_gathers_x(const BackendWeight& weight, int64_t rows) const {
@@ -340,8 +352,7 @@ void CudaBackend::linear_quantized(const BackendWeight& weight, const DeviceTens
     gathered_x_ = share_x_gathers_ && !up ? GatheredX{x.data, rows, &weight} : GatheredX{};
     return quant_x_.get();
   };
-  if (options_.quant_mma_min_rows > 0 && rows >= options_.quant_mma_min_rows &&
-      rows <= options_.quant_mma_max_rows) {
+  if (quant_rows_on_product(rows)) {
     const bool direct = w.rows_in_order && m.in_features % 8 == 0;
     const void* xs = direct ? x.data : x_in_stored_order();
     const int64_t k = direct ? m.in_features : stored_rows;
