@@ -241,6 +241,12 @@ class Backend {
   // Runs `record`, which issues the ops below for the prepared batch: directly, or, with a
   // graph key, captured once and replayed on later calls with the same key.
   virtual void run(const std::function<void()>& record, std::optional<int64_t> graph_key) = 0;
+  // Graph keys captured so far, and captures abandoned because scratch had to grow (that step
+  // then ran directly): a key whose captures keep being abandoned never replays (tests, benches).
+  struct GraphStats {
+    int64_t captured = 0, abandoned = 0;
+  };
+  virtual GraphStats graph_stats() const { return {}; }
 
   // --- ops over the prepared batch; T = prepared tokens, L = prepared logit rows ---
   // out[T, H] = table[token ids]; `table` from upload(), or from upload_linear() where

@@ -257,7 +257,7 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
 
   auto decode_run = [&](int64_t B) {
     const int warm = kDecodeWarmSteps;
-    const int64_t abandoned_before = be.abandoned_captures();
+    const int64_t abandoned_before = be.graph_stats().abandoned;
     // With LoRA the profiled step is the first one with an adapter (below).
     const double t =
         time_greedy_decode(lm, be, *cache, B, seq_pages, o.decode_context, o.decode_steps,
@@ -278,7 +278,7 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
                 {"share_of_nominal_bandwidth", nominal_limit > 0 ? tok_s / nominal_limit : 0.0},
                 {"achieved_gbs", step_bytes * o.decode_steps / t / 1e9},
                 // Steps whose capture was abandoned ran directly after recording twice.
-                {"abandoned_graph_captures", be.abandoned_captures() - abandoned_before}};
+                {"abandoned_graph_captures", be.graph_stats().abandoned - abandoned_before}};
   };
   json decode = json::array();
   for (int64_t B : o.decode_batches) decode.push_back(decode_run(B));

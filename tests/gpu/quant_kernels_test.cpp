@@ -31,6 +31,7 @@
 #include "engine/model/llama_model.h"
 #include "tests/common/test_paths.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/gpu/many_sequence_decode.h"
 #include "tests/unit/io/gguf_test_util.h"
 
 namespace hearth {
@@ -1164,56 +1165,26 @@ TEST_F(QuantGpu, ManyRowDecodeStepsOnTheDequantizePathAreCapturedOnce) {
   SyntheticQuantSource weights(config, so);
   ModelConfig quantized = config;
   quantized.quantization_config_json = weights.quantization_config_json();
-  constexpr int64_t kSeqs = 40, kPage = 32, kSteps = 6;
-  auto run = [&](bool graphs, int64_t* captured, int64_t* abandoned) {
+  constexpr int64_t kSeqs = 40, kPage = 32;
+  auto run = [&](bool graphs, Backend::GraphStats* stats) {
     CudaBackendOptions o;
     o.quant_fused_max_rows = kernels::kQuantGemmMaxRows;  // 40 rows past the fused kernel
     o.quant_mma_min_rows = 0;                             // and on dequantize + cuBLAS
     o.dequant_overlap = true;
     o.cuda_graphs = graphs;
     auto backend = create_cuda_backend(o);
-    auto& cuda = dynamic_cast<cuda::CudaBackend&>(*backend);
-    LlamaModelOptions mo;
-    mo.max_seq_len = kPage;
-    mo.max_batch_tokens = kSeqs * 4;
-    mo.max_logit_rows = kSeqs;
-    LlamaModel model(quantized, *backend, weights, mo);
+    LlamaModel model(quantized, *backend, weights, gpu_test::many_sequence_options(kSeqs, kPage));
     auto cache = backend->create_kv_cache(model.kv_cache_spec(kSeqs, kPage));
-    std::vector<std::vector<int32_t>> tokens(kSeqs), pages(kSeqs);
-    for (int64_t s = 0; s < kSeqs; ++s) {
-      pages[s] = {static_cast<int32_t>(s)};
-      for (int64_t i = 0; i < 3; ++i)
-        tokens[s].push_back(static_cast<int32_t>((s * 131 + i * 17 + 5) % config.vocab_size));
-    }
-    std::vector<float> logits;
-    for (int64_t step = 0; step <= kSteps; ++step) {
-      BatchDesc batch;  // the prompts of 3 tokens, then one token per sequence
-      for (int64_t s = 0; s < kSeqs; ++s) {
-        SequenceSlice slice;
-        const size_t n = step == 0 ? 3 : 1;
-        slice.tokens = std::span<const int32_t>(tokens[s]).last(n);
-        slice.start_pos = static_cast<int32_t>(tokens[s].size() - n);
-        slice.page_table = pages[s];
-        batch.seqs.push_back(slice);
-      }
-      const auto out = backend->read(model.forward(batch, *cache), kSeqs);
-      logits.insert(logits.end(), out.begin(), out.end());
-      for (int64_t s = 0; s < kSeqs; ++s) {
-        const auto* row = out.data() + s * config.vocab_size;
-        tokens[s].push_back(
-            static_cast<int32_t>(std::max_element(row, row + config.vocab_size) - row));
-      }
-    }
-    *captured = cuda.captured_graphs();
-    *abandoned = cuda.abandoned_captures();
+    const auto logits = gpu_test::greedy_many_sequences(model, *cache, kSeqs, 6);
+    *stats = backend->graph_stats();
     return logits;
   };
-  int64_t captured = 0, abandoned = 0, unused = 0;
-  const auto replayed = run(true, &captured, &abandoned);
-  const auto direct = run(false, &unused, &unused);
+  Backend::GraphStats stats, unused;
+  const auto replayed = run(true, &stats);
+  const auto direct = run(false, &unused);
   // Step 1 warms the key up, step 2 is captured, steps 3.. replay it.
-  EXPECT_EQ(captured, 1);
-  EXPECT_EQ(abandoned, 0);
+  EXPECT_EQ(stats.captured, 1);
+  EXPECT_EQ(stats.abandoned, 0);
   EXPECT_TRUE(replayed == direct) << "graph replays against steps run directly";
 }
 

@@ -683,11 +683,7 @@ void CudaBackend::run(const std::function<void()>& record, std::optional<int64_t
     check_cuda(cudaGraphLaunch(it->second.exec, stream_), "launching a CUDA graph");
     return;
   }
-  struct GraphStep {
-    bool& flag;
-    explicit GraphStep(bool& f) : flag(f) { flag = true; }
-    ~GraphStep() { flag = false; }
-  } graph_step(graph_step_);
+  const GraphStepScope graph_step(*this);
   // The first step of a key runs directly: scratch buffers get their final sizes then (and
   // graphs of other keys are dropped if that moved anything they use).
   if (!warmed_keys_.count(*graph_key)) {
@@ -703,7 +699,7 @@ void CudaBackend::run(const std::function<void()>& record, std::optional<int64_t
     record();
     flush_linears();
   } catch (const CaptureInvalidated&) {
-    ++abandoned_captures_;
+    ++graph_stats_.abandoned;
     drop_pending();
     cudaGraph_t graph = nullptr;
     cudaStreamEndCapture(stream_, &graph);
@@ -729,7 +725,7 @@ void CudaBackend::run(const std::function<void()>& record, std::optional<int64_t
   cudaGraphDestroy(graph);
   check_cuda(status, "instantiating a CUDA graph");
   graphs_[*graph_key] = Graph{exec};
-  ++captured_graphs_;
+  ++graph_stats_.captured;
   check_cuda(cudaGraphLaunch(exec, stream_), "launching a CUDA graph");
 }
 

@@ -198,10 +198,21 @@ class CudaBackend final : public Backend {
   bool dequant_overlap() const { return options_.dequant_overlap; }
   // How many lora() calls were folded into quantized linears' launches (tests, benchmarks).
   int64_t folded_loras() const { return folded_loras_; }
-  // Decode steps captured as CUDA graphs, and captures abandoned because scratch had to grow
-  // (the step then ran directly): a step that keeps being abandoned never replays (tests).
-  int64_t captured_graphs() const { return captured_graphs_; }
-  int64_t abandoned_captures() const { return abandoned_captures_; }
+  GraphStats graph_stats() const override { return graph_stats_; }
+  // While one lives, steps recorded here take the paths a graph capture takes, so that a graph
+  // key's direct warm-up step grows the buffers its capture will use. run() holds one for its
+  // graph keys; the tensor-parallel backend, which captures its ranks' streams itself, one per
+  // rank.
+  class GraphStepScope {
+   public:
+    explicit GraphStepScope(CudaBackend& b) : b_(b) { b_.graph_step_ = true; }
+    ~GraphStepScope() { b_.graph_step_ = false; }
+    GraphStepScope(const GraphStepScope&) = delete;
+    GraphStepScope& operator=(const GraphStepScope&) = delete;
+
+   private:
+    CudaBackend& b_;
+  };
   void set_attention_block(int warps, int warp_tiles) {
     options_.attention_warps = warps == 8 ? 8 : 4;
     options_.attention_warp_tiles = warp_tiles == 1 || warp_tiles == 2 ? warp_tiles : 0;
@@ -427,11 +438,9 @@ class CudaBackend final : public Backend {
   std::map<int64_t, Graph> graphs_;
   std::set<int64_t> warmed_keys_;
   uint64_t graphs_epoch_ = 0;  // the epoch the graphs were captured in
-  // Set while run() records a step under a graph key: its warm-up and fallback runs take the
-  // paths its capture takes, so the buffers the capture uses are grown before it.
-  bool graph_step_ = false;
-  int64_t captured_graphs_ = 0, abandoned_captures_ = 0;
-  int64_t kv_page_size_ = 0;   // of the newest cache (for validating page tables)
+  bool graph_step_ = false;    // a GraphStepScope lives
+  GraphStats graph_stats_;
+  int64_t kv_page_size_ = 0;  // of the newest cache (for validating page tables)
   // Fewest rows of any activation buffer: decode batches are never padded beyond it, so the
   // padded rows always fit the caller's buffers (the logits buffer is usually the smallest).
   int64_t min_activation_rows_ = INT64_MAX;

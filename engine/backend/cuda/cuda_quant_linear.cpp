@@ -52,7 +52,6 @@ int max_bits(uint32_t mask) {
   return b;
 }
 
-
 // The most rows the fused kernels take (fewer for a matrix whose partials would be too large).
 int64_t fused_max_rows(const CudaBackendOptions& o) {
   return std::min<int64_t>(o.quant_fused_max_rows, kernels::kQuantGemmMaxLaunchRows);

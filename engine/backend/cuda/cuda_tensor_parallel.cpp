@@ -325,6 +325,8 @@ class TensorParallelBackend final : public Backend {
     return first;
   }
 
+  GraphStats graph_stats() const override { return graph_stats_; }
+
   void run(const std::function<void()>& record, std::optional<int64_t> graph_key) override {
     if (!graph_key || !cuda_graphs_) {
       record_all(record);
@@ -339,6 +341,10 @@ class TensorParallelBackend final : public Backend {
       }
       return;
     }
+    // Each rank takes the paths its capture will take, in the direct runs too.
+    std::vector<std::unique_ptr<CudaBackend::GraphStepScope>> graph_steps;
+    for (CudaBackend* r : ranks_)
+      graph_steps.push_back(std::make_unique<CudaBackend::GraphStepScope>(*r));
     // The first step of a key runs directly, so that scratch buffers reach their sizes.
     if (!warmed_keys_.count(*graph_key)) {
       record_all(record);
@@ -373,6 +379,7 @@ class TensorParallelBackend final : public Backend {
     try {
       record_all(record);
     } catch (const cuda::CaptureInvalidated&) {
+      ++graph_stats_.abandoned;
       discard();
       record_all(record);  // runs directly and grows what it needs
       drop_stale_graphs();
@@ -400,6 +407,7 @@ class TensorParallelBackend final : public Backend {
       cuda::check_cuda(status, "instantiating a CUDA graph");
     }
     graphs_[*graph_key] = execs;
+    ++graph_stats_.captured;
     for (size_t d = 0; d < ranks_.size(); ++d) {
       cuda::DeviceGuard guard(devices_[d]);
       cuda::check_cuda(cudaGraphLaunch(execs[d], ranks_[d]->stream()), "launching a CUDA graph");
@@ -739,6 +747,7 @@ class TensorParallelBackend final : public Backend {
   std::map<const QuantizedWeight*, MlpOrder> mlp_orders_;
   std::map<int64_t, std::vector<cudaGraphExec_t>> graphs_;
   std::set<int64_t> warmed_keys_;
+  GraphStats graph_stats_;
   std::vector<uint64_t> epochs_;
   std::vector<cuda::DeviceBuffer> staging_, flags_, epochs_buffers_;
   std::vector<kernels::AllReducePeers> peers_;  // empty: NCCL only
