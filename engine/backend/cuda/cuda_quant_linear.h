@@ -5,11 +5,12 @@
 // the device as it is. Forward: up to CudaBackendOptions::quant_fused_max_rows rows of x run the
 // fused dequantize-and-multiply kernel (kernels/quant_gemv.cu, one launch per group of linears;
 // graph-safe: fixed scratch, no host sync); larger batches (prefill) dequantize slices of at most
-// 64 MiB of fp16 weights in their stored row order (outside graph capture on a side stream, the
-// next slice beside this one's product: dequant_slots.h), gather x into that order, and use
-// cuBLAS, or, from CudaBackendOptions::quant_mma_min_rows to quant_mma_max_rows rows (97-128 by
-// default), multiply the packed tiles directly (kernels/quant_mma_gemm.cu). fp16 activations
-// only: a bf16 backend keeps quantized layers dequantized (dense).
+// 64 MiB of fp16 weights in their stored row order (in steps outside CUDA graphs on a side
+// stream, the next slice beside this one's product: dequant_slots.h), gather x into that order,
+// and use cuBLAS, or, from CudaBackendOptions::quant_mma_min_rows to quant_mma_max_rows rows
+// (97-128 by default; from 33 for a matrix the fused kernel refuses), multiply the packed tiles
+// directly (kernels/quant_mma_gemm.cu). fp16 activations only: a bf16 backend keeps quantized
+// layers dequantized (dense).
 #pragma once
 
 #include "engine/backend/backend.h"
@@ -24,7 +25,8 @@ const kernels::QuantMatrix& quantized_matrix(const BackendWeight& w);
 
 // The fused kernel's split-K partial sums of one matrix stay within this (the memory plan counts
 // three matrices' worth, cuda_workspace_bytes): beyond 32 rows, a matrix whose partials would
-// outgrow it (a large vocabulary's head) takes the cuBLAS path instead.
+// outgrow it (a large vocabulary's head) takes the packed-tile product (or, past its rows,
+// cuBLAS) instead.
 constexpr size_t kQuantPartialBytesPerMatrix = size_t(64) << 20;
 
 // Scratch of the large-batch path for up to `rows` rows of x and inputs of up to
