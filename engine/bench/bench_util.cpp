@@ -123,9 +123,13 @@ double time_greedy_decode(LlamaModel& model, Backend& backend, KvCacheStorage& c
   std::vector<SampleRequest> requests(static_cast<size_t>(batch));
   for (auto& r : requests) r.params = &greedy;
   std::chrono::steady_clock::time_point start;
+  int64_t abandoned_before = 0;
   for (int step = 0; step < kDecodeWarmSteps + steps; ++step) {
     // The previous step's sample() waited for the device(s).
-    if (step == kDecodeWarmSteps) start = std::chrono::steady_clock::now();
+    if (step == kDecodeWarmSteps) {
+      start = std::chrono::steady_clock::now();
+      abandoned_before = backend.graph_stats().abandoned;
+    }
     BatchDesc desc;
     for (int64_t b = 0; b < batch; ++b) {
       SequenceSlice s;
@@ -145,7 +149,16 @@ double time_greedy_decode(LlamaModel& model, Backend& backend, KvCacheStorage& c
     for (int64_t b = 0; b < batch; ++b)
       feed[static_cast<size_t>(b)] = {ids[static_cast<size_t>(b)]};
   }
-  return seconds_since(start);
+  const double seconds = seconds_since(start);
+  // A timed step whose capture was abandoned was recorded twice and ran directly: the figure
+  // then measures a fault, not the steady state (the sampling backend's graphs only).
+  if (const int64_t n = backend.graph_stats().abandoned - abandoned_before; n > 0) {
+    std::fprintf(stderr,
+                 "warning: batch %lld: %lld of %d timed decode steps had their graph capture "
+                 "abandoned and ran directly\n",
+                 static_cast<long long>(batch), static_cast<long long>(n), steps);
+  }
+  return seconds;
 }
 
 double time_prefill(LlamaModel& model, Backend& backend, KvCacheStorage& cache, int64_t tokens,
@@ -216,9 +229,13 @@ double time_check_steps(LlamaModel& model, CudaBackend& backend, KvCacheStorage&
   std::vector<SampleRequest> requests(static_cast<size_t>(tokens));
   for (auto& r : requests) r.params = &greedy;
   std::chrono::steady_clock::time_point start;
+  int64_t abandoned_before = 0;
   for (int step = 0; step < kDecodeWarmSteps + steps; ++step) {
     // The previous step's sample() waited for the device(s).
-    if (step == kDecodeWarmSteps) start = std::chrono::steady_clock::now();
+    if (step == kDecodeWarmSteps) {
+      start = std::chrono::steady_clock::now();
+      abandoned_before = backend.graph_stats().abandoned;
+    }
     BatchDesc desc;
     SequenceSlice s;
     s.tokens = feed;

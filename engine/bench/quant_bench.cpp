@@ -257,7 +257,6 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
 
   auto decode_run = [&](int64_t B) {
     const int warm = kDecodeWarmSteps;
-    const int64_t abandoned_before = be.graph_stats().abandoned;
     // With LoRA the profiled step is the first one with an adapter (below).
     const double t =
         time_greedy_decode(lm, be, *cache, B, seq_pages, o.decode_context, o.decode_steps,
@@ -276,9 +275,7 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
                 {"bandwidth_limit_tokens_per_s", limit},
                 {"share_of_bandwidth_limit", tok_s / limit},
                 {"share_of_nominal_bandwidth", nominal_limit > 0 ? tok_s / nominal_limit : 0.0},
-                {"achieved_gbs", step_bytes * o.decode_steps / t / 1e9},
-                // Steps whose capture was abandoned ran directly after recording twice.
-                {"abandoned_graph_captures", be.graph_stats().abandoned - abandoned_before}};
+                {"achieved_gbs", step_bytes * o.decode_steps / t / 1e9}};
   };
   json decode = json::array();
   for (int64_t B : o.decode_batches) decode.push_back(decode_run(B));
@@ -401,10 +398,6 @@ json bench_one(CudaBackend& be, const std::string& model, const QuantSpec& q,
             fmt("%4.0f | ", e["achieved_gbs"].get<double>()) +
             fmt("%18.1f%% | ", 100 * e["share_of_bandwidth_limit"].get<double>()) +
             fmt("%11.1f%%\n", 100 * e["share_of_nominal_bandwidth"].get<double>());
-    if (const auto n = e["abandoned_graph_captures"].get<int64_t>(); n > 0) {
-      text += fmt("             (%.0f graph captures abandoned: those steps ran directly)\n",
-                  static_cast<double>(n));
-    }
   }
   if (r.contains("full_depth_estimate_decode_batch1_tokens_per_s")) {
     text += fmt("estimated full-depth batch-1 decode: %.1f tokens/s\n",
