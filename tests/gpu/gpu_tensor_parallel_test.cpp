@@ -355,34 +355,11 @@ TEST_F(GpuTensorParallel, TheEngineGeneratesTheSameGreedyTokens) {
 // capture, with the logits of the same steps run directly.
 TEST_F(GpuTensorParallel, ManyRowDecodeStepsOnTheDequantizePathAreCapturedOnce) {
   const ModelConfig config = synthetic_model_config("tiny");
-  SyntheticQuantSource::Options so;
-  so.format = "exl2";
-  SyntheticQuantSource weights(config, so);
-  ModelConfig quantized = config;
-  quantized.quantization_config_json = weights.quantization_config_json();
-  constexpr int64_t kSeqs = 40, kSeqPage = 32;
-  auto run = [&](bool graphs, Backend::GraphStats* stats) {
-    CudaBackendOptions o;
-    o.quant_fused_max_rows = 32;  // 40 rows past the fused kernel
-    o.quant_mma_min_rows = 0;     // and on dequantize + cuBLAS
-    o.dequant_overlap = true;
-    o.cuda_graphs = graphs;
-    auto backend = create_tensor_parallel_backend(
+  gpu_test::expect_many_row_steps_captured_once([&](const CudaBackendOptions& o) {
+    return create_tensor_parallel_backend(
         {0, 1}, {config.num_heads, config.num_kv_heads, config.head_dim, config.intermediate_size},
         o);
-    LlamaModel model(quantized, *backend, weights,
-                     gpu_test::many_sequence_options(kSeqs, kSeqPage));
-    auto cache = model.create_kv_cache(kSeqs, kSeqPage);
-    const auto logits = gpu_test::greedy_many_sequences(model, *cache, kSeqs, 6);
-    *stats = backend->graph_stats();
-    return logits;
-  };
-  Backend::GraphStats stats, unused;
-  const auto replayed = run(true, &stats);
-  const auto direct = run(false, &unused);
-  EXPECT_EQ(stats.captured, 1);
-  EXPECT_EQ(stats.abandoned, 0);
-  EXPECT_TRUE(replayed == direct) << "graph replays against steps run directly";
+  });
 }
 
 TEST_F(GpuTensorParallel, RefusesWhatItCannotDivide) {

@@ -1158,34 +1158,8 @@ TEST_F(QuantGpu, WholeModelsMatchTheCpuThroughGraphReplays) {
 // one buffer ungrown, so every capture was abandoned and the step recorded twice. The logits are
 // those of the same steps without graphs (the two buffers give the bits of one).
 TEST_F(QuantGpu, ManyRowDecodeStepsOnTheDequantizePathAreCapturedOnce) {
-  const ModelConfig config = synthetic_model_config("tiny");
-  SyntheticQuantSource::Options so;
-  so.format = "exl2";
-  so.bpw = 4.0;
-  SyntheticQuantSource weights(config, so);
-  ModelConfig quantized = config;
-  quantized.quantization_config_json = weights.quantization_config_json();
-  constexpr int64_t kSeqs = 40, kPage = 32;
-  auto run = [&](bool graphs, Backend::GraphStats* stats) {
-    CudaBackendOptions o;
-    o.quant_fused_max_rows = kernels::kQuantGemmMaxRows;  // 40 rows past the fused kernel
-    o.quant_mma_min_rows = 0;                             // and on dequantize + cuBLAS
-    o.dequant_overlap = true;
-    o.cuda_graphs = graphs;
-    auto backend = create_cuda_backend(o);
-    LlamaModel model(quantized, *backend, weights, gpu_test::many_sequence_options(kSeqs, kPage));
-    auto cache = backend->create_kv_cache(model.kv_cache_spec(kSeqs, kPage));
-    const auto logits = gpu_test::greedy_many_sequences(model, *cache, kSeqs, 6);
-    *stats = backend->graph_stats();
-    return logits;
-  };
-  Backend::GraphStats stats, unused;
-  const auto replayed = run(true, &stats);
-  const auto direct = run(false, &unused);
-  // Step 1 warms the key up, step 2 is captured, steps 3.. replay it.
-  EXPECT_EQ(stats.captured, 1);
-  EXPECT_EQ(stats.abandoned, 0);
-  EXPECT_TRUE(replayed == direct) << "graph replays against steps run directly";
+  gpu_test::expect_many_row_steps_captured_once(
+      [](const CudaBackendOptions& o) { return create_cuda_backend(o); });
 }
 
 }  // namespace
