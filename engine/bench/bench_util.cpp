@@ -109,6 +109,22 @@ std::string fmt(const char* format, double value) {
   return b;
 }
 
+namespace {
+
+// A timed step whose capture was abandoned was recorded twice and ran directly: the figure then
+// measures a fault, not the steady state (counted on the sampling backend).
+void warn_if_captures_abandoned(const Backend& backend, int64_t abandoned_before, const char* what,
+                                int64_t size, int steps) {
+  if (const int64_t n = backend.graph_stats().abandoned - abandoned_before; n > 0) {
+    std::fprintf(stderr,
+                 "warning: %s %lld: %lld of %d timed steps had their graph capture abandoned and "
+                 "ran directly\n",
+                 what, static_cast<long long>(size), static_cast<long long>(n), steps);
+  }
+}
+
+}  // namespace
+
 double time_greedy_decode(LlamaModel& model, Backend& backend, KvCacheStorage& cache, int64_t batch,
                           int64_t pages_per_seq, int64_t context, int steps, bool profile_first,
                           const std::vector<std::vector<float>>* adapter_weights) {
@@ -150,14 +166,7 @@ double time_greedy_decode(LlamaModel& model, Backend& backend, KvCacheStorage& c
       feed[static_cast<size_t>(b)] = {ids[static_cast<size_t>(b)]};
   }
   const double seconds = seconds_since(start);
-  // A timed step whose capture was abandoned was recorded twice and ran directly: the figure
-  // then measures a fault, not the steady state (the sampling backend's graphs only).
-  if (const int64_t n = backend.graph_stats().abandoned - abandoned_before; n > 0) {
-    std::fprintf(stderr,
-                 "warning: batch %lld: %lld of %d timed decode steps had their graph capture "
-                 "abandoned and ran directly\n",
-                 static_cast<long long>(batch), static_cast<long long>(n), steps);
-  }
+  warn_if_captures_abandoned(backend, abandoned_before, "decode batch", batch, steps);
   return seconds;
 }
 
@@ -249,7 +258,9 @@ double time_check_steps(LlamaModel& model, CudaBackend& backend, KvCacheStorage&
     feed[0] = backend.sample(logits, requests)[0];
     if (profile) check_cuda(cudaProfilerStop(), "stopping the profiler");
   }
-  return seconds_since(start);
+  const double seconds = seconds_since(start);
+  warn_if_captures_abandoned(backend, abandoned_before, "check of tokens", tokens, steps);
+  return seconds;
 }
 
 }  // namespace hearth::cuda::bench
