@@ -135,10 +135,10 @@ struct CudaBackendOptions {
   // (at most 64 MiB, the plan's share; 0: 64 MiB).
   size_t dequant_slice_bytes = 0;
   // Those slices written on a stream of their own into two buffers in turn, so that the next
-  // slice's dequantization runs beside cuBLAS's product of this one (DequantSlots; outside graph
-  // capture; up to 128 MiB more, which the plan counts). Off: one buffer, dequantization and
-  // product one after the other. On an H200 (Llama-3-8B EXL2 4.0) prompts of 512 tokens run 4 %
-  // faster, 2,048 about 1 %, 1,024 and 8,192 the same (docs/PERFORMANCE.md).
+  // slice's dequantization runs beside cuBLAS's product of this one (DequantSlots; in steps
+  // without a graph key; up to 128 MiB more, which the plan counts). Off: one buffer,
+  // dequantization and product one after the other. On an H200 (Llama-3-8B EXL2 4.0) prompts of 512
+  // tokens run 4 % faster, 2,048 about 1 %, 1,024 and 8,192 the same (docs/PERFORMANCE.md).
   bool dequant_overlap = true;
   size_t cublas_workspace_bytes = size_t(32) << 20;
   // Tensor parallelism's all-reduces of decode steps (up to 1 MiB), where the GPUs have peer

@@ -7,8 +7,9 @@
 // Ordering, per buffer: the side stream waits for `released` (recorded on the main stream after
 // the last product that read the buffer) before writing, and records `filled`, which the main
 // stream waits for before reading. Never-recorded events are complete, so the first fill of each
-// buffer does not wait. Only work outside graph capture uses these buffers: a captured graph
-// replays later, out of reach of the events (the backend keeps another buffer for it).
+// buffer does not wait. Only steps recorded without a graph key use these buffers: a captured
+// graph replays later, out of reach of the events, and a graph key's direct warm-up step must
+// grow the one buffer its capture will use (CudaBackend::GraphStepScope).
 #pragma once
 
 #include <cuda_runtime.h>
